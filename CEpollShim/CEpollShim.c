@@ -1,0 +1,67 @@
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include "CEpollShim.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#if defined(__x86_64__)
+// The kernel's x86_64 ABI packs epoll_event: 4 bytes of events followed directly by 8 of data.
+_Static_assert(sizeof(struct epoll_event) == 12, "epoll_event is packed on x86_64");
+#else
+_Static_assert(sizeof(struct epoll_event) == 16, "epoll_event is naturally aligned here");
+#endif
+_Static_assert(sizeof(((struct epoll_event *)0)->data) == 8, "epoll_data is 64 bits");
+_Static_assert(sizeof(eventfd_t) == 8, "eventfd counts are 64 bits");
+
+int cepoll_create(void) { return epoll_create1(EPOLL_CLOEXEC); }
+
+int cepoll_ctl(int epfd, int op, int fd, uint32_t events, uint64_t data) {
+    struct epoll_event ev;
+    ev.events = events;
+    ev.data.u64 = data;
+    return epoll_ctl(epfd, op, fd, &ev);
+}
+
+int cepoll_wait(int epfd, struct epoll_event *events, int count, int timeout_ms) {
+    return epoll_wait(epfd, events, count, timeout_ms);
+}
+
+int cepoll_eventfd(void) { return eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC); }
+
+int cepoll_socket(int domain, int type, int protocol) {
+    return socket(domain, type | SOCK_NONBLOCK | SOCK_CLOEXEC, protocol);
+}
+
+int cepoll_accept(int fd, struct sockaddr *addr, socklen_t *len) {
+    return accept4(fd, addr, len, SOCK_NONBLOCK | SOCK_CLOEXEC);
+}
+
+int cepoll_errno(void) { return errno; }
+
+void cepoll_set_errno(int value) { errno = value; }
+
+int cepoll_set_thread_name(const char *name) { return pthread_setname_np(pthread_self(), name); }
+
+int cepoll_pin_thread_to_cpu(int cpu) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(cpu, &set);
+    return pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+}
+
+int cepoll_affinity_cpu_count(void) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (sched_getaffinity(0, sizeof(set), &set) != 0) return 0;
+    return CPU_COUNT(&set);
+}
+
+int cepoll_pipe(int fds[2]) { return pipe2(fds, O_NONBLOCK | O_CLOEXEC); }
+
+int cepoll_gettid(void) { return gettid(); }

@@ -1,0 +1,73 @@
+import CEpollShim
+
+extension EventLoop {
+    /// Starts watching `fd` for `interest`, handing readiness to `handler`. Call on the loop.
+    ///
+    /// The loop owns the descriptor from now on: it is closed by ``close(fd:)``, or by the loop at shutdown,
+    /// exactly once. ``IOEvents/error`` and ``IOEvents/hangup`` are always reported.
+    public func register(fd: Int32, interest: IOEvents, handler: any IOEventHandler) throws(EventLoopError) {
+        preconditionInEventLoop()
+        guard !isShutDownOnLoop else { throw .shutDown }
+        guard fd >= 0 else { throw .system(SyscallError(.epollCtl, errno: .badFileDescriptor)) }
+        guard !registrations.isRegistered(fd) else { throw .alreadyRegistered(fd: fd) }
+        let generation = registrations.add(fd, interest: interest, handler: handler)
+        do {
+            try Syscall.epollCtl(epollFD, CEPOLL_CTL_ADD, fd, events: interest.rawValue,
+                                 data: Self.eventData(fd: fd, generation: generation))
+        } catch {
+            registrations.remove(fd)
+            throw .system(error)
+        }
+    }
+
+    /// Changes what `fd` is watched for; no system call when the interest is unchanged. Call on the loop.
+    public func setInterest(_ interest: IOEvents, fd: Int32) throws(EventLoopError) {
+        preconditionInEventLoop()
+        guard let current = registrations.interest(of: fd) else { throw .notRegistered(fd: fd) }
+        guard current != interest else { return }
+        do {
+            try Syscall.epollCtl(epollFD, CEPOLL_CTL_MOD, fd, events: interest.rawValue,
+                                 data: Self.eventData(fd: fd, generation: registrations.generation(of: fd)))
+        } catch { throw .system(error) }
+        registrations.setInterest(fd, interest)
+    }
+
+    /// The interest `fd` is registered with, or `nil` if it is not registered. Call on the loop.
+    public func interest(of fd: Int32) -> IOEvents? {
+        preconditionInEventLoop()
+        return registrations.interest(of: fd)
+    }
+
+    /// Stops watching `fd` and gives it back to the caller, open. Events already fetched for it are dropped.
+    public func deregister(fd: Int32) throws(EventLoopError) {
+        preconditionInEventLoop()
+        guard registrations.isRegistered(fd) else { throw .notRegistered(fd: fd) }
+        registrations.remove(fd)
+        do {
+            try Syscall.epollCtl(epollFD, CEPOLL_CTL_DEL, fd, events: 0, data: 0)
+        } catch { throw .system(error) }
+    }
+
+    /// Stops watching `fd` and closes it. Events already fetched for it are dropped. Call on the loop.
+    ///
+    /// The descriptor is closed even if the kernel reports an error, which is then thrown.
+    public func close(fd: Int32) throws(EventLoopError) {
+        preconditionInEventLoop()
+        guard registrations.isRegistered(fd) else { throw .notRegistered(fd: fd) }
+        registrations.remove(fd)
+        // Removed explicitly: close() alone would leave it in the epoll set if the file were shared (dup, fork).
+        let unwatched = Result { () throws(SyscallError) in
+            try Syscall.epollCtl(epollFD, CEPOLL_CTL_DEL, fd, events: 0, data: 0)
+        }
+        do {
+            try Syscall.close(fd)
+        } catch { throw .system(error) }
+        if case .failure(let error) = unwatched { throw .system(error) }
+    }
+
+    /// The epoll user data for a registration: generation in the high half, fd in the low half.
+    @inline(__always)
+    static func eventData(fd: Int32, generation: UInt32) -> UInt64 {
+        UInt64(generation) << 32 | UInt64(UInt32(bitPattern: fd))
+    }
+}

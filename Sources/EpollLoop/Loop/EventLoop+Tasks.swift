@@ -1,0 +1,60 @@
+extension EventLoop {
+    /// Runs `task` on the loop, after the tasks queued before it, from any thread.
+    ///
+    /// Called on the loop, the task is appended to a loop-local queue (no lock, no wakeup) and runs in the
+    /// next iteration. Called elsewhere, it goes into the shared queue under a mutex and the loop is woken
+    /// through its eventfd only if it is asleep and nobody has woken it yet: at most one wakeup per iteration.
+    ///
+    /// - Throws: ``EventLoopError/shutDown`` once the loop has shut down (from other threads: once shutdown
+    ///   has begun); the task is not run.
+    public func execute(_ task: @escaping @Sendable () -> Void) throws(EventLoopError) {
+        if inEventLoop {
+            localTasks.append(task)
+            return
+        }
+        let mustWake = try remote.withLock { state throws(EventLoopError) -> Bool in
+            switch state.lifecycle {
+            case .shuttingDown, .shutDown: throw .shutDown
+            case .idle, .running: break
+            }
+            state.tasks.append(task)
+            guard state.asleep && !state.wakeupPending else { return false }
+            state.wakeupPending = true
+            return true
+        }
+        if mustWake { wakeUp() }
+    }
+
+    /// Queues a task from the loop itself; it need not be `Sendable` since it never leaves the thread.
+    package func executeOnLoop(_ task: @escaping () -> Void) {
+        preconditionInEventLoop()
+        localTasks.append(task)
+    }
+
+    /// Writes the eventfd. A failure here would leave the loop asleep with work queued, so it is fatal.
+    func wakeUp() {
+        do {
+            try Syscall.eventfdSignal(wakeFD)
+        } catch {
+            preconditionFailure("event loop '\(name)': cannot write its wakeup eventfd: \(error)")
+        }
+    }
+
+    /// Whether tasks are waiting that the loop should run before it sleeps.
+    var hasLocalTasks: Bool { !localTasks.isEmpty }
+
+    /// Runs the tasks that were queued on the loop before this call; those they queue run next iteration.
+    func runLocalTasks() {
+        guard !localTasks.isEmpty else { return }
+        swap(&localTasks, &spareTasks)
+        for task in spareTasks { task() }
+        spareTasks.removeAll(keepingCapacity: true)
+    }
+
+    /// Runs the tasks taken from the shared queue at the last wakeup.
+    func runRemoteTasks() {
+        guard !remoteBatch.isEmpty else { return }
+        for task in remoteBatch { task() }
+        remoteBatch.removeAll(keepingCapacity: true)
+    }
+}

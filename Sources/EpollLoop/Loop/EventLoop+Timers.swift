@@ -1,0 +1,103 @@
+/// A timer scheduled on an ``EventLoop``; cancel it from any thread.
+///
+/// Small and cheap: a loop reference and an 8-byte slab ID. ``cancel()`` is O(1) and harmless when repeated
+/// or when the timer has already fired.
+public struct ScheduledTimer: Sendable {
+    /// The loop the timer runs on.
+    public let loop: EventLoop
+    let id: TimerID
+    let remote: RemoteTimer?
+
+    /// Cancels the timer if it has not fired yet. Safe to call any number of times, from any thread.
+    ///
+    /// On the loop the timer is removed at once; elsewhere the cancellation is queued to the loop, so a timer
+    /// already due may still fire before it is processed.
+    public func cancel() {
+        if loop.inEventLoop {
+            if let remote { remote.cancelOnLoop(loop) } else { loop.timers.cancel(id) }
+            return
+        }
+        let id = self.id
+        let remote = self.remote
+        let loop = self.loop
+        try? loop.execute {
+            if let remote { remote.cancelOnLoop(loop) } else { loop.timers.cancel(id) }
+        }
+    }
+}
+
+/// The loop-side record of a timer scheduled from another thread, before its slab ID exists.
+///
+/// Touched only on the loop: the task that files the timer and any task that cancels it are queued in order.
+final class RemoteTimer: @unchecked Sendable {
+    var id: TimerID?
+    var cancelled = false
+
+    func cancelOnLoop(_ loop: EventLoop) {
+        cancelled = true
+        if let id { loop.timers.cancel(id) }
+    }
+}
+
+extension EventLoop {
+    /// Runs `task` on the loop at `deadline` (never earlier; timers due together fire in deadline order).
+    ///
+    /// - Throws: ``EventLoopError/shutDown`` if the loop is shut down.
+    @discardableResult
+    public func schedule(at deadline: Deadline, _ task: @escaping @Sendable () -> Void) throws(EventLoopError) -> ScheduledTimer {
+        if inEventLoop {
+            return ScheduledTimer(loop: self, id: scheduleOnLoop(at: deadline.uptimeNanoseconds, task), remote: nil)
+        }
+        let record = RemoteTimer()
+        try execute { [self] in
+            guard !record.cancelled else { return }
+            record.id = scheduleOnLoop(at: deadline.uptimeNanoseconds, task)
+        }
+        return ScheduledTimer(loop: self, id: .invalid, remote: record)
+    }
+
+    /// Runs `task` on the loop once `delay` has passed.
+    ///
+    /// ```swift
+    /// let timer = try loop.schedule(after: .seconds(30)) { closeIdleConnection() }
+    /// timer.cancel()
+    /// ```
+    @discardableResult
+    public func schedule(after delay: Duration, _ task: @escaping @Sendable () -> Void) throws(EventLoopError) -> ScheduledTimer {
+        try schedule(at: Deadline.now() + delay, task)
+    }
+
+    // MARK: Loop-side timer API (for code already on the loop, such as sockets)
+
+    /// Files a timer for `deadline` (monotonic ns). Call on the loop.
+    package func scheduleOnLoop(at deadline: UInt64, _ task: @escaping () -> Void) -> TimerID {
+        preconditionInEventLoop()
+        return timers.schedule(deadline: deadline, payload: task)
+    }
+
+    /// Cancels a timer; harmless if it fired or was cancelled already. Call on the loop.
+    package func cancelOnLoop(_ id: TimerID) {
+        preconditionInEventLoop()
+        timers.cancel(id)
+    }
+
+    /// Moves a timer's deadline (cheaply when later). Returns false if it already fired. Call on the loop.
+    @discardableResult
+    package func rescheduleOnLoop(_ id: TimerID, at deadline: UInt64) -> Bool {
+        preconditionInEventLoop()
+        return timers.reschedule(id, deadline: deadline)
+    }
+
+    /// Pending timers. Call on the loop.
+    public var pendingTimerCount: Int {
+        preconditionInEventLoop()
+        return timers.count
+    }
+
+    /// Fires every timer due at `now`, in deadline order.
+    func runTimers() {
+        guard timers.count > 0 else { return }
+        timers.advance(to: now)
+        while let task = timers.popReady() { task() }
+    }
+}

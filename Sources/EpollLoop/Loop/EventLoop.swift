@@ -1,0 +1,124 @@
+import CEpollShim
+import Dispatch
+import Glibc
+import Synchronization
+
+/// One thread multiplexing nonblocking descriptors with epoll, running tasks and timers.
+///
+/// A loop owns everything registered with it; all of that state is touched only on the loop's thread, so it
+/// needs no locks. Other threads talk to the loop through ``execute(_:)`` and ``schedule(at:_:)``, which
+/// queue work and wake the loop through an eventfd at most once per loop iteration.
+///
+/// Run a loop on a thread of its own through ``EventLoopGroup``, or embed it in your own thread:
+///
+/// ```swift
+/// let loop = try EventLoop(name: "main-loop")
+/// try loop.execute { print("running on the loop") }
+/// try loop.schedule(after: .seconds(1)) { loop.initiateShutdown() }
+/// try loop.run()   // returns once the loop has shut down
+/// ```
+public final class EventLoop: @unchecked Sendable {
+    // Thread-safety: `remote` and `threadID` are shared across threads (a Mutex and an Atomic); `epollFD`,
+    // `wakeFD`, `name` and `finished` are immutable or thread-safe; every other stored property is confined
+    // to the loop's thread.
+
+    /// The loop's name (its thread's name, when run by an ``EventLoopGroup``).
+    public let name: String
+
+    let epollFD: Int32
+    let wakeFD: Int32
+    let remote: Mutex<RemoteState>
+    let threadID = Atomic<UInt>(0)
+    /// Left once the loop has completely shut down.
+    let finished = DispatchGroup()
+
+    // Loop-confined state.
+    var localTasks: [() -> Void] = []
+    var spareTasks: [() -> Void] = []
+    var remoteBatch: [@Sendable () -> Void] = []
+    var timers: TimerWheel<() -> Void>
+    var registrations = RegistrationTable()
+    let events: UnsafeMutablePointer<epoll_event>
+    let eventCapacity: Int32
+    /// The monotonic time (ns) read at the start of the current iteration's timer phase.
+    var now: UInt64
+    /// Iterations completed (for tests and statistics).
+    var iterations: UInt64 = 0
+    /// Whether this iteration saw a shutdown request (copied from `remote` under its lock).
+    var shutdownRequested = false
+
+    /// Creates a loop: its epoll instance and wakeup eventfd. It does nothing until ``run()``.
+    ///
+    /// - Parameters:
+    ///   - name: a name for diagnostics and the thread.
+    ///   - maxEventsPerWait: how many readiness events one `epoll_wait` returns at most.
+    public init(name: String = "epoll-loop", maxEventsPerWait: Int = 1024) throws(EventLoopError) {
+        self.name = name
+        do {
+            epollFD = try Syscall.epollCreate()
+        } catch { throw .system(error) }
+        do {
+            wakeFD = try Syscall.eventfd()
+        } catch {
+            try? Syscall.close(epollFD)
+            throw .system(error)
+        }
+        do {
+            try Syscall.epollCtl(epollFD, CEPOLL_CTL_ADD, wakeFD, events: CEPOLL_IN, data: Self.wakeupToken)
+        } catch {
+            try? Syscall.close(wakeFD)
+            try? Syscall.close(epollFD)
+            throw .system(error)
+        }
+        eventCapacity = Int32(max(1, min(maxEventsPerWait, 65536)))
+        events = .allocate(capacity: Int(eventCapacity))
+        now = Deadline.now().uptimeNanoseconds
+        timers = TimerWheel(origin: now)
+        remote = Mutex(RemoteState())
+        finished.enter()
+    }
+
+    deinit {
+        events.deallocate()
+    }
+
+    /// The `epoll_event.data` of the wakeup eventfd; never a valid (fd, generation) pair of a registration.
+    static var wakeupToken: UInt64 { .max }
+
+    /// Whether the calling thread is this loop's thread.
+    @inline(__always)
+    public var inEventLoop: Bool {
+        pthread_self() == pthread_t(threadID.load(ordering: .relaxed))
+    }
+
+    /// Stops the process if called off the loop's thread: the guard for loop-confined state.
+    @inline(__always)
+    public func preconditionInEventLoop(file: StaticString = #fileID, line: UInt = #line) {
+        precondition(inEventLoop, "must be called on event loop '\(name)'", file: file, line: line)
+    }
+
+    /// Descriptors currently registered with the loop. Call on the loop.
+    public var registeredDescriptorCount: Int {
+        preconditionInEventLoop()
+        return registrations.count
+    }
+}
+
+/// The part of a loop that other threads touch, always under its mutex.
+struct RemoteState: ~Copyable {
+    enum Lifecycle {
+        /// Created, `run()` not yet called.
+        case idle
+        case running
+        /// A shutdown was requested; the loop finishes its current iteration and then closes down.
+        case shuttingDown
+        case shutDown
+    }
+
+    var tasks: [@Sendable () -> Void] = []
+    var lifecycle = Lifecycle.idle
+    /// The loop is in (or about to enter) a blocking `epoll_wait`.
+    var asleep = false
+    /// The eventfd was written since the loop last went to sleep.
+    var wakeupPending = false
+}

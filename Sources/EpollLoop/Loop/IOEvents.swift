@@ -1,0 +1,45 @@
+import CEpollShim
+
+/// Readiness conditions, as interest to register or as events reported; the raw values are epoll's bits.
+public struct IOEvents: OptionSet, Hashable, Sendable {
+    /// The epoll bits.
+    public let rawValue: UInt32
+
+    /// Wraps epoll bits.
+    public init(rawValue: UInt32) { self.rawValue = rawValue }
+
+    /// `EPOLLIN`: data (or a connection, or EOF) can be read.
+    public static let readable = IOEvents(rawValue: CEPOLL_IN)
+    /// `EPOLLOUT`: the send buffer has room, or a nonblocking connect finished.
+    public static let writable = IOEvents(rawValue: CEPOLL_OUT)
+    /// `EPOLLRDHUP`: the peer shut down its write side (half-close); reported only when registered.
+    public static let readHangup = IOEvents(rawValue: CEPOLL_RDHUP)
+    /// `EPOLLHUP`: both directions are closed. Always reported.
+    public static let hangup = IOEvents(rawValue: CEPOLL_HUP)
+    /// `EPOLLERR`: an error is pending (read it with `SO_ERROR`). Always reported.
+    public static let error = IOEvents(rawValue: CEPOLL_ERR)
+}
+
+/// An object that owns a descriptor registered with an ``EventLoop`` and handles its readiness.
+///
+/// All calls come on the loop's thread. The loop holds the handler strongly while it is registered.
+///
+/// ```swift
+/// final class PipeReader: IOEventHandler {
+///     func handleIO(_ events: IOEvents) { /* read until EAGAIN */ }
+/// }
+/// try loop.register(fd: pipeReadEnd, interest: .readable, handler: PipeReader())
+/// ```
+public protocol IOEventHandler: AnyObject {
+    /// The descriptor is ready for `events` (level-triggered: the call repeats while the condition holds).
+    func handleIO(_ events: IOEvents)
+
+    /// The loop is shutting down. Finish up (for example close the descriptor through the loop and tell your
+    /// users); whatever is still registered afterwards is closed by the loop. The default does nothing.
+    func loopWillShutDown()
+}
+
+extension IOEventHandler {
+    /// Does nothing: the loop closes the descriptor.
+    public func loopWillShutDown() {}
+}

@@ -1,0 +1,2 @@
+import EpollLoop
+print("placeholder")
