@@ -7,6 +7,7 @@ let package = Package(
     name: "EpollLoop",
     products: [
         .library(name: "EpollLoop", targets: ["EpollLoop"]),
+        .library(name: "LoopSocket", targets: ["LoopSocket"]),
     ],
     targets: [
         .target(
@@ -17,6 +18,23 @@ let package = Package(
         .target(
             name: "EpollLoop",
             dependencies: ["CEpollShim"]
+        ),
+        .target(
+            name: "LoopSocket",
+            dependencies: ["EpollLoop", "CEpollShim"]
+        ),
+        .target(
+            name: "ExampleSupport",
+            dependencies: ["EpollLoop"],
+            path: "Sources/ExampleSupport"
+        ),
+        .executableTarget(
+            name: "echo-server",
+            dependencies: ["EpollLoop", "LoopSocket", "ExampleSupport"]
+        ),
+        .executableTarget(
+            name: "http-hello",
+            dependencies: ["EpollLoop", "LoopSocket", "ExampleSupport"]
         ),
         .executableTarget(
             name: "loop-demo",

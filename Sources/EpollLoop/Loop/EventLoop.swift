@@ -46,6 +46,8 @@ public final class EventLoop: @unchecked Sendable {
     var iterations: UInt64 = 0
     /// Whether this iteration saw a shutdown request (copied from `remote` under its lock).
     var shutdownRequested = false
+    /// Per-loop state of a higher layer (LoopSocket keeps its shared receive buffer here). Loop-confined.
+    package var attachment: AnyObject?
 
     /// Creates a loop: its epoll instance and wakeup eventfd. It does nothing until ``run()``.
     ///

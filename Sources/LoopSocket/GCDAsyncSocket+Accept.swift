@@ -1,0 +1,301 @@
+import CEpollShim
+import EpollLoop
+import FoundationEssentials
+import Glibc
+
+/// Listening and accepting. Accepted sockets are spread over the listener's event loop group.
+extension GCDAsyncSocket {
+    /// Listens on every interface, IPv4 and IPv6 (each as enabled), on `port` (0: the OS picks one, the same
+    /// for both families; read it from ``localPort``).
+    public func accept(onPort port: UInt16) throws {
+        try accept(onInterface: nil, port: port)
+    }
+
+    /// Listens on `interface`: nil for all, `"localhost"`/`"loopback"`, a numeric IPv4 or IPv6 address, or an
+    /// interface name such as `"lo"`.
+    ///
+    /// - Throws: ``GCDAsyncSocketError`` — `badConfigError` if already connected or listening, or if both
+    ///   families are disabled; `badParamError` for an unknown interface; `otherError` with the errno when
+    ///   `socket`, `bind` or `listen` fails (for example `EADDRINUSE`).
+    public func accept(onInterface interface: String?, port: UInt16) throws {
+        let configuration = try beginStarting(as: .accepting)
+        do {
+            let addresses = try Self.listenAddresses(interface: interface, port: port, configuration)
+            var listening: [(Int32, SocketAddress)] = []
+            do {
+                var chosenPort = port
+                for var address in addresses {
+                    if chosenPort != 0 { address.port = chosenPort }
+                    let fd = try Self.openListener(address, configuration.options)
+                    listening.append((fd, address))
+                    if chosenPort == 0, let bound = SocketAddress.of(fd: fd, peer: false) { chosenPort = bound.port }
+                }
+            } catch {
+                for (fd, _) in listening { try? Syscall.close(fd) }
+                throw error
+            }
+            try startListening(listening, configuration: configuration, unixPath: nil)
+        } catch {
+            publish(status: .idle)
+            throw error
+        }
+    }
+
+    /// Listens on a Unix-domain socket at `url`'s path, replacing a stale socket file left there.
+    ///
+    /// - Throws: ``GCDAsyncSocketError`` — `badParamError` for a path too long for `sun_path`, `otherError` with
+    ///   the errno if the socket cannot be created or bound.
+    public func accept(onUrl url: URL) throws {
+        let configuration = try beginStarting(as: .accepting)
+        do {
+            let path = url.path
+            guard let address = SocketAddress(unixPath: path) else {
+                throw GCDAsyncSocketError(.badParamError, "Unix socket path is empty or longer than 107 bytes: \(path)")
+            }
+            var status = stat()
+            if lstat(path, &status) == 0 && (status.st_mode & S_IFMT) == S_IFSOCK { unlink(path) }
+            let fd = try Self.openListener(address, configuration.options)
+            if let mode = configuration.options.unixSocketMode { chmod(path, mode_t(mode)) }
+            try startListening([(fd, address)], configuration: configuration, unixPath: path)
+        } catch {
+            publish(status: .idle)
+            throw error
+        }
+    }
+
+    /// Checks that the socket is idle and claims it for connecting or accepting, so a second call fails fast.
+    func beginStarting(as phase: Phase) throws -> Configuration {
+        let outcome = shared.withLock { state -> Result<Configuration, GCDAsyncSocketError> in
+            guard state.status == .idle else {
+                return .failure(GCDAsyncSocketError(.badConfigError,
+                    "Attempting to connect or accept while connected, connecting or accepting. Disconnect first."))
+            }
+            guard state.configuration.ipv4Enabled || state.configuration.ipv6Enabled else {
+                return .failure(GCDAsyncSocketError(.badConfigError, "Both IPv4 and IPv6 are disabled"))
+            }
+            state.status = phase
+            return .success(state.configuration)
+        }
+        return try outcome.get()
+    }
+
+    private func startListening(_ listening: [(Int32, SocketAddress)], configuration: Configuration, unixPath: String?) throws {
+        let addresses = listening.map { bound in SocketAddress.of(fd: bound.0, peer: false) ?? bound.1 }
+        publish(status: .accepting, listening: addresses)
+        let started = onLoop { [self] in
+            config = configuration
+            phase = .accepting
+            unixListenPath = unixPath
+            for (fd, address) in listening {
+                let listener = ListenHandler(fd: fd, address: address, owner: self)
+                do {
+                    try eventLoop.register(fd: fd, interest: .readable, handler: listener)
+                    listeners.append(listener)
+                } catch {
+                    try? Syscall.close(fd)
+                    closeWithError(GCDAsyncSocketError(.otherError, "\(error)"))
+                    return
+                }
+            }
+        }
+        if !started {
+            for (fd, _) in listening { try? Syscall.close(fd) }
+            if let unixPath { unlink(unixPath) }
+            throw GCDAsyncSocketError.loopShutDown
+        }
+    }
+
+    static func openListener(_ address: SocketAddress, _ options: SocketOptions) throws -> Int32 {
+        do throws(SyscallError) {
+            let fd = try Syscall.socket(domain: address.family)
+            do throws(SyscallError) {
+                if address.isIPv6 { try Syscall.setOption(fd, level: Int32(IPPROTO_IPV6), name: IPV6_V6ONLY, value: 1) }
+                try options.applyToListener(fd, isUnix: address.isUnix)
+                try address.withSockAddr { sa, length throws(SyscallError) in try Syscall.bind(fd, sa, length) }
+                try Syscall.listen(fd, backlog: options.backlog)
+            } catch {
+                try? Syscall.close(fd)
+                throw error
+            }
+            return fd
+        } catch {
+            throw GCDAsyncSocketError(error)
+        }
+    }
+
+    /// The addresses to listen on for an interface description.
+    static func listenAddresses(interface: String?, port: UInt16, _ configuration: Configuration) throws -> [SocketAddress] {
+        var result: [SocketAddress] = []
+        switch interface {
+        case nil, "":
+            if configuration.ipv4Enabled { result.append(.any(family: AF_INET, port: port)) }
+            if configuration.ipv6Enabled { result.append(.any(family: AF_INET6, port: port)) }
+        case "localhost", "loopback":
+            if configuration.ipv4Enabled { result.append(SocketAddress(numericHost: "127.0.0.1", port: port)!) }
+            if configuration.ipv6Enabled { result.append(SocketAddress(numericHost: "::1", port: port)!) }
+        case let name?:
+            if let numeric = SocketAddress(numericHost: name, port: port) {
+                result.append(numeric)
+            } else {
+                result = interfaceAddresses(name, port: port)
+            }
+            result = result.filter { ($0.isIPv4 && configuration.ipv4Enabled) || ($0.isIPv6 && configuration.ipv6Enabled) }
+        }
+        guard !result.isEmpty else {
+            throw GCDAsyncSocketError(.badParamError, "Unknown interface, or no address of an enabled family: \(interface ?? "any")")
+        }
+        return result
+    }
+
+    /// The IPv4 and IPv6 addresses of a network interface, by name (`getifaddrs`).
+    static func interfaceAddresses(_ name: String, port: UInt16) -> [SocketAddress] {
+        var list: UnsafeMutablePointer<ifaddrs>?
+        guard getifaddrs(&list) == 0, let first = list else { return [] }
+        defer { freeifaddrs(list) }
+        var result: [SocketAddress] = []
+        var cursor: UnsafeMutablePointer<ifaddrs>? = first
+        while let entry = cursor {
+            defer { cursor = entry.pointee.ifa_next }
+            guard String(cString: entry.pointee.ifa_name) == name, let sa = entry.pointee.ifa_addr else { continue }
+            switch Int32(sa.pointee.sa_family) {
+            case AF_INET:
+                var address = SocketAddress(sa.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { $0.pointee })
+                address.port = port
+                result.append(address)
+            case AF_INET6:
+                var address = SocketAddress(sa.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { $0.pointee })
+                address.port = port
+                result.append(address)
+            default:
+                break
+            }
+        }
+        return result
+    }
+
+    // MARK: Accepting
+
+    /// Accepts what is pending (at most 64 per readiness event, to stay fair to other descriptors).
+    func acceptConnections(from listener: ListenHandler) {
+        for _ in 0..<64 {
+            guard phase == .accepting else { return }
+            var storage = sockaddr_storage()
+            var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+            let result = withUnsafeMutablePointer(to: &storage) { pointer in
+                pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { sa in
+                    Result { () throws(SyscallError) in try Syscall.accept(listener.fd, sa, &length) }
+                }
+            }
+            switch result {
+            case .success(.wouldBlock):
+                return
+            case .success(.processed(let child)):
+                handOff(child)
+            case .failure(let error):
+                switch error.errno {
+                case .tooManyOpenFiles, .tooManyOpenFilesInSystem, .noBufferSpace, .noMemory:
+                    shedPendingConnections(listener, error)
+                    return
+                case .connectionAborted, Errno(rawValue: EPROTO), Errno(rawValue: EPERM):
+                    continue  // That one connection died before we took it; the next may be fine.
+                default:
+                    notify { $0.socket($1, didFailToAcceptWithError: GCDAsyncSocketError(error)) }
+                    return
+                }
+            }
+        }
+    }
+
+    /// Out of descriptors: free the reserve, accept and close the pending connections (so their clients see
+    /// a reset instead of hanging), take the reserve back, tell the delegate, and pause accepting for 100 ms.
+    /// A full descriptor table never turns into a busy loop (libuv's approach plus a back-off).
+    private func shedPendingConnections(_ listener: ListenHandler, _ error: SyscallError) {
+        let context = self.context
+        if context.reserveFD >= 0 {
+            try? Syscall.close(context.reserveFD)
+            context.reserveFD = -1
+            for _ in 0..<64 {
+                guard case .success(.processed(let child)) = Result(catching: { () throws(SyscallError) in
+                    try Syscall.accept(listener.fd, nil, nil)
+                }) else { break }
+                try? Syscall.close(child)
+            }
+            context.reserveFD = (try? Syscall.openDevNull()) ?? -1
+        }
+        notify { $0.socket($1, didFailToAcceptWithError: GCDAsyncSocketError(error)) }
+        try? eventLoop.setInterest([], fd: listener.fd)
+        let index = stateIndex
+        _ = eventLoop.scheduleOnLoop(at: Self.deadline(after: 0.1)) { [self] in
+            guard stateIndex == index, phase == .accepting else { return }
+            try? eventLoop.setInterest(.readable, fd: listener.fd)
+        }
+    }
+
+    /// Wraps an accepted descriptor in a socket on the next loop of the group and tells the delegate.
+    private func handOff(_ child: Int32) {
+        let target = group?.next() ?? eventLoop
+        let peer = SocketAddress.of(fd: child, peer: true)
+        let local = SocketAddress.of(fd: child, peer: false)
+        var queue = loopDelegateQueue
+        if let delegate = loopDelegate, let chosen = delegate.newSocketQueueForConnection(fromAddress: peer?.data ?? Data(), on: self) {
+            queue = chosen
+        }
+        let socket = GCDAsyncSocket(delegate: loopDelegate, delegateQueue: queue, loop: target, group: nil)
+        let configuration = config
+        socket.shared.withLock {
+            $0.configuration = configuration
+            $0.status = .connected
+            $0.peerAddress = peer
+            $0.localAddress = local
+        }
+        let adopted = socket.onLoop { socket.adopt(child, configuration: configuration, isUnix: local?.isUnix ?? false) }
+        guard adopted else {
+            try? Syscall.close(child)
+            return
+        }
+        notify { $0.socket($1, didAcceptNewSocket: socket) }
+    }
+
+    /// Takes ownership of a connected descriptor and starts watching it. Loop only.
+    func adopt(_ fd: Int32, configuration: Configuration, isUnix: Bool) {
+        config = configuration
+        phase = .connected
+        self.fd = fd
+        if isUnix { flags.insert(.isUnix) }
+        try? configuration.options.applyToStream(fd, isUnix: isUnix)
+        do {
+            try eventLoop.register(fd: fd, interest: .readHangup, handler: self)
+        } catch {
+            try? Syscall.close(fd)
+            self.fd = -1
+            closeWithError(GCDAsyncSocketError(.otherError, "\(error)"))
+            return
+        }
+        requestPump()
+    }
+}
+
+/// The handler of one listening descriptor (a socket listening on IPv4 and IPv6 has two).
+final class ListenHandler: IOEventHandler {
+    let fd: Int32
+    let address: SocketAddress
+    let owner: GCDAsyncSocket
+
+    init(fd: Int32, address: SocketAddress, owner: GCDAsyncSocket) {
+        self.fd = fd
+        self.address = address
+        self.owner = owner
+    }
+
+    func handleIO(_ events: IOEvents) {
+        owner.acceptConnections(from: self)
+    }
+
+    func loopWillShutDown() {
+        owner.closeWithError(GCDAsyncSocketError.loopShutDown)
+    }
+
+    func close(on loop: EventLoop) {
+        try? loop.close(fd: fd)
+    }
+}

@@ -1,0 +1,106 @@
+import Dispatch
+import EpollLoop
+import FoundationEssentials
+
+/// The delegate and the settings, readable and writable from any thread.
+extension GCDAsyncSocket {
+    /// The delegate (held weakly). Setting it from another thread takes effect on the loop in order with the
+    /// socket's other work.
+    public var delegate: (any GCDAsyncSocketDelegate)? {
+        get { shared.withLock { $0.delegate } }
+        set { setDelegate(newValue, delegateQueue: delegateQueue) }
+    }
+
+    /// The queue delegate callbacks run on; `nil` runs them inline on the socket's event loop.
+    public var delegateQueue: DispatchQueue? {
+        get { shared.withLock { $0.delegateQueue } }
+        set { setDelegate(delegate, delegateQueue: newValue) }
+    }
+
+    /// Sets the delegate and its queue together.
+    public func setDelegate(_ delegate: (any GCDAsyncSocketDelegate)?, delegateQueue: DispatchQueue?) {
+        shared.withLock {
+            $0.delegate = delegate
+            $0.delegateQueue = delegateQueue
+        }
+        let box = UncheckedSendable(delegate)
+        onLoop { [self] in
+            loopDelegate = box.value
+            loopDelegateQueue = delegateQueue
+        }
+    }
+
+    /// GCDAsyncSocket's synchronous setter; here the same as ``setDelegate(_:delegateQueue:)``.
+    public func synchronouslySetDelegate(_ delegate: (any GCDAsyncSocketDelegate)?) {
+        setDelegate(delegate, delegateQueue: delegateQueue)
+    }
+
+    /// GCDAsyncSocket's synchronous setter; here the same as setting ``delegateQueue``.
+    public func synchronouslySetDelegateQueue(_ delegateQueue: DispatchQueue?) {
+        setDelegate(delegate, delegateQueue: delegateQueue)
+    }
+
+    /// GCDAsyncSocket's synchronous setter; here the same as ``setDelegate(_:delegateQueue:)``.
+    public func synchronouslySetDelegate(_ delegate: (any GCDAsyncSocketDelegate)?, delegateQueue: DispatchQueue?) {
+        setDelegate(delegate, delegateQueue: delegateQueue)
+    }
+
+    /// Anything you want to keep with the socket; the socket never looks at it.
+    public var userData: Any? {
+        get { shared.withLock { $0.userData } }
+        set {
+            let box = UncheckedSendable(newValue)
+            shared.withLock { $0.userData = box.value }
+        }
+    }
+
+    /// Whether IPv4 may be used (default true).
+    public var isIPv4Enabled: Bool {
+        get { shared.withLock { $0.configuration.ipv4Enabled } }
+        set { shared.withLock { $0.configuration.ipv4Enabled = newValue } }
+    }
+
+    /// Whether IPv6 may be used (default true).
+    public var isIPv6Enabled: Bool {
+        get { shared.withLock { $0.configuration.ipv6Enabled } }
+        set { shared.withLock { $0.configuration.ipv6Enabled = newValue } }
+    }
+
+    /// Whether IPv4 addresses are tried first when a host has both (default true, as GCDAsyncSocket).
+    public var isIPv4PreferredOverIPv6: Bool {
+        get { shared.withLock { $0.configuration.ipv4PreferredOverIPv6 } }
+        set { shared.withLock { $0.configuration.ipv4PreferredOverIPv6 = newValue } }
+    }
+
+    /// Happy Eyeballs: how long a connection attempt runs before the next address is tried in parallel
+    /// (default 0.3 s, as GCDAsyncSocket).
+    public var alternateAddressDelay: TimeInterval {
+        get { shared.withLock { $0.configuration.alternateAddressDelay } }
+        set { shared.withLock { $0.configuration.alternateAddressDelay = max(0, newValue) } }
+    }
+
+    /// Whether the socket disconnects when the peer closes its write side (default true). When false,
+    /// `socketDidCloseReadStream` is called and the socket stays open for writing.
+    public var autoDisconnectOnClosedReadStream: Bool {
+        get { shared.withLock { $0.configuration.autoDisconnectOnClosedReadStream } }
+        set { shared.withLock { $0.configuration.autoDisconnectOnClosedReadStream = newValue } }
+    }
+
+    /// When true, a read or write timeout fails only that operation (`didFailToReadDataWithTag` /
+    /// `didFailToWriteDataWithTag`) and the socket stays connected. GCDAsyncSocket always disconnects.
+    public var timeoutsFailOnlyTheOperation: Bool {
+        get { shared.withLock { $0.configuration.timeoutsFailOnlyTheOperation } }
+        set { shared.withLock { $0.configuration.timeoutsFailOnlyTheOperation = newValue } }
+    }
+
+    /// Options applied before the next `connect` or `accept` (see ``SocketOptions``).
+    public var options: SocketOptions {
+        get { shared.withLock { $0.configuration.options } }
+        set { shared.withLock { $0.configuration.options = newValue } }
+    }
+
+    /// Copies the configuration to the loop (at the start of a connect or accept).
+    func loadConfiguration() {
+        config = shared.withLock { $0.configuration }
+    }
+}

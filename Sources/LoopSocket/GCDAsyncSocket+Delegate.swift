@@ -1,0 +1,57 @@
+import Dispatch
+import FoundationEssentials
+
+/// Delivering callbacks: inline on the loop when there is no delegate queue, else `async` onto the queue.
+extension GCDAsyncSocket {
+    enum DelegateTarget {
+        case none
+        case inline(any GCDAsyncSocketDelegate)
+        case queued(any GCDAsyncSocketDelegate, DispatchQueue)
+    }
+
+    /// Where the next callback goes. Loop only.
+    @inline(__always)
+    var delegateTarget: DelegateTarget {
+        guard let delegate = loopDelegate else { return .none }
+        if let queue = loopDelegateQueue { return .queued(delegate, queue) }
+        return .inline(delegate)
+    }
+
+    /// Delivers a callback (for the rarer events; the hot ones switch on ``delegateTarget`` themselves, so
+    /// the inline path allocates no closure).
+    func notify(_ event: @escaping (any GCDAsyncSocketDelegate, GCDAsyncSocket) -> Void) {
+        switch delegateTarget {
+        case .none:
+            return
+        case .inline(let delegate):
+            event(delegate, self)
+        case .queued(let delegate, let queue):
+            let box = UncheckedSendable((delegate, event))
+            queue.async { [self] in box.value.1(box.value.0, self) }
+        }
+    }
+
+    /// `socket(_:didRead:withTag:)`.
+    @inline(__always)
+    func notifyDidRead(_ data: Data, tag: Int) {
+        switch delegateTarget {
+        case .none: return
+        case .inline(let delegate): delegate.socket(self, didRead: data, withTag: tag)
+        case .queued(let delegate, let queue):
+            let box = UncheckedSendable(delegate)
+            queue.async { [self] in box.value.socket(self, didRead: data, withTag: tag) }
+        }
+    }
+
+    /// `socket(_:didWriteDataWithTag:)`.
+    @inline(__always)
+    func notifyDidWrite(tag: Int) {
+        switch delegateTarget {
+        case .none: return
+        case .inline(let delegate): delegate.socket(self, didWriteDataWithTag: tag)
+        case .queued(let delegate, let queue):
+            let box = UncheckedSendable(delegate)
+            queue.async { [self] in box.value.socket(self, didWriteDataWithTag: tag) }
+        }
+    }
+}

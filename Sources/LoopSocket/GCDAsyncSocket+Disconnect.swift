@@ -1,0 +1,92 @@
+import EpollLoop
+import Glibc
+
+/// Disconnecting: at once, or after the queued reads and/or writes.
+extension GCDAsyncSocket {
+    /// Disconnects now, dropping queued reads and writes (each dropped write is reported through
+    /// `didFailToWriteDataWithTag`), then calls `socketDidDisconnect(_:withError:)` with a nil error.
+    /// From another thread the socket reports itself disconnected at once and closes on its loop.
+    public func disconnect() {
+        if eventLoop.inEventLoop {
+            closeWithError(nil)
+            return
+        }
+        shared.withLock { $0.status = .idle }
+        onLoop { [self] in closeWithError(nil) }
+    }
+
+    /// Disconnects once every queued read has completed; writes still queued then are dropped. New reads
+    /// and writes are refused from now on.
+    public func disconnectAfterReading() {
+        disconnectAfter(.disconnectAfterReads)
+    }
+
+    /// Disconnects once every queued write has completed; queued reads are dropped at once. New reads and
+    /// writes are refused from now on.
+    public func disconnectAfterWriting() {
+        disconnectAfter(.disconnectAfterWrites)
+    }
+
+    /// Disconnects once every queued read and write has completed. New reads and writes are refused.
+    public func disconnectAfterReadingAndWriting() {
+        disconnectAfter([.disconnectAfterReads, .disconnectAfterWrites])
+    }
+
+    private func disconnectAfter(_ which: Flags) {
+        onLoop { [self] in
+            guard phase != .idle else { return }
+            flags.insert(which)
+            flags.insert(.noNewIO)
+            if which == .disconnectAfterWrites { _ = reads.removeAll() }
+            if phase == .connected {
+                requestPump()
+            } else if reads.isEmpty && writes.isEmpty {
+                closeWithError(nil)  // Connecting or listening with nothing queued: nothing to wait for.
+            }
+        }
+    }
+
+    /// Ends the connection (or listening, or connecting): cancels timers, closes every descriptor exactly once,
+    /// fails the queued writes, drops the queued reads and the prebuffer, and calls
+    /// `socketDidDisconnect(_:withError:)` last. The socket may connect or accept again afterwards.
+    func closeWithError(_ error: (any Error)?) {
+        guard phase != .idle else { return }
+        phase = .idle
+        stateIndex &+= 1
+        eventLoop.cancelOnLoop(readTimer)
+        eventLoop.cancelOnLoop(writeTimer)
+        eventLoop.cancelOnLoop(connectTimer)
+        readTimer = .invalid
+        writeTimer = .invalid
+        connectTimer = .invalid
+        readTimerOp = .max
+        writeTimerOp = .max
+        if fd >= 0 {
+            try? eventLoop.close(fd: fd)
+            fd = -1
+        }
+        for listener in listeners { listener.close(on: eventLoop) }
+        listeners = []
+        if let path = unixListenPath {
+            unlink(path)
+            unixListenPath = nil
+        }
+        connecting?.cancel(on: eventLoop)
+        connecting = nil
+        let failedWrites = writes.removeAll()
+        _ = reads.removeAll()
+        pending = []
+        pendingStart = 0
+        queuedWriteBytes = 0
+        flags = flags.intersection([.pumping, .pumpDeferred])
+        publish(status: .idle)
+        if !failedWrites.isEmpty {
+            let writeError = error ?? GCDAsyncSocketError(.closedError, "The socket disconnected before the write completed")
+            for op in failedWrites {
+                notify { $0.socket($1, didFailToWriteDataWithTag: op.tag, error: writeError) }
+            }
+        }
+        let box = UncheckedSendable(error)
+        notify { $0.socketDidDisconnect($1, withError: box.value) }
+    }
+}

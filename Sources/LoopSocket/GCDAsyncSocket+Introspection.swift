@@ -1,0 +1,116 @@
+import EpollLoop
+import FoundationEssentials
+
+/// What the socket is connected to, readable from any thread (a snapshot updated on the loop).
+extension GCDAsyncSocket {
+    /// True when the socket is neither connected, connecting nor listening.
+    public var isDisconnected: Bool { shared.withLock { $0.status == .idle } }
+
+    /// True once connected (false while connecting or listening).
+    public var isConnected: Bool { shared.withLock { $0.status == .connected } }
+
+    /// The peer's numeric IP address.
+    public var connectedHost: String? { shared.withLock { $0.peerAddress?.host } }
+
+    /// The peer's port (0 when not connected over IP).
+    public var connectedPort: UInt16 { shared.withLock { $0.peerAddress?.port ?? 0 } }
+
+    /// The Unix-domain socket this socket is connected to.
+    public var connectedUrl: URL? {
+        shared.withLock { $0.peerAddress?.unixPath }.map { URL(fileURLWithPath: $0) }
+    }
+
+    /// The local numeric IP address (of the first listening socket, for a listener).
+    public var localHost: String? { shared.withLock { ($0.localAddress ?? $0.listenAddresses.first)?.host } }
+
+    /// The local port (the listening port, for a listener: the one the OS chose when you asked for port 0).
+    public var localPort: UInt16 { shared.withLock { ($0.localAddress ?? $0.listenAddresses.first)?.port ?? 0 } }
+
+    /// The peer's address as raw `sockaddr` bytes.
+    public var connectedAddress: Data? { shared.withLock { $0.peerAddress?.data } }
+
+    /// The local address as raw `sockaddr` bytes.
+    public var localAddress: Data? { shared.withLock { ($0.localAddress ?? $0.listenAddresses.first)?.data } }
+
+    /// Whether the connection (or one of the listening sockets) is IPv4.
+    public var isIPv4: Bool {
+        shared.withLock { state in
+            if let peer = state.peerAddress { return peer.isIPv4 }
+            return state.listenAddresses.contains { $0.isIPv4 }
+        }
+    }
+
+    /// Whether the connection (or one of the listening sockets) is IPv6.
+    public var isIPv6: Bool {
+        shared.withLock { state in
+            if let peer = state.peerAddress { return peer.isIPv6 }
+            return state.listenAddresses.contains { $0.isIPv6 }
+        }
+    }
+
+    /// Always false: TLS is not part of this release.
+    public var isSecure: Bool { false }
+
+    /// Publishes the status and addresses the getters return.
+    func publish(status: Phase, local: SocketAddress? = nil, peer: SocketAddress? = nil, listening: [SocketAddress] = []) {
+        shared.withLock {
+            $0.status = status
+            $0.localAddress = local
+            $0.peerAddress = peer
+            $0.listenAddresses = listening
+        }
+    }
+
+    // MARK: Raw descriptors
+
+    /// The connected socket's descriptor (or the first listening one); -1 if none. Read it on the socket's loop,
+    /// for example inside ``perform(_:)``.
+    public var socketFD: Int32 {
+        eventLoop.preconditionInEventLoop()
+        if fd >= 0 { return fd }
+        return listeners.first?.fd ?? -1
+    }
+
+    /// The IPv4 descriptor (connected or listening), or -1. Loop only.
+    public var socket4FD: Int32 {
+        eventLoop.preconditionInEventLoop()
+        if fd >= 0 { return shared.withLock { $0.peerAddress?.isIPv4 ?? false } ? fd : -1 }
+        return listeners.first { $0.address.isIPv4 }?.fd ?? -1
+    }
+
+    /// The IPv6 descriptor (connected or listening), or -1. Loop only.
+    public var socket6FD: Int32 {
+        eventLoop.preconditionInEventLoop()
+        if fd >= 0 { return shared.withLock { $0.peerAddress?.isIPv6 ?? false } ? fd : -1 }
+        return listeners.first { $0.address.isIPv6 }?.fd ?? -1
+    }
+
+    /// Runs `block` on the socket's loop and waits for it (GCDAsyncSocket's `performBlock:`). Inside it,
+    /// ``socketFD`` and friends may be read, for example to set an option this API does not cover.
+    /// Does nothing if the loop is shut down.
+    public func perform(_ block: () -> Void) {
+        if eventLoop.inEventLoop {
+            block()
+            return
+        }
+        withoutActuallyEscaping(block) { block in
+            let box = UncheckedSendable(block)
+            let done = DispatchSemaphoreBox()
+            if onLoop({ box.value(); done.signal() }) { done.wait() }
+        }
+    }
+
+    /// Runs `body` with the raw descriptor on the socket's loop, asynchronously (-1 when not connected).
+    public func withSocketFD(_ body: @escaping @Sendable (Int32) -> Void) {
+        onLoop { [self] in body(socketFD) }
+    }
+}
+
+import Dispatch
+
+/// A semaphore for ``GCDAsyncSocket/perform(_:)``.
+final class DispatchSemaphoreBox: Sendable {
+    private let semaphore = DispatchSemaphore(value: 0)
+    func signal() { semaphore.signal() }
+    func wait() { semaphore.wait() }
+}

@@ -1,0 +1,97 @@
+import EpollLoop
+import Glibc
+
+/// The pump: one iterative pass over reads, writes and pending disconnects, run after every readiness event.
+///
+/// Delegate callbacks are delivered from inside the pump. A call into the socket made from a callback only
+/// queues work and asks the running pump to go round again, so there is no recursion however many reads
+/// and writes a delegate chains (GCDAsyncSocket's stack overflows, #102 and #216, cannot happen). A call
+/// made on the loop outside a callback defers the pump to the next loop iteration, so a callback is never
+/// delivered from inside the caller's own call.
+extension GCDAsyncSocket: IOEventHandler {
+    /// Readiness of the connected descriptor. Part of the ``IOEventHandler`` conformance; not for users.
+    public func handleIO(_ events: IOEvents) {
+        guard phase == .connected else { return }
+        if events.contains(.error) {
+            let code = (try? Syscall.option(fd, level: SOL_SOCKET, name: SO_ERROR)) ?? 0
+            if code != 0 {
+                closeWithError(GCDAsyncSocketError(SyscallError(.recv, errno: Errno(rawValue: code))))
+                return
+            }
+        }
+        if !events.isDisjoint(with: [.readable, .readHangup, .hangup, .error]) { flags.insert(.readReady) }
+        if !events.isDisjoint(with: [.readHangup, .hangup]) { flags.insert(.peerHungUp) }
+        if events.contains(.writable) || events.contains(.hangup) { flags.remove(.writeBlocked) }
+        pump()
+    }
+
+    /// The loop is shutting down: the connection ends with an error saying so.
+    public func loopWillShutDown() {
+        closeWithError(GCDAsyncSocketError.loopShutDown)
+    }
+
+    /// Asks for a pump: the running one goes round again, or one is deferred to the next iteration.
+    func requestPump() {
+        if flags.contains(.pumping) {
+            flags.insert(.pumpAgain)
+        } else if !flags.contains(.pumpDeferred) {
+            flags.insert(.pumpDeferred)
+            context.deferPump(self)
+        }
+    }
+
+    func runDeferredPump() {
+        flags.remove(.pumpDeferred)
+        pump()
+    }
+
+    func pump() {
+        guard !flags.contains(.pumping) else {
+            flags.insert(.pumpAgain)
+            return
+        }
+        flags.insert(.pumping)
+        repeat {
+            flags.remove(.pumpAgain)
+            guard phase == .connected else { break }
+            readLoop()
+            guard phase == .connected else { break }
+            writeLoop()
+            guard phase == .connected else { break }
+            disconnectIfDone()
+        } while flags.contains(.pumpAgain)
+        flags.remove([.pumping, .pumpAgain])
+        guard phase == .connected else { return }
+        updateInterest()
+        updateTimers()
+    }
+
+    /// Registers exactly the readiness the socket can act on; the loop makes no syscall when it is unchanged.
+    ///
+    /// EPOLLIN only while a read waits (otherwise the kernel buffer fills and TCP pushes back on the peer);
+    /// EPOLLRDHUP until the end of the stream is seen, so a vanished peer is noticed even with no read
+    /// queued; EPOLLOUT only after a send hit EAGAIN.
+    func updateInterest() {
+        var interest: IOEvents = []
+        if !flags.contains(.readEOF) {
+            if wantsBytes && pendingCount == 0 && !flags.contains(.readTimeoutAsking) { interest.insert(.readable) }
+            if !flags.contains(.peerHungUp) { interest.insert(.readHangup) }
+        }
+        if flags.contains(.writeBlocked) && !writes.isEmpty { interest.insert(.writable) }
+        do {
+            try eventLoop.setInterest(interest, fd: fd)
+        } catch {
+            closeWithError(GCDAsyncSocketError(.otherError, "\(error)"))
+        }
+    }
+
+    /// Closes the socket once the queues a `disconnectAfter…` (or the peer's end of stream) waits for are empty.
+    func disconnectIfDone() {
+        let afterReads = flags.contains(.disconnectAfterReads)
+        let afterWrites = flags.contains(.disconnectAfterWrites) || flags.contains(.closeAfterWritesAtEOF)
+        guard afterReads || afterWrites else { return }
+        if afterReads && !reads.isEmpty { return }
+        if afterWrites && !writes.isEmpty { return }
+        closeWithError(flags.contains(.closeAfterWritesAtEOF) && !afterReads ? GCDAsyncSocketError.closedByPeer : nil)
+    }
+}

@@ -1,0 +1,214 @@
+import EpollLoop
+import FoundationEssentials
+
+/// Queued reads, GCDAsyncSocket's way: each completes once, in order, with its tag.
+extension GCDAsyncSocket {
+    /// Reads whatever bytes are available (at least one).
+    public func readData(withTimeout timeout: TimeInterval, tag: Int) {
+        queueRead(.available, maxLength: 0, timeout: timeout, tag: tag, sink: nil)
+    }
+
+    /// Reads exactly `length` bytes. A length of 0 does nothing.
+    public func readData(toLength length: UInt, withTimeout timeout: TimeInterval, tag: Int) {
+        guard length > 0, length <= UInt(Int.max) else { return }
+        queueRead(.length(Int(length)), maxLength: 0, timeout: timeout, tag: tag, sink: nil)
+    }
+
+    /// Reads up to and including `data`, the separator. An empty separator does nothing.
+    public func readData(to data: Data, withTimeout timeout: TimeInterval, tag: Int) {
+        readData(to: data, withTimeout: timeout, maxLength: 0, tag: tag)
+    }
+
+    /// Reads up to and including the separator; if `maxLength` bytes (when not 0) arrive without it, the
+    /// socket disconnects with ``GCDAsyncSocketError/Code/readMaxedOutError``. A `maxLength` shorter than the
+    /// separator, or an empty separator, does nothing.
+    public func readData(to data: Data, withTimeout timeout: TimeInterval, maxLength: UInt, tag: Int) {
+        guard !data.isEmpty, maxLength == 0 || maxLength >= UInt(data.count), maxLength <= UInt(Int.max) else { return }
+        queueRead(.separator(data), maxLength: Int(maxLength), timeout: timeout, tag: tag, sink: nil)
+    }
+
+    /// Delivers every chunk as it arrives, as `socket(_:didRead:withTag:)` with `tag`, whenever no queued read
+    /// is waiting (the continuous mode GCDAsyncSocket users asked for). Stop with ``stopReceiving()``.
+    public func beginReceiving(tag: Int) {
+        onLoop { [self] in
+            guard phase != .idle else { return }
+            flags.insert(.continuousRead)
+            shared.withLock { $0.continuousTag = tag }
+            requestPump()
+        }
+    }
+
+    /// Ends the continuous mode of ``beginReceiving(tag:)``.
+    public func stopReceiving() {
+        onLoop { [self] in
+            flags.remove(.continuousRead)
+            requestPump()
+        }
+    }
+
+    /// GCDAsyncSocket's progress of the current read: a fraction in 0…1, 1 for open-ended reads, NaN when
+    /// no read is in progress. Loop only (or inside ``perform(_:)``).
+    public func progressOfRead(
+        returningTag tag: UnsafeMutablePointer<Int>?, bytesDone done: UnsafeMutablePointer<UInt>?,
+        total: UnsafeMutablePointer<UInt>?
+    ) -> Float {
+        eventLoop.preconditionInEventLoop()
+        guard let op = reads.first else { return .nan }
+        let (bytesDone, bytesTotal) = op.progress
+        tag?.pointee = op.tag
+        done?.pointee = UInt(bytesDone)
+        total?.pointee = UInt(bytesTotal)
+        return bytesTotal > 0 ? Float(bytesDone) / Float(bytesTotal) : 1
+    }
+
+    func queueRead(_ kind: ReadOp.Kind, maxLength: Int, timeout: TimeInterval, tag: Int, sink: ((Data) -> Void)?) {
+        if eventLoop.inEventLoop {
+            enqueueRead(ReadOp(kind: kind, maxLength: maxLength, tag: tag, timeout: timeout, id: 0, sink: sink))
+        } else {
+            let box = UncheckedSendable(ReadOp(kind: kind, maxLength: maxLength, tag: tag, timeout: timeout, id: 0, sink: sink))
+            onLoop { [self] in enqueueRead(box.value) }
+        }
+    }
+
+    /// Reads are accepted once a connect or accept has started, until a `disconnectAfter…` (GCDAsyncSocket's
+    /// rule); others are dropped silently, as there.
+    func enqueueRead(_ op: ReadOp) {
+        guard phase != .idle, !flags.contains(.noNewIO) else { return }
+        var op = op
+        op.id = nextOpID
+        nextOpID &+= 1
+        reads.append(op)
+        requestPump()
+    }
+
+    // MARK: The read engine
+
+    /// Bytes waiting in the prebuffer.
+    var pendingCount: Int { pending.count - pendingStart }
+
+    /// Whether reads should be fed (a read is queued, or continuous mode is on).
+    var wantsBytes: Bool { !reads.isEmpty || flags.contains(.continuousRead) }
+
+    /// Satisfies reads from the prebuffer, then from the socket while it is readable.
+    func readLoop() {
+        while phase == .connected && !flags.contains(.readTimeoutAsking) {
+            if !wantsBytes {
+                // Nobody reads: leave data in the kernel (backpressure) unless the peer has hung up, in which
+                // case what it sent is drained so the end of the stream is seen now, not at the next read.
+                guard flags.contains(.peerHungUp), flags.contains(.readReady), !flags.contains(.readEOF) else { return }
+                receive(intoPrebufferOnly: true)
+                continue
+            }
+            if pendingCount > 0 {
+                feedFromPrebuffer()
+                continue
+            }
+            if flags.contains(.readEOF) {
+                if handleEndOfStream() { continue }
+                return
+            }
+            guard flags.contains(.readReady) else { return }
+            receive(intoPrebufferOnly: false)
+        }
+    }
+
+    /// One `recv` into the loop's shared buffer, fed straight to the reads; leftovers go to the prebuffer.
+    private func receive(intoPrebufferOnly: Bool) {
+        let buffer = context.receiveBuffer
+        let result: IOResult<Int>
+        do {
+            result = try Syscall.recv(fd, buffer)
+        } catch {
+            closeWithError(GCDAsyncSocketError(error))
+            return
+        }
+        switch result {
+        case .wouldBlock:
+            flags.remove(.readReady)
+        case .processed(0):
+            flags.insert(.readEOF)
+            flags.remove(.readReady)
+        case .processed(let count):
+            // A short read drained the socket; level-triggered epoll says when more arrives.
+            if count < buffer.count { flags.remove(.readReady) }
+            let bytes = UnsafeRawBufferPointer(rebasing: buffer[0..<count])
+            let used = intoPrebufferOnly ? 0 : feed(bytes)
+            if used < count && phase == .connected {
+                pending.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[used...]))
+            }
+        }
+    }
+
+    private func feedFromPrebuffer() {
+        let used = pending.withUnsafeBytes { all in
+            feed(UnsafeRawBufferPointer(rebasing: all[pendingStart...]))
+        }
+        guard phase == .connected else { return }
+        pendingStart += used
+        if pendingStart == pending.count {
+            pending = []
+            pendingStart = 0
+        }
+    }
+
+    /// Feeds `bytes` to the queued reads, completing as many as they satisfy; returns the bytes used.
+    /// Delegate callbacks run in here, and may queue reads, write, or disconnect.
+    private func feed(_ bytes: UnsafeRawBufferPointer) -> Int {
+        var offset = 0
+        while offset < bytes.count && phase == .connected && !flags.contains(.readTimeoutAsking) {
+            let rest = UnsafeRawBufferPointer(rebasing: bytes[offset...])
+            if reads.isEmpty {
+                guard flags.contains(.continuousRead) else { break }
+                offset += rest.count
+                notifyDidRead(Data(rest), tag: shared.withLock { $0.continuousTag })
+                continue
+            }
+            let outcome = reads.withFirst { $0.feed(rest) }
+            switch outcome {
+            case .needMore(let used):
+                offset += used
+                if used > 0 {
+                    let tag = reads.first!.tag
+                    notify { $0.socket($1, didReadPartialDataOfLength: UInt(used), tag: tag) }
+                }
+            case .complete(let used, let data):
+                offset += used
+                let op = reads.removeFirst()
+                op.sink?(data)
+                notifyDidRead(data, tag: op.tag)
+            case .maxedOut:
+                closeWithError(GCDAsyncSocketError.readMaxedOut)
+                return offset
+            }
+        }
+        return offset
+    }
+
+    /// The peer will send nothing more and the prebuffer is empty, but reads are waiting.
+    ///
+    /// With `autoDisconnectOnClosedReadStream` (the default) the socket stops reading, lets queued writes
+    /// finish, and then disconnects with ``GCDAsyncSocketError/Code/closedError``: a reply queued to the
+    /// peer's last request is not lost. Without it, `socketDidCloseReadStream` is called once; the bytes of
+    /// an unfinished read go back to the prebuffer (a read of available bytes returns them) and reads that
+    /// cannot complete fail with `didFailToReadDataWithTag`.
+    /// Returns true if it removed a read (the read loop goes on), false if reading is over.
+    func handleEndOfStream() -> Bool {
+        if config.autoDisconnectOnClosedReadStream {
+            _ = reads.removeAll()
+            flags.remove(.continuousRead)
+            flags.insert([.noNewIO, .closeAfterWritesAtEOF])
+            return false
+        }
+        if !flags.contains(.readStreamClosed) {
+            flags.insert(.readStreamClosed)
+            notify { $0.socketDidCloseReadStream($1) }
+        }
+        guard phase == .connected, !reads.isEmpty else { return false }
+        let op = reads.removeFirst()
+        if !op.buffer.isEmpty {
+            pending.insert(contentsOf: op.buffer, at: pendingStart)
+        }
+        notify { $0.socket($1, didFailToReadDataWithTag: op.tag, error: GCDAsyncSocketError.closedByPeer) }
+        return true
+    }
+}

@@ -1,0 +1,133 @@
+import EpollLoop
+import FoundationEssentials
+
+/// Read and write timeouts, on the loop's timer wheel. A timer starts when its operation reaches the front of
+/// its queue (GCDAsyncSocket's rule); one timer per direction is reused from operation to operation, so a
+/// busy connection moves a deadline instead of allocating timers.
+extension GCDAsyncSocket {
+    enum Direction {
+        case read, write
+    }
+
+    func updateTimers() {
+        if readTimerOp != reads.first?.id ?? .max || (reads.isEmpty && readTimer != .invalid) {
+            armTimer(.read, op: reads.first.map { ($0.id, $0.timeout) })
+        }
+        if writeTimerOp != writes.first?.id ?? .max || (writes.isEmpty && writeTimer != .invalid) {
+            armTimer(.write, op: writes.first.map { ($0.id, $0.timeout) })
+        }
+    }
+
+    /// Points the direction's timer at `op` (its id and timeout), or cancels it.
+    private func armTimer(_ direction: Direction, op: (id: UInt32, timeout: TimeInterval)?) {
+        let timer = direction == .read ? readTimer : writeTimer
+        guard let op, op.timeout >= 0 else {
+            eventLoop.cancelOnLoop(timer)
+            setTimer(direction, .invalid, op: op?.id ?? .max)
+            return
+        }
+        let deadline = Self.deadline(after: op.timeout)
+        if eventLoop.rescheduleOnLoop(timer, at: deadline) {
+            setTimer(direction, timer, op: op.id)
+        } else {
+            let id = eventLoop.scheduleOnLoop(at: deadline) { [self] in timerFired(direction) }
+            setTimer(direction, id, op: op.id)
+        }
+    }
+
+    private func setTimer(_ direction: Direction, _ id: TimerID, op: UInt32) {
+        switch direction {
+        case .read:
+            readTimer = id
+            readTimerOp = op
+        case .write:
+            writeTimer = id
+            writeTimerOp = op
+        }
+    }
+
+    static func deadline(after seconds: TimeInterval) -> UInt64 {
+        let nanos = min(seconds, 1e9) * 1e9
+        return Deadline.now().uptimeNanoseconds &+ UInt64(nanos.rounded(.up))
+    }
+
+    /// The operation at the front ran out of time: ask the delegate whether to extend it.
+    private func timerFired(_ direction: Direction) {
+        guard phase == .connected else { return }
+        let front: (id: UInt32, tag: Int, elapsed: TimeInterval, done: Int)?
+        switch direction {
+        case .read:
+            readTimer = .invalid
+            front = reads.first.map { ($0.id, $0.tag, $0.timeout, $0.buffer.count) }
+        case .write:
+            writeTimer = .invalid
+            front = writes.first.map { ($0.id, $0.tag, $0.timeout, $0.done) }
+        }
+        guard let front else { return }
+        let asking: Flags = direction == .read ? .readTimeoutAsking : .writeTimeoutAsking
+        switch delegateTarget {
+        case .none:
+            resolveTimeout(direction, op: front.id, extension: 0)
+        case .inline(let delegate):
+            let more = direction == .read
+                ? delegate.socket(self, shouldTimeoutReadWithTag: front.tag, elapsed: front.elapsed, bytesDone: UInt(front.done))
+                : delegate.socket(self, shouldTimeoutWriteWithTag: front.tag, elapsed: front.elapsed, bytesDone: UInt(front.done))
+            resolveTimeout(direction, op: front.id, extension: more)
+        case .queued(let delegate, let queue):
+            // The answer comes back asynchronously; the direction pauses until it does.
+            flags.insert(asking)
+            let box = UncheckedSendable(delegate)
+            let index = stateIndex
+            queue.async { [self] in
+                let more = direction == .read
+                    ? box.value.socket(self, shouldTimeoutReadWithTag: front.tag, elapsed: front.elapsed, bytesDone: UInt(front.done))
+                    : box.value.socket(self, shouldTimeoutWriteWithTag: front.tag, elapsed: front.elapsed, bytesDone: UInt(front.done))
+                onLoop { [self] in
+                    guard stateIndex == index else { return }
+                    flags.remove(asking)
+                    resolveTimeout(direction, op: front.id, extension: more)
+                }
+            }
+        }
+    }
+
+    /// Extends the operation by `extension` seconds, or times it out: the whole connection (GCDAsyncSocket's
+    /// behaviour) or, with `timeoutsFailOnlyTheOperation`, only the operation.
+    private func resolveTimeout(_ direction: Direction, op id: UInt32, extension more: TimeInterval) {
+        guard phase == .connected else { return }
+        let stillFront = direction == .read ? reads.first?.id == id : writes.first?.id == id
+        guard stillFront else {
+            pump()
+            return
+        }
+        if more > 0 {
+            switch direction {
+            case .read:
+                reads.withFirst { $0.timeout += more }
+                readTimer = eventLoop.scheduleOnLoop(at: Self.deadline(after: more)) { [self] in timerFired(.read) }
+            case .write:
+                writes.withFirst { $0.timeout += more }
+                writeTimer = eventLoop.scheduleOnLoop(at: Self.deadline(after: more)) { [self] in timerFired(.write) }
+            }
+            pump()
+            return
+        }
+        let error = direction == .read ? GCDAsyncSocketError.readTimeout : GCDAsyncSocketError.writeTimeout
+        guard config.timeoutsFailOnlyTheOperation else {
+            closeWithError(error)
+            return
+        }
+        switch direction {
+        case .read:
+            let op = reads.removeFirst()
+            if !op.buffer.isEmpty { pending.insert(contentsOf: op.buffer, at: pendingStart) }
+            notify { $0.socket($1, didFailToReadDataWithTag: op.tag, error: error) }
+        case .write:
+            // Bytes of a partly written operation are already on the wire; the rest is dropped.
+            let op = writes.removeFirst()
+            queuedWriteBytes -= op.remaining
+            notify { $0.socket($1, didFailToWriteDataWithTag: op.tag, error: error) }
+        }
+        pump()
+    }
+}

@@ -1,0 +1,178 @@
+import EpollLoop
+import FoundationEssentials
+import Glibc
+
+/// Queued writes: tried at once, gathered into one `sendmsg`, EPOLLOUT armed only when the kernel is full.
+extension GCDAsyncSocket {
+    /// Queues `data` for writing. Empty data does nothing. The write ends in `socket(_:didWriteDataWithTag:)`
+    /// or, if it can never complete, in `socket(_:didFailToWriteDataWithTag:error:)`.
+    public func write(_ data: Data, withTimeout timeout: TimeInterval, tag: Int) {
+        guard !data.isEmpty else { return }
+        if eventLoop.inEventLoop {
+            enqueueWrite(data, timeout: timeout, tag: tag)
+        } else if !onLoop({ [self] in enqueueWrite(data, timeout: timeout, tag: tag) }) {
+            // The loop is gone: the write can only fail, and the delegate is told where it can be.
+            let box = UncheckedSendable((delegate, delegateQueue))
+            if let delegate = box.value.0 {
+                let fail = UncheckedSendable {
+                    delegate.socket(self, didFailToWriteDataWithTag: tag, error: GCDAsyncSocketError.loopShutDown)
+                }
+                if let queue = box.value.1 { queue.async { fail.value() } } else { fail.value() }
+            }
+        }
+    }
+
+    /// Shuts down the write side (`shutdown(SHUT_WR)`) once the queued writes are written: the peer sees
+    /// end-of-stream while this socket can still read its reply (GCDAsyncSocket issue #565).
+    public func closeWriteStream() {
+        onLoop { [self] in
+            guard phase != .idle else { return }
+            flags.insert(.shutdownWriteAfterWrites)
+            requestPump()
+        }
+    }
+
+    /// Bytes queued for writing and not yet handed to the kernel. Loop only.
+    public var queuedWriteByteCount: Int {
+        eventLoop.preconditionInEventLoop()
+        return queuedWriteBytes
+    }
+
+    /// GCDAsyncSocket's progress of the current write: a fraction in 0…1, or NaN when nothing is being written.
+    /// Loop only (or inside ``perform(_:)``).
+    public func progressOfWrite(
+        returningTag tag: UnsafeMutablePointer<Int>?, bytesDone done: UnsafeMutablePointer<UInt>?,
+        total: UnsafeMutablePointer<UInt>?
+    ) -> Float {
+        eventLoop.preconditionInEventLoop()
+        guard let op = writes.first else { return .nan }
+        tag?.pointee = op.tag
+        done?.pointee = UInt(op.done)
+        total?.pointee = UInt(op.data.count)
+        return Float(op.done) / Float(op.data.count)
+    }
+
+    func enqueueWrite(_ data: Data, timeout: TimeInterval, tag: Int) {
+        guard phase != .idle, !flags.contains(.noNewIO), !flags.contains(.shutdownWriteAfterWrites) else {
+            let error = GCDAsyncSocketError(.badConfigError, phase == .idle
+                ? "Write on a socket that is not connected" : "Write after the socket was told to finish writing")
+            notify { $0.socket($1, didFailToWriteDataWithTag: tag, error: error) }
+            return
+        }
+        if let cap = config.options.maxQueuedWriteBytes, queuedWriteBytes + data.count > cap {
+            let error = GCDAsyncSocketError(.otherError, "Write queue full: \(queuedWriteBytes) bytes queued, cap \(cap)")
+            notify { $0.socket($1, didFailToWriteDataWithTag: tag, error: error) }
+            return
+        }
+        writes.append(WriteOp(data: data, tag: tag, timeout: timeout, id: nextOpID))
+        nextOpID &+= 1
+        queuedWriteBytes += data.count
+        if queuedWriteBytes > config.options.writeHighWaterMark && !flags.contains(.notWritable) {
+            flags.insert(.notWritable)
+            notify { $0.socket($1, didChangeWritability: false) }
+        }
+        requestPump()
+    }
+
+    // MARK: The write engine
+
+    enum SendResult {
+        case sent(Int)
+        case wouldBlock
+        case failed(SyscallError)
+    }
+
+    /// Writes queued data until the queue is empty or the kernel buffer is full.
+    func writeLoop() {
+        while phase == .connected && !writes.isEmpty && !flags.contains(.writeBlocked)
+            && !flags.contains(.writeTimeoutAsking) {
+            switch sendQueued() {
+            case .wouldBlock:
+                flags.insert(.writeBlocked)
+            case .failed(let error):
+                closeWithError(GCDAsyncSocketError(error))
+                return
+            case .sent(let count):
+                completeWrites(count)
+            }
+        }
+        guard phase == .connected, writes.isEmpty else { return }
+        if flags.contains(.shutdownWriteAfterWrites) && !flags.contains(.writeShutDown) {
+            flags.insert(.writeShutDown)
+            do {
+                try Syscall.shutdown(fd, how: Int32(SHUT_WR))
+            } catch {
+                closeWithError(GCDAsyncSocketError(error))
+            }
+        }
+    }
+
+    /// Hands the first queued writes to the kernel: one `send`, or one `sendmsg` gathering up to 64.
+    private func sendQueued() -> SendResult {
+        let count = min(writes.count, LoopContext.maxGather)
+        if count == 1 {
+            let op = writes[0]
+            return op.data.withUnsafeBytes { raw in
+                Self.result { () throws(SyscallError) in
+                    try Syscall.send(fd, UnsafeRawBufferPointer(rebasing: raw[op.done...]))
+                }
+            }
+        }
+        return gather(0, count, context.iovecs)
+    }
+
+    /// Fills `iov[i...]` with the unwritten bytes of writes `i..<count` (each borrowed for the duration of
+    /// the call, hence the recursion) and sends them.
+    private func gather(_ i: Int, _ count: Int, _ iov: UnsafeMutablePointer<iovec>) -> SendResult {
+        if i == count {
+            return Self.result { () throws(SyscallError) in try Syscall.sendv(fd, iov, count: count) }
+        }
+        let op = writes[i]
+        return op.data.withUnsafeBytes { raw in
+            iov[i] = iovec(iov_base: UnsafeMutableRawPointer(mutating: raw.baseAddress! + op.done), iov_len: raw.count - op.done)
+            return gather(i + 1, count, iov)
+        }
+    }
+
+    private static func result(_ body: () throws(SyscallError) -> IOResult<Int>) -> SendResult {
+        do {
+            switch try body() {
+            case .processed(let n): return .sent(n)
+            case .wouldBlock: return .wouldBlock
+            }
+        } catch {
+            return .failed(error)
+        }
+    }
+
+    /// Accounts `count` written bytes to the queued writes, then tells the delegate. All accounting happens
+    /// first, so a callback that disconnects cannot report a written write as failed.
+    private func completeWrites(_ count: Int) {
+        var left = count
+        var firstTag: Int?
+        var moreTags: [Int] = []
+        var partial: (tag: Int, bytes: Int)?
+        while left > 0, let first = writes.first {
+            let remaining = first.remaining
+            if left >= remaining {
+                left -= remaining
+                let tag = writes.removeFirst().tag
+                if firstTag == nil { firstTag = tag } else { moreTags.append(tag) }
+            } else {
+                writes.withFirst { $0.done += left }
+                partial = (first.tag, left)
+                left = 0
+            }
+        }
+        queuedWriteBytes -= count
+        if flags.contains(.notWritable) && queuedWriteBytes <= config.options.writeLowWaterMark {
+            flags.remove(.notWritable)
+            notify { $0.socket($1, didChangeWritability: true) }
+        }
+        if let firstTag { notifyDidWrite(tag: firstTag) }
+        for tag in moreTags { notifyDidWrite(tag: tag) }
+        if let partial {
+            notify { $0.socket($1, didWritePartialDataOfLength: UInt(partial.bytes), tag: partial.tag) }
+        }
+    }
+}

@@ -1,0 +1,202 @@
+import Dispatch
+import EpollLoop
+import FoundationEssentials
+import Synchronization
+
+/// A TCP (or Unix-domain) socket with GCDAsyncSocket's API, pinned to one event loop.
+///
+/// Reads and writes are queued with tags and timeouts and complete in order through the delegate, as with
+/// CocoaAsyncSocket's GCDAsyncSocket. Unlike it, every socket lives on one ``EventLoop`` for life: its I/O,
+/// timers and state are handled on that loop's thread, and, when it has no `delegateQueue`, its delegate is
+/// called right there, with no thread hop. Methods may be called from any thread.
+///
+/// ```swift
+/// let server = GCDAsyncSocket(delegate: EchoDelegate(), delegateQueue: nil)
+/// try server.accept(onInterface: "127.0.0.1", port: 0)
+/// print("listening on", server.localPort)
+/// ```
+public final class GCDAsyncSocket: @unchecked Sendable {
+    // Thread-safety: `eventLoop`, `group` are immutable; `shared` is a mutex for what any thread may read or
+    // set (delegate, configuration, the connection snapshot the getters return); everything else is confined
+    // to `eventLoop`'s thread.
+
+    /// The loop this socket belongs to for life.
+    public let eventLoop: EventLoop
+    /// The group accepted sockets are spread over (the loop's own group, or only this loop).
+    let group: EventLoopGroup?
+    let shared: Mutex<SharedState>
+
+    // MARK: Loop-confined state
+
+    weak var loopDelegate: (any GCDAsyncSocketDelegate)?
+    var loopDelegateQueue: DispatchQueue?
+    var phase = Phase.idle
+    var fd: Int32 = -1
+    /// Changes at every close: work started for an earlier connection (DNS, connect attempts) checks it.
+    var stateIndex: UInt32 = 0
+    var flags: Flags = []
+    var config = Configuration()
+    var reads = OpQueue<ReadOp>()
+    var writes = OpQueue<WriteOp>()
+    /// Bytes received but not yet consumed by a read (GCDAsyncSocket's prebuffer), from `pendingStart`.
+    var pending: [UInt8] = []
+    var pendingStart = 0
+    var queuedWriteBytes = 0
+    var nextOpID: UInt32 = 0
+    var readTimer = TimerID.invalid
+    var readTimerOp: UInt32 = .max
+    var writeTimer = TimerID.invalid
+    var writeTimerOp: UInt32 = .max
+    var connectTimer = TimerID.invalid
+    var listeners: [ListenHandler] = []
+    var connecting: ConnectAttempts?
+    var unixListenPath: String?
+    var cachedContext: LoopContext?
+
+    /// A socket on `loop`, or on the next loop of `group`, or of the shared default group.
+    ///
+    /// - Parameters:
+    ///   - delegate: receives the callbacks (held weakly, as GCDAsyncSocket does).
+    ///   - delegateQueue: where callbacks run; `nil` runs them on the socket's event loop (fastest).
+    ///   - loop: the loop to pin the socket to.
+    ///   - group: when `loop` is nil, the socket takes `group.next()`; accepted sockets are spread over it.
+    public init(
+        delegate: (any GCDAsyncSocketDelegate)? = nil, delegateQueue: DispatchQueue? = nil,
+        loop: EventLoop? = nil, group: EventLoopGroup? = nil
+    ) {
+        let group = group ?? (loop == nil ? Self.defaultGroup : nil)
+        self.eventLoop = loop ?? group!.next()
+        self.group = group
+        self.shared = Mutex(SharedState(delegate: delegate, delegateQueue: delegateQueue))
+        self.loopDelegate = delegate
+        self.loopDelegateQueue = delegateQueue
+    }
+
+    /// GCDAsyncSocket's designated initialiser; the socket queue is ignored (the event loop takes its place).
+    public convenience init(delegate: (any GCDAsyncSocketDelegate)?, delegateQueue: DispatchQueue?, socketQueue: DispatchQueue?) {
+        self.init(delegate: delegate, delegateQueue: delegateQueue)
+    }
+
+    /// A socket without a delegate yet.
+    public convenience init() {
+        self.init(delegate: nil, delegateQueue: nil)
+    }
+
+    /// The group sockets use when given neither a loop nor a group: one loop per core, started on first use.
+    public static var defaultGroup: EventLoopGroup { DefaultGroup.group }
+
+    private enum DefaultGroup {
+        static let group: EventLoopGroup = {
+            do {
+                return try EventLoopGroup(name: "loopsocket")
+            } catch {
+                fatalError("LoopSocket: cannot start the default event loop group: \(error)")
+            }
+        }()
+    }
+
+    /// The shared per-loop state. Loop only.
+    var context: LoopContext {
+        if let cachedContext { return cachedContext }
+        let context = LoopContext.of(eventLoop)
+        cachedContext = context
+        return context
+    }
+
+    /// Runs `body` on the socket's loop: now if already there, otherwise queued (one wakeup per loop iteration).
+    /// Returns false if the loop is shut down.
+    @discardableResult
+    func onLoop(_ body: @escaping @Sendable () -> Void) -> Bool {
+        if eventLoop.inEventLoop {
+            body()
+            return true
+        }
+        do {
+            try eventLoop.execute(body)
+            return true
+        } catch {
+            return false
+        }
+    }
+}
+
+// MARK: - State
+
+extension GCDAsyncSocket {
+    /// Where a socket is in its life. After a disconnect it returns to `idle` and may connect or accept again.
+    enum Phase: Equatable {
+        case idle
+        case connecting
+        case accepting
+        case connected
+    }
+
+    struct Flags: OptionSet {
+        let rawValue: UInt32
+        /// A pump is running on the stack: calls into the socket only queue work.
+        static let pumping = Flags(rawValue: 1 << 0)
+        /// Work was queued during the pump: run it again.
+        static let pumpAgain = Flags(rawValue: 1 << 1)
+        /// A pump is scheduled for the next loop iteration.
+        static let pumpDeferred = Flags(rawValue: 1 << 2)
+        /// epoll said readable (or EOF/error) and the data has not all been read yet.
+        static let readReady = Flags(rawValue: 1 << 3)
+        /// The last send hit EAGAIN: wait for EPOLLOUT.
+        static let writeBlocked = Flags(rawValue: 1 << 4)
+        /// `recv` returned 0: the peer will send nothing more.
+        static let readEOF = Flags(rawValue: 1 << 5)
+        /// `socketDidCloseReadStream` was delivered.
+        static let readStreamClosed = Flags(rawValue: 1 << 6)
+        static let disconnectAfterReads = Flags(rawValue: 1 << 7)
+        static let disconnectAfterWrites = Flags(rawValue: 1 << 8)
+        /// The write side is to be shut down once queued writes drain.
+        static let shutdownWriteAfterWrites = Flags(rawValue: 1 << 9)
+        static let writeShutDown = Flags(rawValue: 1 << 10)
+        /// Below the high water mark (the last writability reported).
+        static let notWritable = Flags(rawValue: 1 << 11)
+        /// A timeout question is out on the delegate queue: reads (or writes) wait for the answer.
+        static let readTimeoutAsking = Flags(rawValue: 1 << 12)
+        static let writeTimeoutAsking = Flags(rawValue: 1 << 13)
+        /// Every chunk read is delivered as it arrives (``GCDAsyncSocket/beginReceiving(tag:)``).
+        static let continuousRead = Flags(rawValue: 1 << 14)
+        /// Reads and writes are forbidden (a `disconnectAfter…` was requested).
+        static let noNewIO = Flags(rawValue: 1 << 15)
+        /// Connected to a Unix-domain socket.
+        static let isUnix = Flags(rawValue: 1 << 16)
+        /// epoll reported EPOLLRDHUP or EPOLLHUP: the peer will send nothing more once its data is read.
+        static let peerHungUp = Flags(rawValue: 1 << 17)
+        /// The peer closed its side: disconnect with `closedError` once the queued writes are written.
+        static let closeAfterWritesAtEOF = Flags(rawValue: 1 << 18)
+    }
+
+    /// What any thread may read or set, under `shared`'s mutex.
+    struct SharedState: @unchecked Sendable {
+        weak var delegate: (any GCDAsyncSocketDelegate)?
+        var delegateQueue: DispatchQueue?
+        var userData: Any?
+        var configuration = Configuration()
+        /// The status the getters report.
+        var status = Phase.idle
+        var localAddress: SocketAddress?
+        var peerAddress: SocketAddress?
+        var listenAddresses: [SocketAddress] = []
+        var continuousTag = 0
+
+        init(delegate: (any GCDAsyncSocketDelegate)?, delegateQueue: DispatchQueue?) {
+            self.delegate = delegate
+            self.delegateQueue = delegateQueue
+        }
+    }
+
+    /// The settings GCDAsyncSocket exposes as properties, plus ``SocketOptions``; copied to the loop when a
+    /// connect or accept starts.
+    struct Configuration {
+        var ipv4Enabled = true
+        var ipv6Enabled = true
+        var ipv4PreferredOverIPv6 = true
+        var alternateAddressDelay: TimeInterval = 0.3
+        var autoDisconnectOnClosedReadStream = true
+        var timeoutsFailOnlyTheOperation = false
+        var options = SocketOptions()
+    }
+}

@@ -1,0 +1,102 @@
+import Dispatch
+import FoundationEssentials
+
+/// The callbacks of a ``GCDAsyncSocket``: every method of GCDAsyncSocket's delegate protocol, all optional
+/// (each has a default that does nothing), plus a few this library adds.
+///
+/// Callbacks run on the socket's event loop when the socket has no `delegateQueue` (the fast path), or on the
+/// `delegateQueue` when it has one (GCDAsyncSocket's model). `socketDidDisconnect(_:withError:)` is always
+/// the last callback of a connection.
+///
+/// ```swift
+/// final class Echo: GCDAsyncSocketDelegate {
+///     func socket(_ sock: GCDAsyncSocket, didAcceptNewSocket newSocket: GCDAsyncSocket) {
+///         newSocket.readData(withTimeout: -1, tag: 0)
+///     }
+///     func socket(_ sock: GCDAsyncSocket, didRead data: Data, withTag tag: Int) {
+///         sock.write(data, withTimeout: -1, tag: 0)
+///         sock.readData(withTimeout: -1, tag: 0)
+///     }
+/// }
+/// ```
+public protocol GCDAsyncSocketDelegate: AnyObject {
+    /// Called before an accepted socket is created; return a queue for its delegate callbacks, or `nil` to
+    /// inherit the listener's `delegateQueue`.
+    func newSocketQueueForConnection(fromAddress address: Data, on sock: GCDAsyncSocket) -> DispatchQueue?
+    /// A listening socket accepted a connection. Unlike GCDAsyncSocket, the new socket stays alive without
+    /// being retained: its event loop holds it until it disconnects.
+    func socket(_ sock: GCDAsyncSocket, didAcceptNewSocket newSocket: GCDAsyncSocket)
+    /// The socket connected to `host` (always a numeric IP) and `port`.
+    func socket(_ sock: GCDAsyncSocket, didConnectToHost host: String, port: UInt16)
+    /// The socket connected to a Unix-domain socket.
+    func socket(_ sock: GCDAsyncSocket, didConnectTo url: URL)
+    /// A read operation completed.
+    func socket(_ sock: GCDAsyncSocket, didRead data: Data, withTag tag: Int)
+    /// A to-length or to-separator read made progress by `partialLength` bytes.
+    func socket(_ sock: GCDAsyncSocket, didReadPartialDataOfLength partialLength: UInt, tag: Int)
+    /// A write operation completed: all its bytes were handed to the kernel.
+    func socket(_ sock: GCDAsyncSocket, didWriteDataWithTag tag: Int)
+    /// A write operation made progress by `partialLength` bytes without completing.
+    func socket(_ sock: GCDAsyncSocket, didWritePartialDataOfLength partialLength: UInt, tag: Int)
+    /// A read timed out; return a positive interval to extend it, or 0 to let it time out.
+    func socket(_ sock: GCDAsyncSocket, shouldTimeoutReadWithTag tag: Int, elapsed: TimeInterval, bytesDone length: UInt) -> TimeInterval
+    /// A write timed out; return a positive interval to extend it, or 0 to let it time out.
+    func socket(_ sock: GCDAsyncSocket, shouldTimeoutWriteWithTag tag: Int, elapsed: TimeInterval, bytesDone length: UInt) -> TimeInterval
+    /// The peer closed its write side; called only when `autoDisconnectOnClosedReadStream` is false.
+    func socketDidCloseReadStream(_ sock: GCDAsyncSocket)
+    /// The socket disconnected: `err` is `nil` for a disconnect you asked for. Always the last callback.
+    func socketDidDisconnect(_ sock: GCDAsyncSocket, withError err: Error?)
+    /// Never called: TLS is not part of this release.
+    func socketDidSecure(_ sock: GCDAsyncSocket)
+
+    // Additions of this library.
+
+    /// The bytes queued for writing crossed the high water mark (`false`) or fell below the low one (`true`).
+    func socket(_ sock: GCDAsyncSocket, didChangeWritability isWritable: Bool)
+    /// A queued write will never complete: the socket disconnected first, the write timed out (with
+    /// `timeoutsFailOnlyTheOperation`), or the write queue's hard cap was reached. Every write ends in
+    /// either `didWriteDataWithTag` or this.
+    func socket(_ sock: GCDAsyncSocket, didFailToWriteDataWithTag tag: Int, error: Error)
+    /// A read failed without closing the socket (a timeout with `timeoutsFailOnlyTheOperation`).
+    func socket(_ sock: GCDAsyncSocket, didFailToReadDataWithTag tag: Int, error: Error)
+    /// A listening socket could not accept (for example `EMFILE`: the pending connection was shed, and
+    /// accepting pauses briefly). The listener keeps listening.
+    func socket(_ sock: GCDAsyncSocket, didFailToAcceptWithError error: Error)
+}
+
+extension GCDAsyncSocketDelegate {
+    /// Returns `nil`: the new socket inherits the listener's delegate queue.
+    public func newSocketQueueForConnection(fromAddress address: Data, on sock: GCDAsyncSocket) -> DispatchQueue? { nil }
+    /// Does nothing.
+    public func socket(_ sock: GCDAsyncSocket, didAcceptNewSocket newSocket: GCDAsyncSocket) {}
+    /// Does nothing.
+    public func socket(_ sock: GCDAsyncSocket, didConnectToHost host: String, port: UInt16) {}
+    /// Does nothing.
+    public func socket(_ sock: GCDAsyncSocket, didConnectTo url: URL) {}
+    /// Does nothing.
+    public func socket(_ sock: GCDAsyncSocket, didRead data: Data, withTag tag: Int) {}
+    /// Does nothing.
+    public func socket(_ sock: GCDAsyncSocket, didReadPartialDataOfLength partialLength: UInt, tag: Int) {}
+    /// Does nothing.
+    public func socket(_ sock: GCDAsyncSocket, didWriteDataWithTag tag: Int) {}
+    /// Does nothing.
+    public func socket(_ sock: GCDAsyncSocket, didWritePartialDataOfLength partialLength: UInt, tag: Int) {}
+    /// Returns 0: the operation times out.
+    public func socket(_ sock: GCDAsyncSocket, shouldTimeoutReadWithTag tag: Int, elapsed: TimeInterval, bytesDone length: UInt) -> TimeInterval { 0 }
+    /// Returns 0: the operation times out.
+    public func socket(_ sock: GCDAsyncSocket, shouldTimeoutWriteWithTag tag: Int, elapsed: TimeInterval, bytesDone length: UInt) -> TimeInterval { 0 }
+    /// Does nothing.
+    public func socketDidCloseReadStream(_ sock: GCDAsyncSocket) {}
+    /// Does nothing.
+    public func socketDidDisconnect(_ sock: GCDAsyncSocket, withError err: Error?) {}
+    /// Does nothing.
+    public func socketDidSecure(_ sock: GCDAsyncSocket) {}
+    /// Does nothing.
+    public func socket(_ sock: GCDAsyncSocket, didChangeWritability isWritable: Bool) {}
+    /// Does nothing.
+    public func socket(_ sock: GCDAsyncSocket, didFailToWriteDataWithTag tag: Int, error: Error) {}
+    /// Does nothing.
+    public func socket(_ sock: GCDAsyncSocket, didFailToReadDataWithTag tag: Int, error: Error) {}
+    /// Does nothing.
+    public func socket(_ sock: GCDAsyncSocket, didFailToAcceptWithError error: Error) {}
+}

@@ -1,0 +1,100 @@
+import EpollLoop
+
+/// The error a ``GCDAsyncSocket`` reports, with the same codes as GCDAsyncSocket's `GCDAsyncSocketError`.
+///
+/// Matches as the Objective-C error enum does when Swift imports it:
+///
+/// ```swift
+/// func socketDidDisconnect(_ sock: GCDAsyncSocket, withError err: Error?) {
+///     if let err = err as? GCDAsyncSocketError, err.code == .readTimeoutError { ... }
+/// }
+/// do { try sock.connect(toHost: "", onPort: 80) } catch GCDAsyncSocketError.badParamError { ... }
+/// ```
+///
+/// Failures of system calls keep their `errno` (``errno``) and the call that failed (``syscall``); their code
+/// is ``Code/otherError``, except a timeout or refusal the kernel reports, which keep theirs in `errno`.
+public struct GCDAsyncSocketError: Error, Hashable, Sendable, CustomStringConvertible {
+    /// The error codes of GCDAsyncSocket, in its order and with its raw values.
+    public enum Code: Int, Hashable, Sendable {
+        /// Never used.
+        case noError = 0
+        /// Invalid configuration: already connected, no delegate, both IP families disabled, a loop shut down.
+        case badConfigError
+        /// Invalid parameter: empty host, bad interface, a path too long for a Unix socket, an unknown host.
+        case badParamError
+        /// The connection attempt timed out.
+        case connectTimeoutError
+        /// A read operation timed out.
+        case readTimeoutError
+        /// A write operation timed out.
+        case writeTimeoutError
+        /// A read-to-separator read reached its maxLength without finding the separator.
+        case readMaxedOutError
+        /// The peer closed the connection.
+        case closedError
+        /// Anything else, including failed system calls (see ``GCDAsyncSocketError/errno``).
+        case otherError
+    }
+
+    /// What kind of error this is.
+    public let code: Code
+    /// The `errno` of a failed system call, if that is what happened.
+    public let errno: Errno?
+    /// The failed system call, if any.
+    public let syscall: SystemCall?
+    /// A sentence for people.
+    public let message: String
+
+    /// An error with a code and a message.
+    public init(_ code: Code, _ message: String) {
+        self.code = code
+        self.message = message
+        self.errno = nil
+        self.syscall = nil
+    }
+
+    /// An error for a failed system call.
+    public init(_ error: SyscallError, code: Code = .otherError) {
+        self.code = code
+        self.message = error.description
+        self.errno = error.errno
+        self.syscall = error.call
+    }
+
+    /// The message, with the code.
+    public var description: String { "GCDAsyncSocketError.\(code): \(message)" }
+
+    /// GCDAsyncSocket's description (the same as ``message``).
+    public var localizedDescription: String { message }
+
+    /// ``Code/noError``.
+    public static var noError: Code { .noError }
+    /// ``Code/badConfigError``.
+    public static var badConfigError: Code { .badConfigError }
+    /// ``Code/badParamError``.
+    public static var badParamError: Code { .badParamError }
+    /// ``Code/connectTimeoutError``.
+    public static var connectTimeoutError: Code { .connectTimeoutError }
+    /// ``Code/readTimeoutError``.
+    public static var readTimeoutError: Code { .readTimeoutError }
+    /// ``Code/writeTimeoutError``.
+    public static var writeTimeoutError: Code { .writeTimeoutError }
+    /// ``Code/readMaxedOutError``.
+    public static var readMaxedOutError: Code { .readMaxedOutError }
+    /// ``Code/closedError``.
+    public static var closedError: Code { .closedError }
+    /// ``Code/otherError``.
+    public static var otherError: Code { .otherError }
+
+    static let closedByPeer = GCDAsyncSocketError(.closedError, "Socket closed by remote peer")
+    static let readTimeout = GCDAsyncSocketError(.readTimeoutError, "Read operation timed out")
+    static let writeTimeout = GCDAsyncSocketError(.writeTimeoutError, "Write operation timed out")
+    static let connectTimeout = GCDAsyncSocketError(.connectTimeoutError, "Attempt to connect to host timed out")
+    static let readMaxedOut = GCDAsyncSocketError(.readMaxedOutError, "Read operation reached set maximum length")
+    static let loopShutDown = GCDAsyncSocketError(.badConfigError, "The socket's event loop is shut down")
+}
+
+/// Matches an error against a ``GCDAsyncSocketError/Code``: `catch GCDAsyncSocketError.readTimeoutError`.
+public func ~= (code: GCDAsyncSocketError.Code, error: any Error) -> Bool {
+    (error as? GCDAsyncSocketError)?.code == code
+}

@@ -1,0 +1,40 @@
+// echo-server: echoes every byte back, the GCDAsyncSocket way, on the project's event loops.
+//
+//     echo-server --port 9000 [--host 127.0.0.1] [--loops N]
+import Dispatch
+import EpollLoop
+import FoundationEssentials
+import Glibc
+import ExampleSupport
+import LoopSocket
+
+/// Reads whatever arrives and writes it straight back; the callbacks run inline on each socket's loop.
+final class EchoDelegate: GCDAsyncSocketDelegate {
+    func socket(_ sock: GCDAsyncSocket, didAcceptNewSocket newSocket: GCDAsyncSocket) {
+        newSocket.readData(withTimeout: -1, tag: 0)
+    }
+
+    func socket(_ sock: GCDAsyncSocket, didRead data: Data, withTag tag: Int) {
+        sock.write(data, withTimeout: -1, tag: 0)
+        sock.readData(withTimeout: -1, tag: 0)
+    }
+}
+
+let arguments = ServerArguments.parse(name: "echo-server")
+let group: EventLoopGroup
+do {
+    group = try EventLoopGroup(numberOfLoops: arguments.loops, name: "echo")
+} catch {
+    ServerArguments.fail("cannot start event loops: \(error)")
+}
+let delegate = EchoDelegate()
+let listener = GCDAsyncSocket(delegate: delegate, delegateQueue: nil, loop: group.loops[0], group: group)
+do {
+    try listener.accept(onInterface: arguments.host, port: arguments.port)
+} catch {
+    ServerArguments.fail("cannot listen on \(arguments.host ?? "*"):\(arguments.port): \(error)")
+}
+ServerArguments.announce("echo-server listening on \(arguments.host ?? "*") port \(listener.localPort) with \(group.loops.count) loop(s)")
+ServerArguments.waitForTermination()
+listener.disconnect()
+try? group.shutdownGracefully()
