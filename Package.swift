@@ -36,13 +36,25 @@ let package = Package(
             name: "http-hello",
             dependencies: ["EpollLoop", "LoopSocket", "ExampleSupport"]
         ),
+        .target(
+            name: "LoadTest",
+            dependencies: ["EpollLoop", "LoopSocket", "CEpollShim"]
+        ),
         .executableTarget(
-            name: "loop-demo",
-            dependencies: ["EpollLoop"]
+            name: "loadtest",
+            dependencies: ["LoadTest", "EpollLoop", "LoopSocket"]
         ),
         .testTarget(
             name: "EpollLoopTests",
             dependencies: ["EpollLoop", "CEpollShim"]
+        ),
+        .testTarget(
+            name: "LoopSocketTests",
+            dependencies: ["LoopSocket", "EpollLoop", "CEpollShim"]
+        ),
+        .testTarget(
+            name: "LoadTestTests",
+            dependencies: ["LoadTest", "EpollLoop", "LoopSocket"]
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -1,0 +1,1 @@
+// The load generator library; see the loadtest issue.

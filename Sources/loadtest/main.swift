@@ -1,0 +1,1 @@
+print("loadtest: not yet implemented")

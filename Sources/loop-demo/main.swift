@@ -1,2 +1,0 @@
-import EpollLoop
-print("placeholder")
