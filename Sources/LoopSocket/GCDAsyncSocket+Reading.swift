@@ -95,7 +95,11 @@ extension GCDAsyncSocket {
             if !wantsBytes {
                 // Nobody reads: leave data in the kernel (backpressure) unless the peer has hung up, in which
                 // case what it sent is drained so the end of the stream is seen now, not at the next read.
-                guard flags.contains(.peerHungUp), flags.contains(.readReady), !flags.contains(.readEOF) else { return }
+                if flags.contains(.readEOF) {
+                    if pendingCount == 0 && !flags.contains(.readStreamClosed) { _ = handleEndOfStream() }
+                    return
+                }
+                guard flags.contains(.peerHungUp), flags.contains(.readReady) else { return }
                 receive(intoPrebufferOnly: true)
                 continue
             }
