@@ -33,6 +33,10 @@ let package = Package(
             dependencies: ["EpollLoop", "LoopSocket", "ExampleSupport"]
         ),
         .executableTarget(
+            name: "async-echo-server",
+            dependencies: ["EpollLoop", "LoopSocket", "ExampleSupport"]
+        ),
+        .executableTarget(
             name: "http-hello",
             dependencies: ["EpollLoop", "LoopSocket", "ExampleSupport"]
         ),

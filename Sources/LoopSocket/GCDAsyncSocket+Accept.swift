@@ -86,6 +86,9 @@ extension GCDAsyncSocket {
             config = configuration
             phase = .accepting
             unixListenPath = unixPath
+            // Creates the loop's shared context now if need be: it opens the reserve descriptor that lets
+            // accept shed connections at EMFILE, which could not be opened once the table is full.
+            _ = context
             for (fd, address) in listening {
                 let listener = ListenHandler(fd: fd, address: address, owner: self)
                 do {

@@ -37,7 +37,7 @@ extension GCDAsyncSocket {
             guard phase != .idle else { return }
             flags.insert(which)
             flags.insert(.noNewIO)
-            if which == .disconnectAfterWrites { _ = reads.removeAll() }
+            if which == .disconnectAfterWrites { dropReads(with: GCDAsyncSocketError(.closedError, "Reads dropped by disconnectAfterWriting")) }
             if phase == .connected {
                 requestPump()
             } else if reads.isEmpty && writes.isEmpty {
@@ -74,7 +74,7 @@ extension GCDAsyncSocket {
         connecting?.cancel(on: eventLoop)
         connecting = nil
         let failedWrites = writes.removeAll()
-        _ = reads.removeAll()
+        dropReads(with: error ?? GCDAsyncSocketError(.closedError, "The socket disconnected"))
         pending = []
         pendingStart = 0
         queuedWriteBytes = 0

@@ -94,9 +94,12 @@ extension GCDAsyncSocket {
             return
         }
         withoutActuallyEscaping(block) { block in
-            let box = UncheckedSendable(block)
+            // The loop keeps its task closure until the rest of its batch has run, so the block travels in
+            // a box the task empties before it signals: nothing references the block once `wait` returns
+            // (otherwise `withoutActuallyEscaping` traps with "non-escaping closure has escaped").
+            let box = PerformBox(block)
             let done = DispatchSemaphoreBox()
-            if onLoop({ box.value(); done.signal() }) { done.wait() }
+            if onLoop({ box.run(); done.signal() }) { done.wait() }
         }
     }
 
@@ -107,6 +110,16 @@ extension GCDAsyncSocket {
 }
 
 import Dispatch
+
+/// The block of ``GCDAsyncSocket/perform(_:)``, run once on the loop and released right after.
+final class PerformBox: @unchecked Sendable {
+    private var block: (() -> Void)?
+    init(_ block: @escaping () -> Void) { self.block = block }
+    func run() {
+        block?()
+        block = nil
+    }
+}
 
 /// A semaphore for ``GCDAsyncSocket/perform(_:)``.
 final class DispatchSemaphoreBox: Sendable {

@@ -133,8 +133,10 @@ extension GCDAsyncSocket {
             flags.insert(.readEOF)
             flags.remove(.readReady)
         case .processed(let count):
-            // A short read drained the socket; level-triggered epoll says when more arrives.
-            if count < buffer.count { flags.remove(.readReady) }
+            // A short read drained the socket; level-triggered epoll says when more arrives. Once the peer
+            // has hung up, read on instead: the next `recv` returns 0 and the end of the stream is seen now
+            // (EPOLLIN is not watched while no read is queued, so nothing else would report it).
+            if count < buffer.count && !flags.contains(.peerHungUp) { flags.remove(.readReady) }
             let bytes = UnsafeRawBufferPointer(rebasing: buffer[0..<count])
             let used = intoPrebufferOnly ? 0 : feed(bytes)
             if used < count && phase == .connected {
@@ -177,9 +179,7 @@ extension GCDAsyncSocket {
                 }
             case .complete(let used, let data):
                 offset += used
-                let op = reads.removeFirst()
-                op.sink?(data)
-                notifyDidRead(data, tag: op.tag)
+                finishRead(reads.removeFirst(), with: .success(data))
             case .maxedOut:
                 closeWithError(GCDAsyncSocketError.readMaxedOut)
                 return offset
@@ -198,7 +198,7 @@ extension GCDAsyncSocket {
     /// Returns true if it removed a read (the read loop goes on), false if reading is over.
     func handleEndOfStream() -> Bool {
         if config.autoDisconnectOnClosedReadStream {
-            _ = reads.removeAll()
+            dropReads(with: GCDAsyncSocketError.closedByPeer)
             flags.remove(.continuousRead)
             flags.insert([.noNewIO, .closeAfterWritesAtEOF])
             return false
@@ -212,7 +212,42 @@ extension GCDAsyncSocket {
         if !op.buffer.isEmpty {
             pending.insert(contentsOf: op.buffer, at: pendingStart)
         }
-        notify { $0.socket($1, didFailToReadDataWithTag: op.tag, error: GCDAsyncSocketError.closedByPeer) }
+        finishRead(op, with: .failure(GCDAsyncSocketError.closedByPeer))
         return true
+    }
+
+    /// Delivers a read's outcome: to its `async` waiter, or to the delegate (and the caller's buffer).
+    func finishRead(_ op: ReadOp, with result: Result<Data, any Error>) {
+        if let waiter = op.waiter {
+            waiter.resume(result)
+            return
+        }
+        switch result {
+        case .success(let data):
+            op.sink?(data)
+            notifyDidRead(data, tag: op.tag)
+        case .failure(let error):
+            notify { $0.socket($1, didFailToReadDataWithTag: op.tag, error: error) }
+        }
+    }
+
+    /// Drops every queued read: silently for delegate reads (GCDAsyncSocket's rule), with `error` for
+    /// `async` ones, so no continuation is ever left hanging.
+    func dropReads(with error: any Error) {
+        for op in reads.removeAll() {
+            op.waiter?.resume(.failure(error))
+        }
+    }
+
+    /// Cancels an `async` read: removed from the queue (an unfinished read's bytes go back to the
+    /// prebuffer, so the socket stays usable) and resumed with `CancellationError`. Loop only.
+    func cancelRead(_ waiter: ReadWaiter) {
+        waiter.cancelled = true
+        guard let (op, wasFront) = reads.remove(where: { $0.waiter === waiter }) else { return }
+        if wasFront && !op.buffer.isEmpty {
+            pending.insert(contentsOf: op.buffer, at: pendingStart)
+        }
+        waiter.resume(.failure(CancellationError()))
+        if wasFront { requestPump() }
     }
 }

@@ -121,7 +121,7 @@ extension GCDAsyncSocket {
         case .read:
             let op = reads.removeFirst()
             if !op.buffer.isEmpty { pending.insert(contentsOf: op.buffer, at: pendingStart) }
-            notify { $0.socket($1, didFailToReadDataWithTag: op.tag, error: error) }
+            finishRead(op, with: .failure(error))
         case .write:
             // Bytes of a partly written operation are already on the wire; the rest is dropped.
             let op = writes.removeFirst()

@@ -1,4 +1,5 @@
 import EpollLoop
+import FoundationEssentials
 
 /// The error a ``GCDAsyncSocket`` reports, with the same codes as GCDAsyncSocket's `GCDAsyncSocketError`.
 ///
@@ -92,6 +93,13 @@ public struct GCDAsyncSocketError: Error, Hashable, Sendable, CustomStringConver
     static let connectTimeout = GCDAsyncSocketError(.connectTimeoutError, "Attempt to connect to host timed out")
     static let readMaxedOut = GCDAsyncSocketError(.readMaxedOutError, "Read operation reached set maximum length")
     static let loopShutDown = GCDAsyncSocketError(.badConfigError, "The socket's event loop is shut down")
+}
+
+/// `err.localizedDescription` on an `Error` (as delegate callbacks receive it) is the message, as with
+/// GCDAsyncSocket's `NSError`s, not Foundation's generic "The operation could not be completed".
+extension GCDAsyncSocketError: LocalizedError {
+    /// The message.
+    public var errorDescription: String? { message }
 }
 
 /// Matches an error against a ``GCDAsyncSocketError/Code``: `catch GCDAsyncSocketError.readTimeoutError`.

@@ -21,8 +21,10 @@ final class LoopThread: @unchecked Sendable {
         var thread = pthread_t()
         let rc = pthread_create(&thread, nil, { raw in
             let start = Unmanaged<Start>.fromOpaque(raw!).takeRetainedValue()
-            // The kernel keeps 15 bytes of a thread name.
-            _ = cepoll_set_thread_name(String(start.loop.name.utf8.prefix(15))!)
+            // The kernel keeps 15 bytes of a thread name: cut whole characters (a cut inside one is not UTF-8).
+            var name = Substring(start.loop.name)
+            while name.utf8.count > 15 { name.removeLast() }
+            _ = cepoll_set_thread_name(String(name))
             if let cpu = start.cpu { _ = cepoll_pin_thread_to_cpu(Int32(cpu)) }
             try? start.loop.run()
             return nil

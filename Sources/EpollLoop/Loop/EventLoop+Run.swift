@@ -11,9 +11,11 @@ extension EventLoop {
     public func run() throws(EventLoopError) {
         try remote.withLock { state throws(EventLoopError) in
             switch state.lifecycle {
-            case .idle: state.lifecycle = .running
-            case .running: throw .alreadyRunning
-            case .shuttingDown, .shutDown: throw .shutDown
+            case .idle:
+                state.lifecycle = .running
+                state.hasRun = true
+            case .running, .shuttingDown: throw .alreadyRunning
+            case .shutDown: throw state.hasRun ? .alreadyRunning : .shutDown
             }
         }
         threadID.store(UInt(pthread_self()), ordering: .releasing)
@@ -30,6 +32,8 @@ extension EventLoop {
     func runIteration() {
         let timeout = pollTimeout()
         poll(timeoutMilliseconds: timeout)
+        // Shutdown requested: closeDown() runs the queued tasks and cancels the timers; none may fire now.
+        if shutdownRequested { return }
         now = Deadline.now().uptimeNanoseconds
         runTimers()
         runRemoteTasks()

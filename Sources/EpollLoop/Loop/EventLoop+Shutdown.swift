@@ -8,7 +8,7 @@ extension EventLoop {
     /// registered handler close down (``IOEventHandler/loopWillShutDown()``), closes every descriptor still
     /// registered exactly once, and then ``run()`` returns. A loop that never ran is closed down here.
     public func initiateShutdown() {
-        enum Action { case closeHere, wake, nothing }
+        enum Action { case closeHere, nothing }
         let action = remote.withLock { state -> Action in
             switch state.lifecycle {
             case .idle:
@@ -18,7 +18,10 @@ extension EventLoop {
                 state.lifecycle = .shuttingDown
                 guard !state.wakeupPending else { return .nothing }
                 state.wakeupPending = true
-                return .wake
+                // On the loop itself no write is needed: it checks the lifecycle before it next sleeps.
+                // Elsewhere the eventfd is written under the lock, before the loop can close it.
+                if !inEventLoop { wakeUp() }
+                return .nothing
             case .shuttingDown, .shutDown:
                 return .nothing
             }
@@ -31,9 +34,6 @@ extension EventLoop {
             closeDown()
             threadID.store(0, ordering: .releasing)
             finished.leave()
-        case .wake:
-            // On the loop itself no write is needed: it checks the lifecycle before it next sleeps.
-            if !inEventLoop { wakeUp() }
         case .nothing:
             break
         }

@@ -9,26 +9,32 @@ extension EventLoop {
     ///   has begun); the task is not run.
     public func execute(_ task: @escaping @Sendable () -> Void) throws(EventLoopError) {
         if inEventLoop {
-            localTasks.append(task)
+            localTasks.append(.task(task))
             return
         }
-        let mustWake = try remote.withLock { state throws(EventLoopError) -> Bool in
+        try enqueueRemote(.task(task))
+    }
+
+    /// Appends work to the shared queue and wakes the loop if it sleeps and nobody has woken it yet.
+    func enqueueRemote(_ work: LoopWork) throws(EventLoopError) {
+        try remote.withLock { state throws(EventLoopError) in
             switch state.lifecycle {
             case .shuttingDown, .shutDown: throw .shutDown
             case .idle, .running: break
             }
-            state.tasks.append(task)
-            guard state.asleep && !state.wakeupPending else { return false }
+            state.tasks.append(work)
+            guard state.asleep && !state.wakeupPending else { return }
             state.wakeupPending = true
-            return true
+            // Written under the lock: the loop closes the eventfd only after marking itself shut down under
+            // this lock, so the write can never hit a closed (or reused) descriptor.
+            wakeUp()
         }
-        if mustWake { wakeUp() }
     }
 
     /// Queues a task from the loop itself; it need not be `Sendable` since it never leaves the thread.
     package func executeOnLoop(_ task: @escaping () -> Void) {
         preconditionInEventLoop()
-        localTasks.append(task)
+        localTasks.append(.task(task))
     }
 
     /// Writes the eventfd. A failure here would leave the loop asleep with work queued, so it is fatal.
@@ -47,14 +53,34 @@ extension EventLoop {
     func runLocalTasks() {
         guard !localTasks.isEmpty else { return }
         swap(&localTasks, &spareTasks)
-        for task in spareTasks { task() }
+        for work in spareTasks { work.run(on: self) }
         spareTasks.removeAll(keepingCapacity: true)
     }
 
     /// Runs the tasks taken from the shared queue at the last wakeup.
     func runRemoteTasks() {
         guard !remoteBatch.isEmpty else { return }
-        for task in remoteBatch { task() }
+        for work in remoteBatch { work.run(on: self) }
         remoteBatch.removeAll(keepingCapacity: true)
+    }
+}
+
+/// One unit of queued work: a closure, or a Swift concurrency job (enqueued without wrapping it in a closure,
+/// so running an async task's job on the loop allocates nothing here). One queue for both keeps them in order.
+///
+/// `@unchecked Sendable`: work put in the shared queue by other threads holds `@Sendable` closures only;
+/// work in the loop-local queue never leaves the loop's thread.
+enum LoopWork: @unchecked Sendable {
+    case task(() -> Void)
+    case job(UnownedJob)
+
+    @inline(__always)
+    func run(on loop: EventLoop) {
+        switch self {
+        case .task(let task):
+            task()
+        case .job(let job):
+            job.runSynchronously(isolatedTo: loop.asUnownedSerialExecutor(), taskExecutor: loop.asUnownedTaskExecutor())
+        }
     }
 }

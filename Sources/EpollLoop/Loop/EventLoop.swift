@@ -33,9 +33,9 @@ public final class EventLoop: @unchecked Sendable {
     let finished = DispatchGroup()
 
     // Loop-confined state.
-    var localTasks: [() -> Void] = []
-    var spareTasks: [() -> Void] = []
-    var remoteBatch: [@Sendable () -> Void] = []
+    var localTasks: [LoopWork] = []
+    var spareTasks: [LoopWork] = []
+    var remoteBatch: [LoopWork] = []
     var timers: TimerWheel<() -> Void>
     var registrations = RegistrationTable()
     let events: UnsafeMutablePointer<epoll_event>
@@ -81,6 +81,12 @@ public final class EventLoop: @unchecked Sendable {
     }
 
     deinit {
+        // Dropped without ever running or shutting down: it still owns its two descriptors.
+        if remote.withLock({ $0.lifecycle == .idle }) {
+            try? Syscall.close(wakeFD)
+            try? Syscall.close(epollFD)
+            finished.leave()
+        }
         events.deallocate()
     }
 
@@ -117,8 +123,11 @@ struct RemoteState: ~Copyable {
         case shutDown
     }
 
-    var tasks: [@Sendable () -> Void] = []
+    /// Tasks and jobs queued by other threads (their closures are `@Sendable`).
+    var tasks: [LoopWork] = []
     var lifecycle = Lifecycle.idle
+    /// `run()` has been called successfully (so a shut-down loop tells "has run" from "never ran").
+    var hasRun = false
     /// The loop is in (or about to enter) a blocking `epoll_wait`.
     var asleep = false
     /// The eventfd was written since the loop last went to sleep.

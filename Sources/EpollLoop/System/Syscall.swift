@@ -45,6 +45,7 @@ package enum Syscall {
     package static func close(_ fd: Int32) throws(SyscallError) {
         if let injected = FaultInjection.failure(for: .close, fd: fd) {
             _ = Glibc.close(fd)
+            if injected == .interrupted { return }  // as a real EINTR below: the descriptor is gone
             throw SyscallError(.close, errno: injected)
         }
         if Glibc.close(fd) == -1 {

@@ -12,8 +12,9 @@
 /// - Moving a deadline later only rewrites the deadline; the timer is re-filed when its old slot comes up
 ///   (the idle-timeout reset, which happens on every read of a busy connection).
 ///
-/// Deadlines are nanoseconds on the monotonic clock. A timer fires at the first ``advance(to:)`` whose time
-/// is at or past its deadline (never early), and timers that become due together fire in deadline order,
+/// Deadlines are nanoseconds on the monotonic clock, rounded up to a whole tick. A timer fires at the first
+/// ``advance(to:)`` whose time is at or past that tick (never early; with a clock reading inside the tick it
+/// waits for the tick), and timers that become due together fire in deadline order,
 /// ties in the order they were scheduled.
 package struct TimerWheel<Payload> {
     /// Nanoseconds per tick.
@@ -142,7 +143,8 @@ package struct TimerWheel<Payload> {
     }
 
     /// The earliest time (ns) at which ``advance(to:)`` may have work: a timer fires then, or a slot cascades.
-    /// `nil` when no timer is pending. Never later than the earliest deadline.
+    /// `nil` when no timer is pending. Never later than the earliest deadline rounded up to its tick (for a
+    /// deadline already past: never later than the wheel's current tick).
     package func nextWakeup() -> UInt64? {
         if readyCursor < ready.count { return origin &+ elapsed &* Self.resolution }
         guard let (_, tick) = nextExpiration() else { return nil }
@@ -152,7 +154,8 @@ package struct TimerWheel<Payload> {
         return overflow2 ? .max : at
     }
 
-    /// Moves the wheel to `now` (ns): every timer whose deadline is at or before `now` becomes ready.
+    /// Moves the wheel to `now` (ns): every timer whose deadline, rounded up to its tick, is at or before `now`
+    /// becomes ready.
     /// Take them with ``popReady()``. Returns how many became ready.
     @discardableResult
     package mutating func advance(to now: UInt64) -> Int {
@@ -270,8 +273,11 @@ package struct TimerWheel<Payload> {
             if bits == 0 { continue }
             let shift = Self.slotBits * UInt64(level)
             let nowSlot = Int((elapsed >> shift) & 63)
-            let rotated = bits.rotatedRight(by: nowSlot)
-            let slot = (rotated.trailingZeroBitCount + nowSlot) & 63
+            // The top level's current slot holds only timers a full turn away (filed at the horizon), so it is
+            // searched last there; below the top, the current slot is empty or holds timers due now.
+            let first = level == Self.levelCount - 1 ? (nowSlot + 1) & 63 : nowSlot
+            let rotated = bits.rotatedRight(by: first)
+            let slot = (rotated.trailingZeroBitCount + first) & 63
             let slotRange: UInt64 = 1 << shift
             let levelRange = slotRange << Self.slotBits
             let levelStart = elapsed & ~(levelRange - 1)

@@ -37,6 +37,18 @@ struct OpQueue<Element> {
         return element
     }
 
+    /// Removes the first element matching `predicate`; returns it and whether it was at the front.
+    mutating func remove(where predicate: (Element) -> Bool) -> (element: Element, wasFront: Bool)? {
+        guard let i = storage[head...].firstIndex(where: predicate) else { return nil }
+        let wasFront = i == head
+        let element = storage.remove(at: i)
+        if head == storage.count {
+            storage.removeAll(keepingCapacity: storage.count <= 16)
+            head = 0
+        }
+        return (element, wasFront)
+    }
+
     /// Empties the queue, returning what it held, front first.
     mutating func removeAll() -> [Element] {
         let rest = Array(storage[head...])

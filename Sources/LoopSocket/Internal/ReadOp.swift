@@ -24,6 +24,8 @@ struct ReadOp {
     var scanned = 0
     /// GCDAsyncSocket's `buffer:bufferOffset:` variants: receives the completed bytes.
     var sink: ((Data) -> Void)?
+    /// An `async` read's continuation: it gets the outcome instead of the delegate.
+    var waiter: ReadWaiter?
 
     /// What feeding bytes to a read did.
     enum Outcome {
@@ -127,4 +129,22 @@ struct WriteOp {
     var id: UInt32
 
     var remaining: Int { data.count - done }
+}
+
+/// The continuation of an `async` read, resumed exactly once: on the loop when the read completes, fails
+/// or is cancelled, or by the caller when the loop was already gone and the read never got queued.
+final class ReadWaiter: @unchecked Sendable {
+    private var continuation: UnsafeContinuation<Data, any Error>?
+    /// Cancellation arrived before the read was queued (loop-confined).
+    var cancelled = false
+
+    init(_ continuation: UnsafeContinuation<Data, any Error>) {
+        self.continuation = continuation
+    }
+
+    func resume(_ result: Result<Data, any Error>) {
+        guard let continuation else { return }
+        self.continuation = nil
+        continuation.resume(with: result)
+    }
 }

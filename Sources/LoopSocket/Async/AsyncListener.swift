@@ -1,0 +1,48 @@
+import EpollLoop
+import FoundationEssentials
+
+/// A listening socket for `async` code: accepted connections arrive as an `AsyncSequence`, spread over the
+/// group's loops.
+///
+/// ```swift
+/// let listener = try AsyncListener(host: "127.0.0.1", port: 0, group: group)
+/// for try await connection in listener.connections { ... }
+/// ```
+public final class AsyncListener: Sendable {
+    /// The underlying listening socket.
+    public let socket: GCDAsyncSocket
+    /// Accepted connections, until ``close()``.
+    public let connections: AsyncThrowingStream<AsyncSocket, any Error>
+    private let handler: AsyncSocketHandler
+
+    /// Listens on `host` (nil: every interface, IPv4 and IPv6) and `port` (0: any; see ``localPort``).
+    public convenience init(host: String?, port: UInt16, group: EventLoopGroup? = nil, options: SocketOptions = SocketOptions()) throws {
+        try self.init(group: group, options: options) { try $0.accept(onInterface: host, port: port) }
+    }
+
+    /// Listens on a Unix-domain socket at `path`.
+    public convenience init(unixPath path: String, group: EventLoopGroup? = nil, options: SocketOptions = SocketOptions()) throws {
+        try self.init(group: group, options: options) { try $0.accept(onUrl: URL(fileURLWithPath: path)) }
+    }
+
+    private init(group: EventLoopGroup?, options: SocketOptions, start: (GCDAsyncSocket) throws -> Void) throws {
+        let handler = AsyncSocketHandler()
+        let (stream, continuation) = AsyncThrowingStream<AsyncSocket, any Error>.makeStream()
+        handler.accepted = continuation
+        let socket = GCDAsyncSocket(delegate: handler, delegateQueue: nil, group: group)
+        socket.options = options
+        socket.autoDisconnectOnClosedReadStream = false  // inherited: end of stream is a nil read
+        try start(socket)
+        self.socket = socket
+        self.handler = handler
+        self.connections = stream
+    }
+
+    /// The port listened on.
+    public var localPort: UInt16 { socket.localPort }
+
+    /// Stops listening; ``connections`` finishes.
+    public func close() {
+        socket.disconnect()
+    }
+}

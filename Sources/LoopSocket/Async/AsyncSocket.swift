@@ -1,0 +1,133 @@
+import EpollLoop
+import FoundationEssentials
+import Synchronization
+
+/// A TCP or Unix-domain connection for `async` code, on the same loop-pinned machinery as ``GCDAsyncSocket``.
+///
+/// When the calling task runs on the socket's own loop (`Task(executorPreference: socket.eventLoop)`, the
+/// server pattern below), reads and writes complete without any thread hop, and a read that buffered bytes
+/// already satisfy returns without suspending.
+///
+/// ```swift
+/// let listener = try AsyncListener(host: "127.0.0.1", port: 0, group: group)
+/// try await withThrowingDiscardingTaskGroup { tasks in
+///     for try await connection in listener.connections {
+///         tasks.addTask(executorPreference: connection.eventLoop) {
+///             while let chunk = try await connection.read(maxLength: 65536) {
+///                 try await connection.write(chunk)
+///             }
+///             await connection.close()
+///         }
+///     }
+/// }
+/// ```
+///
+/// Cancellation: a cancelled read throws `CancellationError` and leaves the socket usable (the bytes of a
+/// partly done read go back to the socket's buffer). A cancelled `write` stops waiting for the write queue
+/// to drain and throws `CancellationError`; its data stays queued and is still written. A cancelled
+/// `connect` closes the socket.
+public final class AsyncSocket: Sendable {
+    /// The underlying socket (for options, addresses, and the GCDAsyncSocket API).
+    public let socket: GCDAsyncSocket
+    let handler: AsyncSocketHandler
+
+    init(socket: GCDAsyncSocket, handler: AsyncSocketHandler) {
+        self.socket = socket
+        self.handler = handler
+    }
+
+    /// The loop this connection lives on: prefer it for the task that uses the connection.
+    public var eventLoop: EventLoop { socket.eventLoop }
+
+    /// Connects to `host` (a name or a numeric address) and `port`.
+    ///
+    /// - Parameters:
+    ///   - timeout: for the whole connect (all Happy Eyeballs attempts); nil for none.
+    ///   - loop: the loop to pin the connection to; else `group.next()`, else the default group's.
+    ///   - options: socket options applied before connecting.
+    /// - Throws: ``GCDAsyncSocketError`` (refused, timed out, unknown host, ...) or `CancellationError`.
+    public static func connect(
+        host: String, port: UInt16, timeout: Duration? = nil, loop: EventLoop? = nil, group: EventLoopGroup? = nil,
+        options: SocketOptions = SocketOptions()
+    ) async throws -> AsyncSocket {
+        try await connect(loop: loop, group: group, options: options) { socket in
+            try socket.connect(toHost: host, onPort: port, withTimeout: timeout.map(Self.seconds) ?? -1)
+        }
+    }
+
+    /// Connects to the Unix-domain socket at `path`.
+    public static func connect(
+        unixPath path: String, timeout: Duration? = nil, loop: EventLoop? = nil, group: EventLoopGroup? = nil
+    ) async throws -> AsyncSocket {
+        try await connect(loop: loop, group: group, options: SocketOptions()) { socket in
+            try socket.connect(toUrl: URL(fileURLWithPath: path), withTimeout: timeout.map(Self.seconds) ?? -1)
+        }
+    }
+
+    private static func connect(
+        loop: EventLoop?, group: EventLoopGroup?, options: SocketOptions, start: (GCDAsyncSocket) throws -> Void
+    ) async throws -> AsyncSocket {
+        let handler = AsyncSocketHandler()
+        let socket = GCDAsyncSocket(delegate: handler, delegateQueue: nil, loop: loop, group: group)
+        socket.options = options
+        socket.autoDisconnectOnClosedReadStream = false  // end of stream is a nil read; writing may go on
+        try await withTaskCancellationHandler {
+            try await withUnsafeThrowingContinuation { (continuation: UnsafeContinuation<Void, any Error>) in
+                // Set before connect starts; the loop reads it only after (the start is queued behind this).
+                handler.connectContinuation = continuation
+                do {
+                    try start(socket)
+                } catch {
+                    handler.connectContinuation = nil
+                    continuation.resume(throwing: error)
+                }
+            }
+        } onCancel: {
+            socket.disconnect()
+        }
+        if Task.isCancelled {
+            socket.disconnect()
+            throw CancellationError()
+        }
+        return AsyncSocket(socket: socket, handler: handler)
+    }
+
+    static func seconds(_ duration: Duration) -> Double {
+        let (seconds, attoseconds) = duration.components
+        return Double(seconds) + Double(attoseconds) / 1e18
+    }
+
+    /// Closes the connection (queued writes are dropped) and waits until it is closed.
+    public func close() async {
+        await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
+            let box = UncheckedSendable(continuation)
+            let queued = socket.onLoop { [socket, handler] in
+                if handler.disconnected {
+                    box.value.resume()
+                } else {
+                    handler.closeWaiters.append(box.value)
+                    socket.closeWithError(nil)
+                }
+            }
+            if !queued { continuation.resume() }
+        }
+    }
+
+    /// Shuts down the write side once the queued writes are written: the peer reads end-of-stream, and
+    /// this side can still read its reply.
+    public func closeWrite() async throws {
+        try await onLoopThrowing { [socket, handler] () throws -> Void in
+            if let failure = handler.failure { throw failure }
+            socket.closeWriteStream()
+        }
+    }
+
+    /// Runs `body` on the loop: inline when already there, else queued and awaited.
+    func onLoopThrowing<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+        if eventLoop.inEventLoop { return try body() }
+        return try await withUnsafeThrowingContinuation { (continuation: UnsafeContinuation<T, any Error>) in
+            let queued = socket.onLoop { continuation.resume(with: Result { try body() }) }
+            if !queued { continuation.resume(throwing: GCDAsyncSocketError.loopShutDown) }
+        }
+    }
+}

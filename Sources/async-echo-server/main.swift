@@ -1,0 +1,46 @@
+// async-echo-server: the echo server written with async/await: one task per connection, each preferring
+// its connection's event loop, so reads and writes complete on that loop with no thread hop.
+//
+//     async-echo-server --port 9000 [--host 127.0.0.1] [--loops N]
+import Dispatch
+import EpollLoop
+import ExampleSupport
+import LoopSocket
+
+let arguments = ServerArguments.parse(name: "async-echo-server")
+let group: EventLoopGroup
+do {
+    group = try EventLoopGroup(numberOfLoops: arguments.loops, name: "aecho")
+} catch {
+    ServerArguments.fail("cannot start event loops: \(error)")
+}
+let listener: AsyncListener
+do {
+    listener = try AsyncListener(host: arguments.host, port: arguments.port, group: group)
+} catch {
+    ServerArguments.fail("cannot listen on \(arguments.host ?? "*"):\(arguments.port): \(error)")
+}
+ServerArguments.announce("async-echo-server listening on \(arguments.host ?? "*") port \(listener.localPort) with \(group.loops.count) loop(s)")
+
+// SIGINT/SIGTERM: stop accepting; the connection tasks are then cancelled and close their connections.
+DispatchQueue.global().async {
+    ServerArguments.waitForTermination()
+    listener.close()
+}
+
+try? await withThrowingDiscardingTaskGroup { tasks in
+    for try await connection in listener.connections {
+        tasks.addTask(executorPreference: connection.eventLoop) {
+            do {
+                while let chunk = try await connection.read(maxLength: 65536) {
+                    try await connection.write(chunk)
+                }
+            } catch {
+                // Reset by the peer, or cancelled at shutdown: either way the connection is done.
+            }
+            await connection.close()
+        }
+    }
+    tasks.cancelAll()
+}
+try? group.shutdownGracefully()

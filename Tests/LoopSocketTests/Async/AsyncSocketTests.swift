@@ -1,0 +1,261 @@
+import EpollLoop
+import FoundationEssentials
+import Glibc
+@testable import LoopSocket
+import Synchronization
+import XCTest
+
+/// Fails the test instead of hanging: runs `body` with a deadline (a bound on the wait, not synchronization).
+private func withDeadline<T: Sendable>(
+    _ seconds: Double = 10, file: StaticString = #filePath, line: UInt = #line,
+    _ body: @escaping @Sendable () async throws -> T
+) async throws -> T {
+    try await withThrowingTaskGroup(of: T?.self) { group in
+        group.addTask { try await body() }
+        group.addTask {
+            try await Task.sleep(for: .seconds(seconds))
+            return nil
+        }
+        guard let first = try await group.next(), let value = first else {
+            group.cancelAll()
+            XCTFail("timed out after \(seconds) s", file: file, line: line)
+            throw CancellationError()
+        }
+        group.cancelAll()
+        return value
+    }
+}
+
+final class AsyncSocketTests: XCTestCase {
+    private var group: EventLoopGroup!
+
+    override func setUpWithError() throws {
+        group = try EventLoopGroup(numberOfLoops: 2, name: "async")
+    }
+
+    override func tearDownWithError() throws {
+        try group.shutdownGracefully(timeout: .seconds(10))
+    }
+
+    /// A server and a client written only with async/await.
+    func testEchoWithAsyncClientAndServer() async throws {
+        let group = self.group!
+        let listener = try AsyncListener(host: "127.0.0.1", port: 0, group: group)
+        let port = listener.localPort
+        let server = Task {
+            try await withThrowingDiscardingTaskGroup { tasks in
+                for try await connection in listener.connections {
+                    tasks.addTask(executorPreference: connection.eventLoop) {
+                        XCTAssertTrue(connection.eventLoop.inEventLoop)
+                        while let chunk = try await connection.read() {
+                            try await connection.write(chunk)
+                        }
+                        await connection.close()
+                    }
+                }
+            }
+        }
+        let echoed = try await withDeadline {
+            let client = try await AsyncSocket.connect(host: "127.0.0.1", port: port, timeout: .seconds(5), group: group)
+            var received: [Data] = []
+            for i in 0..<100 {
+                let line = Data("message \(i)\n".utf8)
+                try await client.write(line)
+                received.append(try await client.read(upTo: Data("\n".utf8), maxLength: 100))
+            }
+            try await client.closeWrite()
+            let end = try await client.read()
+            XCTAssertNil(end, "the server closes after our end of stream")
+            await client.close()
+            return received
+        }
+        XCTAssertEqual(echoed.count, 100)
+        XCTAssertEqual(echoed[42], Data("message 42\n".utf8))
+        listener.close()
+        _ = try await withDeadline { try await server.value }
+    }
+
+    /// The three read kinds, and the chunk sequence, against a blocking peer.
+    func testReadKindsAndChunks() async throws {
+        let (client, peer) = try await connectedPair()
+        defer { Glibc.close(peer) }
+        try await withDeadline {
+            Self.send(peer, "abcdef\r\nrest")
+            let line = try await client.read(upTo: GCDAsyncSocket.crlfData(), maxLength: 64)
+            XCTAssertEqual(line, Data("abcdef\r\n".utf8))
+            let four = try await client.read(toLength: 4)
+            XCTAssertEqual(four, Data("rest".utf8))
+            Self.send(peer, "xyz")
+            Glibc.shutdown(peer, Int32(SHUT_WR))
+            var chunks = Data()
+            for try await chunk in client.chunks { chunks.append(chunk) }
+            XCTAssertEqual(chunks, Data("xyz".utf8))
+            await client.close()
+        }
+    }
+
+    /// On the socket's loop, a read that buffered bytes satisfy completes from the prebuffer.
+    func testReadFromBufferedBytesNeedsNoQueuedRead() async throws {
+        let (client, peer) = try await connectedPair()
+        defer { Glibc.close(peer) }
+        try await withDeadline {
+            Self.send(peer, "0123456789")
+            let first = try await Task(executorPreference: client.eventLoop) { try await client.read(toLength: 2) }.value
+            XCTAssertEqual(first, Data("01".utf8))
+            // Everything else the peer sent arrived with the first segment and waits in the prebuffer.
+            let immediate = try await Task(executorPreference: client.eventLoop) { () -> Data? in
+                try client.socket.readImmediately(.length(3), maxLength: 0)
+            }.value
+            XCTAssertEqual(immediate, Data("234".utf8))
+            let rest = try await Task(executorPreference: client.eventLoop) { try await client.read(toLength: 5) }.value
+            XCTAssertEqual(rest, Data("56789".utf8))
+            await client.close()
+        }
+    }
+
+    /// Cancelling a pending read throws CancellationError and leaves the socket usable, bytes included.
+    func testCancelledReadLeavesSocketUsable() async throws {
+        let (client, peer) = try await connectedPair()
+        defer { Glibc.close(peer) }
+        try await withDeadline {
+            let waiting = Task { try await client.read(toLength: 10) }
+            Self.send(peer, "abc")  // part of the 10 bytes: they must not be lost by the cancellation
+            // Let the read take the 3 bytes: it reports progress through the buffer only, so poll the loop.
+            try await Self.eventually { await Self.onLoop(client) { client.socket.reads.first?.buffer.count == 3 } }
+            waiting.cancel()
+            do {
+                _ = try await waiting.value
+                XCTFail("the read should have been cancelled")
+            } catch is CancellationError {
+            }
+            Self.send(peer, "defghij")
+            let all = try await client.read(toLength: 10)
+            XCTAssertEqual(all, Data("abcdefghij".utf8))
+            await client.close()
+        }
+    }
+
+    /// A write waiting for the queue to drain below the low water mark can be cancelled.
+    func testCancelledWriteWaitThrowsAndKeepsData() async throws {
+        var options = SocketOptions()
+        options.writeHighWaterMark = 1024
+        options.writeLowWaterMark = 512
+        options.sendBufferSize = 4096
+        let (client, peer) = try await connectedPair(options: options)
+        defer { Glibc.close(peer) }
+        try await withDeadline {
+            let big = Data(repeating: 7, count: 96 << 10)  // far more than the (shrunk) kernel buffers hold
+            let writer = Task { try await client.write(big) }
+            try await Self.eventually { await Self.onLoop(client) { client.handler.writableWaiters.count == 1 } }
+            writer.cancel()
+            do {
+                try await writer.value
+                XCTFail("the write wait should have been cancelled")
+            } catch is CancellationError {
+            }
+            // The data stays queued and is still written: drain it on the peer.
+            let received = Self.drain(peer, count: big.count)
+            XCTAssertEqual(received, big.count)
+            await client.close()
+        }
+    }
+
+    /// A task cancelled before it connects gets CancellationError and leaves nothing open.
+    func testCancelledConnect() async throws {
+        let listener = try AsyncListener(host: "127.0.0.1", port: 0, group: group)
+        defer { listener.close() }
+        let port = listener.localPort
+        let group = self.group!
+        let task = Task {
+            withUnsafeCurrentTask { $0?.cancel() }
+            return try await AsyncSocket.connect(host: "127.0.0.1", port: port, group: group)
+        }
+        do {
+            _ = try await withDeadline { try await task.value }
+            XCTFail("connect should have been cancelled")
+        } catch is CancellationError {
+        }
+    }
+
+    /// Many reads racing with cancellation and data arrival: each ends exactly once, no byte is lost or
+    /// duplicated, nothing hangs (a leaked continuation would hang; a double resume would crash).
+    func testReadsRacingCancellationNeverLoseBytesOrHang() async throws {
+        let (client, peer) = try await connectedPair()
+        defer { Glibc.close(peer) }
+        let total = try await withDeadline(30) { () -> Int in
+            var delivered = 0
+            for round in 0..<300 {
+                let reader = Task { try await client.read(maxLength: 4) }
+                if round % 2 == 0 { Self.send(peer, "12345678") }
+                if round % 3 == 0 { reader.cancel() }
+                do {
+                    delivered += try await reader.value?.count ?? 0
+                } catch is CancellationError {
+                }
+            }
+            // Collect what is left: everything sent must be readable exactly once.
+            let sent = 150 * 8
+            while delivered < sent {
+                delivered += try await client.read(maxLength: 4096)?.count ?? 0
+            }
+            await client.close()
+            return delivered
+        }
+        XCTAssertEqual(total, 150 * 8)
+    }
+
+    // MARK: Helpers
+
+    /// An AsyncSocket connected to a plain blocking socket on the other end.
+    private func connectedPair(options: SocketOptions = SocketOptions()) async throws -> (AsyncSocket, Int32) {
+        let listenFD = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = UInt32(0x7F00_0001).bigEndian
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listenFD, $0, length) } }
+        listen(listenFD, 1)
+        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(listenFD, $0, &length) } }
+        let port = UInt16(bigEndian: address.sin_port)
+        let client = try await AsyncSocket.connect(host: "127.0.0.1", port: port, timeout: .seconds(5), group: group, options: options)
+        let peer = accept(listenFD, nil, nil)
+        Glibc.close(listenFD)
+        XCTAssertGreaterThanOrEqual(peer, 0)
+        if let size = options.sendBufferSize {
+            var value = size
+            setsockopt(peer, SOL_SOCKET, SO_RCVBUF, &value, socklen_t(MemoryLayout<Int32>.size))
+        }
+        return (client, peer)
+    }
+
+    private static func send(_ fd: Int32, _ text: String) {
+        let bytes = Array(text.utf8)
+        XCTAssertEqual(Glibc.send(fd, bytes, bytes.count, Int32(MSG_NOSIGNAL)), bytes.count)
+    }
+
+    /// Reads `count` bytes from a blocking socket (bounded by a receive timeout); returns how many arrived.
+    private static func drain(_ fd: Int32, count: Int) -> Int {
+        var timeout = timeval(tv_sec: 10, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        var got = 0
+        while got < count {
+            let n = recv(fd, &buffer, buffer.count, 0)
+            if n <= 0 { break }
+            got += n
+        }
+        return got
+    }
+
+    private static func onLoop<T: Sendable>(_ client: AsyncSocket, _ body: @escaping @Sendable () -> T) async -> T {
+        await Task(executorPreference: client.eventLoop) { body() }.value
+    }
+
+    /// Polls `condition` (each poll is a round trip through the loop, not a sleep) until it holds.
+    private static func eventually(_ condition: @escaping @Sendable () async -> Bool) async throws {
+        while !(await condition()) {
+            try Task.checkCancellation()
+            await Task.yield()
+        }
+    }
+}
