@@ -74,7 +74,10 @@ extension GCDAsyncSocket {
                 return .failure(GCDAsyncSocketError(.badConfigError, "Both IPv4 and IPv6 are disabled"))
             }
             state.status = phase
-            return .success(state.configuration)
+            state.claim &+= 1
+            var configuration = state.configuration
+            configuration.claim = state.claim
+            return .success(configuration)
         }
         return try outcome.get()
     }
@@ -193,7 +196,7 @@ extension GCDAsyncSocket {
             case .success(.wouldBlock):
                 return
             case .success(.processed(let child)):
-                handOff(child)
+                handOff(child, peer: SocketAddress(storage: storage, length: length))
             case .failure(let error):
                 switch error.errno {
                 case .tooManyOpenFiles, .tooManyOpenFilesInSystem, .noBufferSpace, .noMemory:
@@ -235,9 +238,10 @@ extension GCDAsyncSocket {
     }
 
     /// Wraps an accepted descriptor in a socket on the next loop of the group and tells the delegate.
-    private func handOff(_ child: Int32) {
+    private func handOff(_ child: Int32, peer accepted: SocketAddress?) {
         let target = group?.next() ?? eventLoop
-        let peer = SocketAddress.of(fd: child, peer: true)
+        // accept4 filled in the peer's address (a Unix peer's is usually unnamed: ask the kernel then).
+        let peer = accepted ?? SocketAddress.of(fd: child, peer: true)
         let local = SocketAddress.of(fd: child, peer: false)
         var queue = loopDelegateQueue
         if let delegate = loopDelegate, let chosen = delegate.newSocketQueueForConnection(fromAddress: peer?.data ?? Data(), on: self) {
@@ -247,6 +251,7 @@ extension GCDAsyncSocket {
         let configuration = config
         socket.shared.withLock {
             $0.configuration = configuration
+            $0.claim = configuration.claim
             $0.status = .connected
             $0.peerAddress = peer
             $0.localAddress = local

@@ -80,23 +80,34 @@ extension GCDAsyncSocket {
     }
 
     /// Whether the socket disconnects when the peer closes its write side (default true). When false,
-    /// `socketDidCloseReadStream` is called and the socket stays open for writing.
+    /// `socketDidCloseReadStream` is called and the socket stays open for writing. Takes effect at once,
+    /// also on a connected socket (for example set in `didAcceptNewSocket`).
     public var autoDisconnectOnClosedReadStream: Bool {
         get { shared.withLock { $0.configuration.autoDisconnectOnClosedReadStream } }
-        set { shared.withLock { $0.configuration.autoDisconnectOnClosedReadStream = newValue } }
+        set {
+            shared.withLock { $0.configuration.autoDisconnectOnClosedReadStream = newValue }
+            onLoop { [self] in config.autoDisconnectOnClosedReadStream = newValue }
+        }
     }
 
     /// When true, a read or write timeout fails only that operation (`didFailToReadDataWithTag` /
     /// `didFailToWriteDataWithTag`) and the socket stays connected. GCDAsyncSocket always disconnects.
     public var timeoutsFailOnlyTheOperation: Bool {
         get { shared.withLock { $0.configuration.timeoutsFailOnlyTheOperation } }
-        set { shared.withLock { $0.configuration.timeoutsFailOnlyTheOperation = newValue } }
+        set {
+            shared.withLock { $0.configuration.timeoutsFailOnlyTheOperation = newValue }
+            onLoop { [self] in config.timeoutsFailOnlyTheOperation = newValue }
+        }
     }
 
-    /// Options applied before the next `connect` or `accept` (see ``SocketOptions``).
+    /// Options applied before the next `connect` or `accept` (see ``SocketOptions``). On a connected
+    /// socket, changes to the write water marks and cap take effect at once; the others at the next connect.
     public var options: SocketOptions {
         get { shared.withLock { $0.configuration.options } }
-        set { shared.withLock { $0.configuration.options = newValue } }
+        set {
+            shared.withLock { $0.configuration.options = newValue }
+            onLoop { [self] in config.options = newValue }
+        }
     }
 
     /// Copies the configuration to the loop (at the start of a connect or accept).

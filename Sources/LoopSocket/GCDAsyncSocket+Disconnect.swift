@@ -11,7 +11,7 @@ extension GCDAsyncSocket {
             closeWithError(nil)
             return
         }
-        shared.withLock { $0.status = .idle }
+        publish(status: .idle)
         onLoop { [self] in closeWithError(nil) }
     }
 
@@ -79,7 +79,7 @@ extension GCDAsyncSocket {
         pendingStart = 0
         queuedWriteBytes = 0
         flags = flags.intersection([.pumping, .pumpDeferred])
-        publish(status: .idle)
+        publish(status: .idle, onlyFor: config.claim)
         if !failedWrites.isEmpty {
             let writeError = error ?? GCDAsyncSocketError(.closedError, "The socket disconnected before the write completed")
             for op in failedWrites {

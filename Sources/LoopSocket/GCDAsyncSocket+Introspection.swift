@@ -51,9 +51,14 @@ extension GCDAsyncSocket {
     /// Always false: TLS is not part of this release.
     public var isSecure: Bool { false }
 
-    /// Publishes the status and addresses the getters return.
-    func publish(status: Phase, local: SocketAddress? = nil, peer: SocketAddress? = nil, listening: [SocketAddress] = []) {
+    /// Publishes the status and addresses the getters return; with `claim`, only if no newer connect or
+    /// accept has claimed the socket since (the loop passes the claim of the connection it serves).
+    func publish(
+        status: Phase, local: SocketAddress? = nil, peer: SocketAddress? = nil, listening: [SocketAddress] = [],
+        onlyFor claim: UInt64? = nil
+    ) {
         shared.withLock {
+            if let claim, $0.claim != claim { return }
             $0.status = status
             $0.localAddress = local
             $0.peerAddress = peer

@@ -181,6 +181,10 @@ extension GCDAsyncSocket {
         var peerAddress: SocketAddress?
         var listenAddresses: [SocketAddress] = []
         var continuousTag = 0
+        /// Bumped by every connect, accept or adoption: the loop publishes status only for the one it serves,
+        /// so closing a connection after `disconnect()` from another thread cannot overwrite the status of a
+        /// connect made right after it.
+        var claim: UInt64 = 0
 
         init(delegate: (any GCDAsyncSocketDelegate)?, delegateQueue: DispatchQueue?) {
             self.delegate = delegate
@@ -198,5 +202,7 @@ extension GCDAsyncSocket {
         var autoDisconnectOnClosedReadStream = true
         var timeoutsFailOnlyTheOperation = false
         var options = SocketOptions()
+        /// The ``SharedState/claim`` of the connect or accept this copy was made for.
+        var claim: UInt64 = 0
     }
 }

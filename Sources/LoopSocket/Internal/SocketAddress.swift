@@ -3,25 +3,49 @@ import EpollLoop
 import FoundationEssentials
 import Glibc
 
-/// An IPv4, IPv6 or Unix-domain socket address, stored as the kernel's `sockaddr_storage`.
+/// An IPv4, IPv6 or Unix-domain socket address.
+///
+/// Kept compact (32 bytes: the kernel's `sockaddr_in6` at most, or a path) because every connection holds
+/// two of them; the `sockaddr` the kernel wants is built on the stack when a call needs it.
 struct SocketAddress: Sendable {
-    private(set) var storage = sockaddr_storage()
-    private(set) var length: socklen_t = 0
+    enum Storage: Sendable {
+        case v4(sockaddr_in)
+        case v6(sockaddr_in6)
+        case unix(String)
+    }
 
-    init() {}
+    private(set) var storage: Storage
+
+    init(_ sin: sockaddr_in) { storage = .v4(sin) }
+
+    init(_ sin6: sockaddr_in6) { storage = .v6(sin6) }
 
     /// From raw `sockaddr` bytes (as GCDAsyncSocket's `NSData` addresses hold them); `nil` if malformed.
     init?(bytes: Data) {
         guard bytes.count >= MemoryLayout<sa_family_t>.size, bytes.count <= MemoryLayout<sockaddr_storage>.size else {
             return nil
         }
-        withUnsafeMutableBytes(of: &storage) { raw in _ = bytes.copyBytes(to: raw) }
-        length = socklen_t(bytes.count)
-        switch Int32(storage.ss_family) {
-        case AF_INET: guard bytes.count >= MemoryLayout<sockaddr_in>.size else { return nil }
-        case AF_INET6: guard bytes.count >= MemoryLayout<sockaddr_in6>.size else { return nil }
-        case AF_UNIX: break
-        default: return nil
+        var raw = sockaddr_storage()
+        withUnsafeMutableBytes(of: &raw) { _ = bytes.copyBytes(to: $0) }
+        self.init(storage: raw, length: socklen_t(bytes.count))
+    }
+
+    /// From what the kernel filled in (`accept`, `getsockname`, `getpeername`).
+    init?(storage raw: sockaddr_storage, length: socklen_t) {
+        switch Int32(raw.ss_family) {
+        case AF_INET:
+            guard Int(length) >= MemoryLayout<sockaddr_in>.size else { return nil }
+            storage = .v4(withUnsafeBytes(of: raw) { $0.load(as: sockaddr_in.self) })
+        case AF_INET6:
+            guard Int(length) >= MemoryLayout<sockaddr_in6>.size else { return nil }
+            storage = .v6(withUnsafeBytes(of: raw) { $0.load(as: sockaddr_in6.self) })
+        case AF_UNIX:
+            let pathBytes = withUnsafeBytes(of: raw) { raw in
+                Array(raw.dropFirst(MemoryLayout<sa_family_t>.size).prefix(max(0, Int(length) - MemoryLayout<sa_family_t>.size)))
+            }
+            storage = .unix(String(decoding: pathBytes.prefix { $0 != 0 }, as: UTF8.self))
+        default:
+            return nil
         }
     }
 
@@ -53,42 +77,18 @@ struct SocketAddress: Sendable {
         family == AF_INET6 ? SocketAddress(numericHost: "::", port: port)! : SocketAddress(numericHost: "0.0.0.0", port: port)!
     }
 
-    init(_ sin: sockaddr_in) {
-        withUnsafeMutableBytes(of: &storage) { raw in
-            withUnsafeBytes(of: sin) { raw.copyMemory(from: $0) }
-        }
-        length = socklen_t(MemoryLayout<sockaddr_in>.size)
-    }
-
-    init(_ sin6: sockaddr_in6) {
-        withUnsafeMutableBytes(of: &storage) { raw in
-            withUnsafeBytes(of: sin6) { raw.copyMemory(from: $0) }
-        }
-        length = socklen_t(MemoryLayout<sockaddr_in6>.size)
-    }
-
     /// A Unix-domain address; `nil` if the path does not fit `sun_path` (107 bytes and a NUL).
     init?(unixPath path: String) {
-        var sun = sockaddr_un()
-        sun.sun_family = sa_family_t(AF_UNIX)
-        let bytes = Array(path.utf8)
-        let capacity = MemoryLayout.size(ofValue: sun.sun_path)
-        guard !bytes.isEmpty, bytes.count < capacity else { return nil }
-        withUnsafeMutableBytes(of: &sun.sun_path) { raw in
-            raw.copyBytes(from: bytes)
-            raw[bytes.count] = 0
-        }
-        withUnsafeMutableBytes(of: &storage) { raw in
-            withUnsafeBytes(of: sun) { raw.copyMemory(from: $0) }
-        }
-        length = socklen_t(MemoryLayout<sa_family_t>.size + bytes.count + 1)
+        let count = path.utf8.count
+        guard count > 0, count < MemoryLayout.size(ofValue: sockaddr_un().sun_path) else { return nil }
+        storage = .unix(path)
     }
 
     /// Reads the local (`peer == false`) or remote address of a socket.
     static func of(fd: Int32, peer: Bool) -> SocketAddress? {
-        var address = SocketAddress()
+        var raw = sockaddr_storage()
         var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
-        let ok = withUnsafeMutablePointer(to: &address.storage) { pointer in
+        let ok = withUnsafeMutablePointer(to: &raw) { pointer in
             pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { sa -> Bool in
                 do {
                     if peer { try Syscall.peerAddress(fd, sa, &length) } else { try Syscall.localAddress(fd, sa, &length) }
@@ -96,12 +96,17 @@ struct SocketAddress: Sendable {
                 } catch { return false }
             }
         }
-        guard ok else { return nil }
-        address.length = length
-        return address
+        return ok ? SocketAddress(storage: raw, length: length) : nil
     }
 
-    var family: Int32 { Int32(storage.ss_family) }
+    var family: Int32 {
+        switch storage {
+        case .v4: return AF_INET
+        case .v6: return AF_INET6
+        case .unix: return AF_UNIX
+        }
+    }
+
     var isIPv4: Bool { family == AF_INET }
     var isIPv6: Bool { family == AF_INET6 }
     var isUnix: Bool { family == AF_UNIX }
@@ -109,64 +114,85 @@ struct SocketAddress: Sendable {
     /// The port of an IP address (0 for Unix addresses).
     var port: UInt16 {
         get {
-            withUnsafeBytes(of: storage) { raw in
-                switch family {
-                case AF_INET: return UInt16(bigEndian: raw.load(as: sockaddr_in.self).sin_port)
-                case AF_INET6: return UInt16(bigEndian: raw.load(as: sockaddr_in6.self).sin6_port)
-                default: return 0
-                }
+            switch storage {
+            case .v4(let sin): return UInt16(bigEndian: sin.sin_port)
+            case .v6(let sin6): return UInt16(bigEndian: sin6.sin6_port)
+            case .unix: return 0
             }
         }
         set {
-            let family = self.family
-            withUnsafeMutableBytes(of: &storage) { raw in
-                switch family {
-                case AF_INET: raw.baseAddress!.assumingMemoryBound(to: sockaddr_in.self).pointee.sin_port = newValue.bigEndian
-                case AF_INET6: raw.baseAddress!.assumingMemoryBound(to: sockaddr_in6.self).pointee.sin6_port = newValue.bigEndian
-                default: break
-                }
+            switch storage {
+            case .v4(var sin):
+                sin.sin_port = newValue.bigEndian
+                storage = .v4(sin)
+            case .v6(var sin6):
+                sin6.sin6_port = newValue.bigEndian
+                storage = .v6(sin6)
+            case .unix:
+                break
             }
         }
     }
 
     /// The numeric host (`"127.0.0.1"`, `"::1"`), or `nil` for Unix addresses.
     var host: String? {
-        withUnsafeBytes(of: storage) { raw -> String? in
-            var text = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN) + 1)
-            switch family {
-            case AF_INET:
-                var addr = raw.load(as: sockaddr_in.self).sin_addr
-                guard inet_ntop(AF_INET, &addr, &text, socklen_t(text.count)) != nil else { return nil }
-            case AF_INET6:
-                var addr = raw.load(as: sockaddr_in6.self).sin6_addr
-                guard inet_ntop(AF_INET6, &addr, &text, socklen_t(text.count)) != nil else { return nil }
-            default:
-                return nil
-            }
-            return String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        var text = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN) + 1)
+        switch storage {
+        case .v4(var sin):
+            guard inet_ntop(AF_INET, &sin.sin_addr, &text, socklen_t(text.count)) != nil else { return nil }
+        case .v6(var sin6):
+            guard inet_ntop(AF_INET6, &sin6.sin6_addr, &text, socklen_t(text.count)) != nil else { return nil }
+        case .unix:
+            return nil
         }
+        return String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
     /// The path of a Unix-domain address.
     var unixPath: String? {
-        guard isUnix else { return nil }
-        return withUnsafeBytes(of: storage) { raw -> String in
-            let pathBytes = raw.dropFirst(MemoryLayout<sa_family_t>.size).prefix(Int(length) - MemoryLayout<sa_family_t>.size)
-            return String(decoding: pathBytes.prefix { $0 != 0 }, as: UTF8.self)
-        }
+        if case .unix(let path) = storage { return path }
+        return nil
     }
 
     /// The raw `sockaddr` bytes, as GCDAsyncSocket's `connectedAddress`/`localAddress` return them.
     var data: Data {
-        withUnsafeBytes(of: storage) { Data($0.prefix(Int(length))) }
+        withRawSockAddr { raw, length in Data(UnsafeRawBufferPointer(start: raw, count: Int(length))) }
     }
 
     /// Calls `body` with the address as a `sockaddr` pointer and its length.
     func withSockAddr<R>(_ body: (UnsafePointer<sockaddr>, socklen_t) throws(SyscallError) -> R) throws(SyscallError) -> R {
-        var copy = storage
-        return try withUnsafePointer(to: &copy) { pointer throws(SyscallError) -> R in
+        var raw = sockaddr_storage()
+        let length = fill(&raw)
+        return try withUnsafePointer(to: &raw) { pointer throws(SyscallError) -> R in
             try pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { sa throws(SyscallError) -> R in
                 try body(sa, length)
+            }
+        }
+    }
+
+    private func withRawSockAddr<R>(_ body: (UnsafeRawPointer, socklen_t) -> R) -> R {
+        var raw = sockaddr_storage()
+        let length = fill(&raw)
+        return withUnsafeBytes(of: &raw) { body($0.baseAddress!, length) }
+    }
+
+    /// Writes the kernel's form of the address into `raw`; returns its length.
+    private func fill(_ raw: inout sockaddr_storage) -> socklen_t {
+        withUnsafeMutableBytes(of: &raw) { bytes -> socklen_t in
+            switch storage {
+            case .v4(let sin):
+                withUnsafeBytes(of: sin) { bytes.copyMemory(from: $0) }
+                return socklen_t(MemoryLayout<sockaddr_in>.size)
+            case .v6(let sin6):
+                withUnsafeBytes(of: sin6) { bytes.copyMemory(from: $0) }
+                return socklen_t(MemoryLayout<sockaddr_in6>.size)
+            case .unix(let path):
+                var sun = sockaddr_un()
+                sun.sun_family = sa_family_t(AF_UNIX)
+                let utf8 = Array(path.utf8)
+                withUnsafeMutableBytes(of: &sun.sun_path) { $0.copyBytes(from: utf8.prefix($0.count - 1)) }
+                withUnsafeBytes(of: sun) { bytes.copyMemory(from: $0) }
+                return socklen_t(MemoryLayout<sa_family_t>.size + min(utf8.count, MemoryLayout.size(ofValue: sun.sun_path) - 1) + 1)
             }
         }
     }
