@@ -1,7 +1,6 @@
 import Dispatch
 import EpollLoop
 import FoundationEssentials
-import Synchronization
 
 /// A TCP (or Unix-domain) socket with GCDAsyncSocket's API, pinned to one event loop.
 ///
@@ -24,7 +23,7 @@ public final class GCDAsyncSocket: @unchecked Sendable {
     public let eventLoop: EventLoop
     /// The group accepted sockets are spread over (the loop's own group, or only this loop).
     let group: EventLoopGroup?
-    let shared: Mutex<SharedState>
+    let shared: Locked<SharedState>
 
     // MARK: Loop-confined state
 
@@ -67,7 +66,7 @@ public final class GCDAsyncSocket: @unchecked Sendable {
         let group = group ?? (loop == nil ? Self.defaultGroup : nil)
         self.eventLoop = loop ?? group!.next()
         self.group = group
-        self.shared = Mutex(SharedState(delegate: delegate, delegateQueue: delegateQueue))
+        self.shared = Locked(SharedState(delegate: delegate, delegateQueue: delegateQueue))
         self.loopDelegate = delegate
         self.loopDelegateQueue = delegateQueue
     }

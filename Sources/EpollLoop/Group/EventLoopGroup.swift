@@ -15,7 +15,7 @@ public final class EventLoopGroup: Sendable {
     public let loops: [EventLoop]
     private let threads: [LoopThread]
     private let cursor = Atomic<Int>(0)
-    private let shutdownLock = Mutex<Bool>(false)
+    private let shutdownLock = Locked(false)
 
     /// Starts `numberOfLoops` loops, each on its own thread named `"<name>-<i>"`.
     ///

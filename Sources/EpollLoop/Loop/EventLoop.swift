@@ -18,7 +18,7 @@ import Synchronization
 /// try loop.run()   // returns once the loop has shut down
 /// ```
 public final class EventLoop: @unchecked Sendable {
-    // Thread-safety: `remote` and `threadID` are shared across threads (a Mutex and an Atomic); `epollFD`,
+    // Thread-safety: `remote` and `threadID` are shared across threads (a pthread-mutex `Locked` and an Atomic); `epollFD`,
     // `wakeFD`, `name` and `finished` are immutable or thread-safe; every other stored property is confined
     // to the loop's thread.
 
@@ -27,7 +27,7 @@ public final class EventLoop: @unchecked Sendable {
 
     let epollFD: Int32
     let wakeFD: Int32
-    let remote: Mutex<RemoteState>
+    let remote: Locked<RemoteState>
     let threadID = Atomic<UInt>(0)
     /// Left once the loop has completely shut down.
     let finished = DispatchGroup()
@@ -76,7 +76,7 @@ public final class EventLoop: @unchecked Sendable {
         events = .allocate(capacity: Int(eventCapacity))
         now = Deadline.now().uptimeNanoseconds
         timers = TimerWheel(origin: now)
-        remote = Mutex(RemoteState())
+        remote = Locked(RemoteState())
         finished.enter()
     }
 
@@ -113,7 +113,7 @@ public final class EventLoop: @unchecked Sendable {
 }
 
 /// The part of a loop that other threads touch, always under its mutex.
-struct RemoteState: ~Copyable {
+struct RemoteState {
     enum Lifecycle {
         /// Created, `run()` not yet called.
         case idle

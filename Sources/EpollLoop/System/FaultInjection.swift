@@ -19,7 +19,7 @@ package enum FaultInjection {
     }
 
     private static let armed = Atomic<Bool>(false)
-    private static let rules = Mutex<[Rule]>([])
+    private static let rules = Locked([Rule]())
 
     /// Fails the next `count` calls of `call` (on `fd` only, when given) with `errno`.
     package static func inject(_ errno: Errno, into call: SystemCall, count: Int = 1, fd: Int32? = nil) {

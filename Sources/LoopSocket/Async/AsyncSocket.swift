@@ -1,6 +1,5 @@
 import EpollLoop
 import FoundationEssentials
-import Synchronization
 
 /// A TCP or Unix-domain connection for `async` code, on the same loop-pinned machinery as ``GCDAsyncSocket``.
 ///
