@@ -19,6 +19,7 @@ static const uint32_t CEPOLL_OUT = EPOLLOUT;
 static const uint32_t CEPOLL_ERR = EPOLLERR;
 static const uint32_t CEPOLL_HUP = EPOLLHUP;
 static const uint32_t CEPOLL_RDHUP = EPOLLRDHUP;
+static const uint32_t CEPOLL_ONESHOT = EPOLLONESHOT;
 static const int CEPOLL_CTL_ADD = EPOLL_CTL_ADD;
 static const int CEPOLL_CTL_MOD = EPOLL_CTL_MOD;
 static const int CEPOLL_CTL_DEL = EPOLL_CTL_DEL;

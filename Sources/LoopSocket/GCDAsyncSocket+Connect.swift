@@ -170,9 +170,7 @@ extension GCDAsyncSocket {
             case .failure(let error):
                 attempts.lastError = error
                 continue
-            case .success(nil):
-                return  // Connected at once (a Unix socket): the connection is established.
-            case .success(let attempt?):
+            case .success(let attempt):
                 attempts.inFlight.append(attempt)
                 if !attempts.remaining.isEmpty {
                     attempts.alternateTimer = eventLoop.scheduleOnLoop(at: Self.deadline(after: config.alternateAddressDelay)) { [self] in
@@ -189,8 +187,8 @@ extension GCDAsyncSocket {
         }
     }
 
-    /// Creates, binds and connects one socket; `nil` on success when it connected synchronously.
-    private func openAttempt(_ address: SocketAddress, _ attempts: ConnectAttempts) -> Result<ConnectAttempt?, SyscallError> {
+    /// Creates, binds and starts connecting one socket, watched for writability.
+    private func openAttempt(_ address: SocketAddress, _ attempts: ConnectAttempts) -> Result<ConnectAttempt, SyscallError> {
         let fd: Int32
         do {
             fd = try Syscall.socket(domain: address.family)
@@ -202,11 +200,9 @@ extension GCDAsyncSocket {
             } else if !attempts.local.isEmpty {
                 throw SyscallError(.bind, errno: .addressFamilyNotSupported)
             }
-            let connected = try address.withSockAddr { sa, length throws(SyscallError) in try Syscall.connect(fd, sa, length) }
-            if connected {
-                connectionEstablished(fd, to: address)
-                return .success(nil)
-            }
+            // Connected at once (a Unix socket) or in progress: either way epoll reports the socket writable,
+            // and the connection is established from there, never inside the caller's connect() call.
+            _ = try address.withSockAddr { sa, length throws(SyscallError) in try Syscall.connect(fd, sa, length) }
             let attempt = ConnectAttempt(fd: fd, address: address, owner: self)
             do {
                 try eventLoop.register(fd: fd, interest: .writable, handler: attempt)

@@ -82,7 +82,7 @@ extension GCDAsyncSocket: IOEventHandler {
             // Both directions are over (the peer's FIN and our shutdown): the kernel now reports EPOLLHUP,
             // which no interest mask can turn off, at every wait until the descriptor closes: a busy loop.
             // One-shot with no interest disarms the descriptor after that report; nothing needs it again.
-            interest = Self.disarmAfterNextEvent
+            interest = .oneShot
         }
         do {
             try eventLoop.setInterest(interest, fd: fd)
@@ -90,9 +90,6 @@ extension GCDAsyncSocket: IOEventHandler {
             closeWithError(GCDAsyncSocketError(.otherError, "\(error)"))
         }
     }
-
-    /// `EPOLLONESHOT` (`1u << 30` in the kernel's UAPI; Glibc's overlay does not import it as a constant).
-    static let disarmAfterNextEvent = IOEvents(rawValue: 1 << 30)
 
     /// Closes the socket once the queues a `disconnectAfter…` (or the peer's end of stream) waits for are empty.
     func disconnectIfDone() {

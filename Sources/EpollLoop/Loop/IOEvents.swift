@@ -18,6 +18,9 @@ public struct IOEvents: OptionSet, Hashable, Sendable {
     public static let hangup = IOEvents(rawValue: CEPOLL_HUP)
     /// `EPOLLERR`: an error is pending (read it with `SO_ERROR`). Always reported.
     public static let error = IOEvents(rawValue: CEPOLL_ERR)
+    /// `EPOLLONESHOT`, as interest: after one event the descriptor is disarmed until its interest is set
+    /// again. The way to silence `EPOLLHUP`, which no interest mask turns off.
+    public static let oneShot = IOEvents(rawValue: CEPOLL_ONESHOT)
 }
 
 /// An object that owns a descriptor registered with an ``EventLoop`` and handles its readiness.
