@@ -1,5 +1,4 @@
 import EpollLoop
-import Synchronization
 import XCTest
 
 /// The loop as a `SerialExecutor` and `TaskExecutor`.
@@ -109,7 +108,7 @@ private func bumpAssumingIsolation(_ counter: EventLoopExecutorTests.Counter) {
 
 /// A thread-safe append-only log of integers.
 private final class OrderLog: Sendable {
-    private let storage = Mutex<[Int]>([])
+    private let storage = Locked<[Int]>([])
     func append(_ value: Int) { storage.withLock { $0.append(value) } }
     var values: [Int] { storage.withLock { $0 } }
 }
