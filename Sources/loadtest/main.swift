@@ -1,1 +1,132 @@
-print("loadtest: not yet implemented")
+// loadtest: a load generator on the project's event loops. `loadtest` alone runs the demo: an in-process echo
+// server driven by 1,000 ping-pong connections for 10 s. See `loadtest --help`.
+import Dispatch
+import FoundationEssentials
+import Glibc
+import LoadTest
+
+/// Writes every byte to a descriptor.
+func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) {
+    var done = 0
+    while done < bytes.count {
+        let n = Glibc.write(fd, bytes.baseAddress! + done, bytes.count - done)
+        if n <= 0 { return }
+        done += n
+    }
+}
+
+/// Prints to standard error.
+func complain(_ message: String) {
+    var line = "loadtest: \(message)\n"
+    line.withUTF8 { writeAll(2, UnsafeRawBufferPointer($0)) }
+}
+
+/// Prints to standard error, without a prefix.
+func printToStandardError(_ text: String) {
+    var line = text + "\n"
+    line.withUTF8 { writeAll(2, UnsafeRawBufferPointer($0)) }
+}
+
+/// Writes `data` to `path` ("-" for standard output).
+func write(_ data: Data, to path: String) throws {
+    if path == "-" {
+        data.withUnsafeBytes { writeAll(1, $0) }
+        return
+    }
+    try data.write(to: URL(fileURLWithPath: path))
+}
+
+/// Writes the JSON and SVG a command asked for.
+func writeOutputs(_ result: RunResult, json: String?, svg: String?) -> Bool {
+    var ok = true
+    if let json {
+        do {
+            try write(result.jsonData(), to: json)
+        } catch {
+            complain("cannot write \(json): \(error)")
+            ok = false
+        }
+    }
+    if let svg {
+        do {
+            try write(Data(SVGChart.render(result).utf8), to: svg)
+        } catch {
+            complain("cannot write \(svg): \(error)")
+            ok = false
+        }
+    }
+    return ok
+}
+
+/// Ctrl-C (or SIGTERM) ends the window early; the report still covers what was measured. The handlers run on
+/// a dispatch queue, so they are built here, outside the main actor's top-level code.
+nonisolated func interruptOnSignals(_ runner: LoadRunner) -> [DispatchSourceSignal] {
+    var sources: [DispatchSourceSignal] = []
+    for sig in [SIGINT, SIGTERM] {
+        signal(sig, SIG_IGN)
+        let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
+        source.setEventHandler { @Sendable in runner.interrupt() }
+        source.resume()
+        sources.append(source)
+    }
+    return sources
+}
+
+signal(SIGPIPE, SIG_IGN)
+
+let command: Command
+do {
+    command = try CommandLineParser.parse(Array(CommandLine.arguments.dropFirst()))
+} catch {
+    complain("\(error)")
+    exit(2)
+}
+
+switch command {
+case .help:
+    LoadRunner.printLine(CommandLineParser.usage)
+    exit(0)
+
+case .merge(let inputs, let json, let svg, let quiet):
+    var results: [RunResult] = []
+    for path in inputs {
+        do {
+            results.append(try RunResult.decode(Data(contentsOf: URL(fileURLWithPath: path))))
+        } catch {
+            complain("cannot read \(path) as a loadtest JSON result: \(error)")
+            exit(2)
+        }
+    }
+    let merged: RunResult
+    do {
+        merged = try RunResult.merge(results)
+    } catch {
+        complain("\(error)")
+        exit(2)
+    }
+    if json == "-" || svg == "-" {
+        if !quiet { printToStandardError(ReportText.report(merged)) }
+    } else if !quiet || json == nil {
+        LoadRunner.printLine(ReportText.report(merged))
+    }
+    exit(writeOutputs(merged, json: json, svg: svg) ? 0 : 1)
+
+case .run(let config):
+    let runner = LoadRunner(config: config)
+    let sources = interruptOnSignals(runner)
+    let result: RunResult
+    do {
+        result = try runner.run()
+    } catch {
+        complain("\(error)")
+        exit(2)
+    }
+    withExtendedLifetime(sources) {}
+    if config.jsonPath == "-" || config.svgPath == "-" {
+        printToStandardError(ReportText.report(result))  // standard output carries the JSON or SVG
+    } else {
+        LoadRunner.printLine(ReportText.report(result))
+    }
+    let wrote = writeOutputs(result, json: config.jsonPath, svg: config.svgPath)
+    exit(wrote && result.errors.total == 0 ? 0 : 1)
+}

@@ -1,0 +1,101 @@
+import EpollLoop
+import FoundationEssentials
+import Glibc
+import LoopSocket
+
+/// One slot of connection churn: connect, send 64 bytes, wait for their echo, close, and again with a new
+/// socket. A failed connect is counted by kind and retried after 1 ms (so a refused port is not a busy loop).
+/// Latency is the whole connect-exchange-close cycle.
+final class ChurnSlot: GCDAsyncSocketDelegate, LoadConnection {
+    static let messageSize = 64
+
+    unowned(unsafe) let worker: LoopWorker
+    private var socket: GCDAsyncSocket?
+    private var message = Data(count: ChurnSlot.messageSize)
+    private var phase: UInt32 = 0
+    private var startedAt: UInt64 = 0
+    private var state = ConnectionState.idle
+    private var closingOnPurpose = false
+
+    init(worker: LoopWorker) {
+        self.worker = worker
+    }
+
+    func start() {
+        next()
+    }
+
+    func stop() {
+        guard state == .open || state == .connecting else { return }
+        socket?.disconnect()
+    }
+
+    private func next() {
+        guard !worker.stopping else { return }
+        let serial = worker.nextChurnSerial()
+        phase = UInt32(serial % UInt64(Pattern.period))
+        startedAt = Deadline.now().uptimeNanoseconds
+        let socket = GCDAsyncSocket(delegate: self, delegateQueue: nil, loop: worker.loop)
+        self.socket = socket
+        state = .connecting
+        do {
+            try socket.connect(toHost: worker.config.host, onPort: worker.config.port, withTimeout: worker.connectTimeout)
+        } catch {
+            state = .closed
+            worker.recordError(ErrorKind.classify(error), "connect: \(error)")
+            retryLater()
+        }
+    }
+
+    private func retryLater() {
+        let deadline = Deadline.now().uptimeNanoseconds + 1_000_000
+        _ = worker.loop.scheduleOnLoop(at: deadline) { [self] in next() }
+    }
+
+    func socket(_ sock: GCDAsyncSocket, didConnectToHost host: String, port: UInt16) {
+        guard sock === socket else { return }
+        state = .open
+        worker.open += 1
+        worker.established += 1
+        let phase = self.phase
+        message.withUnsafeMutableBytes { Pattern.shared.fillMessage($0, sequence: 0, phase: phase) }
+        sock.write(message, withTimeout: -1, tag: 0)
+        sock.readData(toLength: UInt(Self.messageSize), withTimeout: worker.replyTimeout, tag: 0)
+    }
+
+    func socket(_ sock: GCDAsyncSocket, didRead data: Data, withTag tag: Int) {
+        guard sock === socket else { return }
+        let now = Deadline.now().uptimeNanoseconds
+        let phase = self.phase
+        guard data.withUnsafeBytes({ Pattern.shared.checkMessage($0, sequence: 0, phase: phase) }) else {
+            worker.recordError(.mismatch, "churn echo did not match what was sent")
+            sock.disconnect()
+            return
+        }
+        if worker.config.closeWithReset {
+            // SO_LINGER 0: close() sends RST and leaves no TIME_WAIT behind (as the C load generator does).
+            var linger = Glibc.linger(l_onoff: 1, l_linger: 0)
+            _ = setsockopt(sock.socketFD, SOL_SOCKET, SO_LINGER, &linger, socklen_t(MemoryLayout<Glibc.linger>.size))
+        }
+        worker.recordReply(latency: now &- startedAt, bytes: Self.messageSize, now: now)
+        closingOnPurpose = true
+        sock.disconnect()  // calls socketDidDisconnect at once, which starts the next cycle
+    }
+
+    func socketDidDisconnect(_ sock: GCDAsyncSocket, withError err: Error?) {
+        guard sock === socket else { return }
+        let previous = state
+        state = .closed
+        if previous == .open { worker.open -= 1 }
+        if closingOnPurpose {
+            closingOnPurpose = false
+            next()
+            return
+        }
+        if let err {
+            worker.recordError(ErrorKind.classify(err), "\(err)")
+        }
+        guard !worker.stopping else { return }
+        retryLater()
+    }
+}

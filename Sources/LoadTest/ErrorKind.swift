@@ -1,0 +1,94 @@
+import EpollLoop
+import LoopSocket
+
+/// What went wrong, by kind, as the report counts it. The raw values are the JSON keys.
+public enum ErrorKind: String, CaseIterable, Sendable, Codable {
+    /// `ECONNREFUSED`: nothing listens there (or the backlog overflowed).
+    case refused
+    /// `ECONNRESET` / `EPIPE`: the peer reset the connection.
+    case reset
+    /// `EADDRNOTAVAIL`: out of ephemeral ports (or a bad local address).
+    case addressNotAvailable = "addr_not_available"
+    /// `EMFILE` / `ENFILE`: out of file descriptors.
+    case tooManyFiles = "too_many_files"
+    /// The connect did not finish within `--timeout`.
+    case connectTimeout = "connect_timeout"
+    /// A reply did not arrive within `--timeout`, or the kernel timed the connection out.
+    case timeout
+    /// The peer closed the connection while replies were still expected.
+    case closed
+    /// An echoed payload did not match what was sent (wrong sequence or bytes): an integrity failure.
+    case mismatch
+    /// An HTTP response that could not be parsed (or used an unsupported framing such as chunked).
+    case badResponse = "bad_response"
+    /// An HTTP response whose status was not 2xx or 3xx.
+    case httpStatus = "http_status"
+    /// Anything else (the first one's text is kept for the report).
+    case other
+
+    /// The index of the kind in an ``ErrorCounts``.
+    var index: Int { Self.allCases.firstIndex(of: self)! }
+
+    /// Sorts a socket error into a kind.
+    public static func classify(_ error: any Error) -> ErrorKind {
+        if let error = error as? GCDAsyncSocketError {
+            switch error.code {
+            case .connectTimeoutError: return .connectTimeout
+            case .readTimeoutError, .writeTimeoutError: return .timeout
+            case .closedError: return .closed
+            default: break
+            }
+            if let errno = error.errno { return classify(errno: errno) }
+            return .other
+        }
+        if let error = error as? SyscallError { return classify(errno: error.errno) }
+        return .other
+    }
+
+    /// Sorts an `errno` into a kind.
+    public static func classify(errno: Errno) -> ErrorKind {
+        switch errno {
+        case .connectionRefused: return .refused
+        case .connectionReset, .brokenPipe, .connectionAborted: return .reset
+        case .addressNotAvailable: return .addressNotAvailable
+        case .tooManyOpenFiles, .tooManyOpenFilesInSystem: return .tooManyFiles
+        case .timedOut: return .timeout
+        default: return .other
+        }
+    }
+}
+
+/// Error counts by kind: a fixed array, so counting on the hot path allocates nothing.
+public struct ErrorCounts: Sendable, Equatable {
+    /// One count per ``ErrorKind``, in `allCases` order.
+    public private(set) var counts = [UInt64](repeating: 0, count: ErrorKind.allCases.count)
+
+    /// No errors.
+    public init() {}
+
+    /// Counts one error (or `n`) of `kind`.
+    public mutating func add(_ kind: ErrorKind, _ n: UInt64 = 1) { counts[kind.index] &+= n }
+
+    /// The count of `kind`.
+    public subscript(kind: ErrorKind) -> UInt64 { counts[kind.index] }
+
+    /// All errors.
+    public var total: UInt64 { counts.reduce(0, &+) }
+
+    /// Adds every count of `other`.
+    public mutating func merge(_ other: ErrorCounts) {
+        for i in counts.indices { counts[i] &+= other.counts[i] }
+    }
+
+    /// The non-zero counts by JSON key.
+    public var byName: [String: UInt64] {
+        var result: [String: UInt64] = [:]
+        for kind in ErrorKind.allCases where self[kind] > 0 { result[kind.rawValue] = self[kind] }
+        return result
+    }
+
+    /// Counts from their JSON keys; unknown keys are counted as ``ErrorKind/other``.
+    public init(byName: [String: UInt64]) {
+        for (name, n) in byName { add(ErrorKind(rawValue: name) ?? .other, n) }
+    }
+}

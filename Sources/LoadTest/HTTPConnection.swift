@@ -1,0 +1,166 @@
+import EpollLoop
+import FoundationEssentials
+import LoopSocket
+
+/// One keep-alive HTTP/1.1 connection sending `GET path` (as wrk does): the head is read to CRLF CRLF, the
+/// body by its Content-Length. Closed loop with `pipeline` requests in flight, or paced by the worker's
+/// open-loop schedule. A response that announces `Connection: close` ends the connection, and a new one
+/// takes its place.
+final class HTTPConnection: GCDAsyncSocketDelegate, PacedConnection, SweptConnection {
+    static let headEnd = Data("\r\n\r\n".utf8)
+    static let maxHead: UInt = 64 * 1024
+
+    unowned(unsafe) let worker: LoopWorker
+    private var socket: GCDAsyncSocket?
+    private let request: Data
+    private let openLoop: Bool
+    private var times: SendTimes
+    private var nextSend: UInt64 = 0
+    private var nextReceive: UInt64 = 0
+    /// A head (tag 1) or body (tag 2) read is queued.
+    private var readQueued = false
+    private var pendingHead: HTTPResponseHead?
+    private var state = ConnectionState.idle
+    /// Set when the server said it closes: the close that follows is expected, and the slot reconnects.
+    private var reconnecting = false
+
+    init(worker: LoopWorker) {
+        self.worker = worker
+        let config = worker.config
+        request = Data("GET \(config.path) HTTP/1.1\r\nHost: \(config.hostHeader)\r\nUser-Agent: loadtest\r\nAccept: */*\r\n\r\n".utf8)
+        openLoop = config.isOpenLoop
+        times = SendTimes(capacity: openLoop ? 1024 : config.pipeline)
+    }
+
+    func start() {
+        connect(settling: true)
+    }
+
+    private func connect(settling: Bool) {
+        let socket = GCDAsyncSocket(delegate: self, delegateQueue: nil, loop: worker.loop)
+        self.socket = socket
+        state = .connecting
+        nextSend = 0
+        nextReceive = 0
+        readQueued = false
+        pendingHead = nil
+        do {
+            try socket.connect(toHost: worker.config.host, onPort: worker.config.port, withTimeout: worker.connectTimeout)
+        } catch {
+            state = .closed
+            worker.recordError(ErrorKind.classify(error), "connect: \(error)")
+            if settling { worker.connectionSettled(ok: false) }
+        }
+    }
+
+    func stop() {
+        guard state == .open || state == .connecting else { return }
+        socket?.disconnect()
+    }
+
+    func expireRequests(sentBefore cutoff: UInt64) {
+        guard state == .open, !reconnecting, nextSend != nextReceive, times[nextReceive] < cutoff, let socket else { return }
+        worker.recordError(.timeout, "no HTTP response within \(worker.config.timeout) s")
+        socket.disconnect()
+    }
+
+    var hasRoom: Bool { state == .open && !reconnecting && nextSend &- nextReceive < UInt64(times.capacity) }
+
+    func sendPaced(intended: UInt64) {
+        guard let socket else { return }
+        send(on: socket, at: intended)
+    }
+
+    private func send(on socket: GCDAsyncSocket, at time: UInt64) {
+        times[nextSend] = time
+        nextSend &+= 1
+        socket.write(request, withTimeout: -1, tag: 0)
+        queueRead(socket)
+    }
+
+    /// Keeps a head read queued, even with nothing in flight (see ``EchoConnection``: the socket's epoll
+    /// interest then stays put; the worker's sweep times replies out).
+    private func queueRead(_ socket: GCDAsyncSocket) {
+        guard !readQueued else { return }
+        readQueued = true
+        socket.readData(to: Self.headEnd, withTimeout: worker.replyTimeout, maxLength: Self.maxHead, tag: 1)
+    }
+
+    func socket(_ sock: GCDAsyncSocket, didConnectToHost host: String, port: UInt16) {
+        guard sock === socket else { return }
+        state = .open
+        if reconnecting {
+            reconnecting = false
+            worker.open += 1
+        } else {
+            worker.connectionSettled(ok: true)
+        }
+        guard !openLoop, !worker.stopping else { return }
+        let now = Deadline.now().uptimeNanoseconds
+        for _ in 0..<worker.config.pipeline { send(on: sock, at: now) }
+    }
+
+    func socket(_ sock: GCDAsyncSocket, didRead data: Data, withTag tag: Int) {
+        guard sock === socket else { return }
+        if tag == 1 {
+            guard nextSend != nextReceive else {
+                readQueued = false
+                worker.recordError(.badResponse, "the server sent a response nobody asked for")
+                sock.disconnect()
+                return
+            }
+            guard let head = data.withUnsafeBytes({ HTTPResponseHead.parse($0) }), !head.chunked else {
+                worker.recordError(.badResponse, "response head could not be used (chunked or malformed): \(String(decoding: data.prefix(200), as: UTF8.self))")
+                sock.disconnect()
+                return
+            }
+            if head.bodyLength > 0 {
+                pendingHead = head
+                sock.readData(toLength: UInt(head.bodyLength), withTimeout: worker.replyTimeout, tag: 2)
+                return
+            }
+            complete(sock, head: head, bodyBytes: 0, headBytes: data.count)
+        } else {
+            guard let head = pendingHead else { return }
+            pendingHead = nil
+            complete(sock, head: head, bodyBytes: data.count, headBytes: 0)
+        }
+    }
+
+    private func complete(_ sock: GCDAsyncSocket, head: HTTPResponseHead, bodyBytes: Int, headBytes: Int) {
+        let now = Deadline.now().uptimeNanoseconds
+        readQueued = false
+        let sentAt = times[nextReceive]
+        nextReceive &+= 1
+        worker.recordReply(latency: now &- sentAt, bytes: headBytes + bodyBytes, now: now)
+        if head.status >= 400 { worker.recordError(.httpStatus, "HTTP status \(head.status)") }
+        if worker.stopping { return }
+        if head.closes {
+            // The server closes after this response; the requests sent after it are lost with it.
+            reconnecting = true
+            sock.disconnect()
+            return
+        }
+        if openLoop {
+            if worker.nextPaceAt <= now { worker.pace(now: now) }
+        } else {
+            send(on: sock, at: now)
+        }
+        queueRead(sock)
+    }
+
+    func socketDidDisconnect(_ sock: GCDAsyncSocket, withError err: Error?) {
+        guard sock === socket else { return }
+        let previous = state
+        state = .closed
+        if previous == .open { worker.connectionClosed() }
+        if previous == .open && reconnecting && !worker.stopping {
+            connect(settling: false)
+            return
+        }
+        if previous == .connecting {
+            if reconnecting { reconnecting = false } else { worker.connectionSettled(ok: false) }
+        }
+        if let err { worker.recordError(ErrorKind.classify(err), "\(err)") }
+    }
+}

@@ -1,0 +1,314 @@
+import Dispatch
+import EpollLoop
+import FoundationEssentials
+import Glibc
+import LoopSocket
+import Synchronization
+
+/// A run that could not start or could not finish cleanly.
+public struct LoadTestError: Error, CustomStringConvertible, Sendable {
+    /// What happened and what to do about it.
+    public let message: String
+    /// An error saying `message`.
+    public init(_ message: String) { self.message = message }
+    /// The message.
+    public var description: String { message }
+}
+
+/// Runs one load test: opens the connections on its own event loop group, starts the load, reports progress
+/// once a second, and returns the figures of the measuring window. Leaves nothing running.
+///
+/// ```swift
+/// var config = LoadConfig(mode: .echo)
+/// config.port = 9000
+/// let result = try LoadRunner(config: config).run()
+/// print(ReportText.report(result))
+/// ```
+///
+/// The coordinator (the calling thread) never touches connection state: it talks to each loop's
+/// ``LoopWorker`` through `execute`, once a second, so the loops count without locks.
+public final class LoadRunner: Sendable {
+    /// The configuration (for the demo, with the in-process server's port filled in by ``run()``).
+    public let config: LoadConfig
+    private let output: @Sendable (String) -> Void
+    private let signals = RunSignals()
+    private let interrupted = Atomic<Bool>(false)
+
+    /// A runner for `config`, printing progress and notices through `output` (default: standard output).
+    public init(config: LoadConfig, output: @escaping @Sendable (String) -> Void = LoadRunner.printLine) {
+        self.config = config
+        self.output = output
+    }
+
+    /// Writes a line to standard output and flushes it.
+    public static let printLine: @Sendable (String) -> Void = { line in
+        var text = line + "\n"
+        text.withUTF8 { bytes in
+            var done = 0
+            while done < bytes.count {
+                let n = Glibc.write(1, bytes.baseAddress! + done, bytes.count - done)
+                if n <= 0 { break }
+                done += n
+            }
+        }
+    }
+
+    /// Ends the run early (from a signal handler's queue, say): the window closes now and the report covers it.
+    public func interrupt() {
+        interrupted.store(true, ordering: .releasing)
+        signals.changed.signal()
+    }
+
+    /// Runs the test. Throws ``LoadTestError`` when it cannot start (fd limit, no server for the demo).
+    public func run() throws -> RunResult {
+        var config = self.config
+        var server: EchoServer?
+        if config.mode == .demo {
+            do {
+                server = try EchoServer(host: "127.0.0.1", port: 0, loops: 1)
+            } catch {
+                throw LoadTestError("cannot start the in-process echo server: \(error)")
+            }
+            config.host = "127.0.0.1"
+            config.port = server!.port
+        }
+        defer { try? server?.stop() }
+        if !config.quiet {
+            let server = config.mode == .demo ? "the in-process echo server at " : ""
+            output("loadtest \(config.mode == .demo ? "echo" : config.mode.rawValue): \(config.connections) connections to \(server)\(config.host):\(config.port) on \(config.loops) loop(s), \(ReportText.fixed(config.warmup, 1)) s warm-up + \(ReportText.fixed(config.duration, 1)) s")
+        }
+        try checkLimits(config, inProcessServer: server != nil)
+
+        let group: EventLoopGroup
+        do {
+            group = try EventLoopGroup(numberOfLoops: config.loops, name: "loadtest")
+        } catch {
+            throw LoadTestError("cannot start \(config.loops) event loop(s): \(error)")
+        }
+        var workers: [LoopWorker] = []
+        var first = 0
+        for (i, loop) in group.loops.enumerated() {
+            let share = config.connections / config.loops + (i < config.connections % config.loops ? 1 : 0)
+            workers.append(LoopWorker(loop: loop, config: config, target: share, firstNumber: first, signals: signals))
+            first += share
+        }
+        defer {
+            try? group.shutdownGracefully(timeout: .seconds(10))
+            for worker in workers { worker.release() }
+        }
+        return try drive(config, workers)
+    }
+
+    // MARK: Phases
+
+    private func drive(_ config: LoadConfig, _ workers: [LoopWorker]) throws -> RunResult {
+        let t0 = Deadline.now().uptimeNanoseconds
+        _ = gather(workers) { $0.beginOpening() }
+
+        // Opening: wait until every connection is up or has failed (churn slots need no wait).
+        if config.mode != .connect {
+            let limit = t0 + Self.nanos(config.ramp + (config.timeout > 0 ? config.timeout : 30) + 1)
+            var nextReport = t0 + 1_000_000_000
+            while signals.settled < config.connections && !isInterrupted {
+                let now = Deadline.now().uptimeNanoseconds
+                if now >= limit { break }
+                if now >= nextReport {
+                    if !config.quiet {
+                        let s = sum(gather(workers) { $0.snapshot })
+                        output("  opening: \(s.established) established, \(s.failed) failed of \(config.connections)")
+                    }
+                    nextReport += 1_000_000_000
+                }
+                _ = signals.changed.wait(timeout: .now() + .nanoseconds(Int(min(limit, nextReport) - now)))
+            }
+        }
+
+        let loadStart = Deadline.now().uptimeNanoseconds
+        let warmup = config.mode == .idle ? 0 : config.warmup
+        let windowStart = loadStart + Self.nanos(warmup)
+        let plannedEnd = windowStart + Self.nanos(config.duration)
+        var windowEnd = plannedEnd
+        let opened = sum(gather(workers) { worker in
+            worker.startLoad(loadStart: loadStart, windowStart: windowStart, windowEnd: plannedEnd)
+            return worker.snapshot
+        })
+        if !config.quiet && config.mode != .connect {
+            let took = ReportText.fixed(Double(loadStart - t0) / 1e9, 2)
+            output("  \(opened.established) of \(config.connections) connections open in \(took) s\(opened.failed > 0 ? " (\(opened.failed) failed)" : "")")
+        }
+
+        // Load: a progress line per second until the window closes.
+        var timeline: [RunResult.Sample] = []
+        var previous = sum(gather(workers) { $0.snapshot })
+        var previousTime = loadStart
+        var tick = loadStart
+        let pid = config.serverPID
+        var serverCPUStart = windowStart == loadStart ? pid.flatMap { Limits.cpuSeconds(pid: $0) } : nil
+        var serverCPUEnd: Double?
+        var clientCPUStart = windowStart == loadStart ? gather(workers) { _ in Limits.threadCPUSeconds() }.reduce(0, +) : nil
+        var clientCPUEnd: Double?
+        while true {
+            // Once a second, plus a tick where the warm-up ends, so no sample straddles it.
+            let next = tick + 1_000_000_000
+            tick = tick < windowStart && next > windowStart ? windowStart : min(next, windowEnd)
+            sleep(until: tick)
+            let now = Deadline.now().uptimeNanoseconds
+            if isInterrupted && now < windowEnd {
+                let cut = max(windowStart, now)
+                windowEnd = cut
+                _ = gather(workers) { $0.windowEnd = cut }
+            }
+            if tick == windowStart && clientCPUStart == nil {
+                clientCPUStart = gather(workers) { _ in Limits.threadCPUSeconds() }.reduce(0, +)
+                if let pid { serverCPUStart = Limits.cpuSeconds(pid: pid) }
+            }
+            if tick == windowEnd || isInterrupted {
+                clientCPUEnd = gather(workers) { _ in Limits.threadCPUSeconds() }.reduce(0, +)
+                if let pid { serverCPUEnd = Limits.cpuSeconds(pid: pid) }
+            }
+            let current = sum(gather(workers) { $0.snapshot })
+            let seconds = Double(now - previousTime) / 1e9
+            let sample = RunResult.Sample(
+                t: Double(now - loadStart) / 1e9,
+                requestsPerSecond: seconds > 0 ? Double(current.completed &- previous.completed) / seconds : 0,
+                mibPerSecond: seconds > 0 ? Double(current.receivedBytes &- previous.receivedBytes) / seconds / 1_048_576 : 0,
+                connections: current.open,
+                errors: current.errors,
+                warmup: tick <= windowStart && windowStart > loadStart)
+            timeline.append(sample)
+            if !config.quiet { output(progressLine(config, sample)) }
+            previous = current
+            previousTime = now
+            if now >= windowEnd || isInterrupted { break }
+        }
+
+        var final = WorkerFinal()
+        for part in gather(workers, { $0.finish() }) { final.add(part) }
+        let window = Double(windowEnd - min(windowStart, windowEnd)) / 1e9
+        var result = makeResult(config, final, window: window, warmup: warmup, timeline: timeline)
+        if let start = clientCPUStart, let end = clientCPUEnd {
+            result.clientCPUSeconds = end - start
+            if result.requests > 0 { result.clientMicrosecondsPerRequest = (end - start) * 1e6 / Double(result.requests) }
+        }
+        if let start = serverCPUStart, let end = serverCPUEnd {
+            result.serverCPUSeconds = end - start
+            if result.requests > 0 { result.serverMicrosecondsPerRequest = (end - start) * 1e6 / Double(result.requests) }
+        }
+        return result
+    }
+
+    private func makeResult(_ config: LoadConfig, _ final: WorkerFinal, window: Double, warmup: Double,
+                            timeline: [RunResult.Sample]) -> RunResult {
+        let s = final.snapshot
+        let echoLike = config.mode == .echo || config.mode == .demo
+        return RunResult(
+            mode: config.mode == .demo ? "echo" : config.mode.rawValue,
+            target: "\(config.host):\(config.port)\(config.mode == .http ? config.path : "")",
+            connections: config.connections,
+            connectionsEstablished: s.established,
+            connectionsFailed: s.failed,
+            connectionsOpen: s.open,
+            messageSize: echoLike ? config.size : nil,
+            pipeline: echoLike || config.mode == .http ? config.pipeline : nil,
+            targetRate: config.rate,
+            loops: config.loops,
+            durationSeconds: window,
+            warmupSeconds: warmup,
+            requests: final.windowCompleted,
+            requestsPerSecond: window > 0 ? Double(final.windowCompleted) / window : 0,
+            bytes: final.windowBytes,
+            mibPerSecond: window > 0 ? Double(final.windowBytes) / window / 1_048_576 : 0,
+            errors: RunResult.Errors(final.errors, first: final.firstError),
+            latencyUs: RunResult.Latency(final.histogram),
+            histogram: RunResult.HistogramData(final.histogram),
+            timeline: timeline)
+    }
+
+    private func progressLine(_ config: LoadConfig, _ s: RunResult.Sample) -> String {
+        let t = "[\(ReportText.fixed(s.t, 1).leftPadded(5))s]"
+        let phase = s.warmup ? " warm-up" : ""
+        switch config.mode {
+        case .idle:
+            return "  \(t) \(s.connections) connections open, \(s.errors) errors"
+        case .stream:
+            return "  \(t)\(phase) \(ReportText.fixed(s.mibPerSecond, 1)) MiB/s, \(s.connections) connections, \(s.errors) errors"
+        case .connect:
+            return "  \(t)\(phase) \(ReportText.fixed(s.requestsPerSecond, 0)) connections/s, \(s.errors) errors"
+        default:
+            return "  \(t)\(phase) \(ReportText.fixed(s.requestsPerSecond, 0)) req/s, \(s.connections) connections, \(s.errors) errors"
+        }
+    }
+
+    // MARK: Limits
+
+    private func checkLimits(_ config: LoadConfig, inProcessServer: Bool) throws {
+        // Each client connection is one descriptor (churn: one per slot, plus one closing); the in-process
+        // server needs one more per connection.
+        let perConnection = inProcessServer ? 2 : 1
+        let needed = config.connections * perConnection + Limits.reserve + config.loops * 4
+        let limit = Limits.checkFileLimit(needed: needed)
+        if !config.quiet {
+            let room = limit.connectionsThatFit(perConnection: perConnection, reserve: Limits.reserve + config.loops * 4)
+            output("  open-file limit \(limit.soft)\(limit.raised ? " (raised to the hard limit)" : ""): room for \(room) connections")
+        }
+        guard limit.fits else {
+            throw LoadTestError(Limits.advice(limit, connections: config.connections, perConnection: perConnection))
+        }
+        if let ports = Limits.ephemeralPortRange(), config.mode != .connect {
+            let available = ports.count
+            if config.connections > available {
+                output("  warning: \(config.connections) connections to one address need more local ports than the \(available) in net.ipv4.ip_local_port_range (\(ports.lowerBound)-\(ports.upperBound)): expect addr_not_available errors; widen the range with `sysctl -w net.ipv4.ip_local_port_range=\"1024 65535\"`")
+            }
+        }
+    }
+
+    // MARK: Talking to the loops
+
+    private var isInterrupted: Bool { interrupted.load(ordering: .acquiring) }
+
+    /// Sleeps until `deadline` (monotonic ns) or an interrupt.
+    private func sleep(until deadline: UInt64) {
+        while !isInterrupted {
+            let now = Deadline.now().uptimeNanoseconds
+            if now >= deadline { return }
+            _ = signals.changed.wait(timeout: .now() + .nanoseconds(Int(deadline - now)))
+        }
+    }
+
+    /// Runs `body` on every worker's loop and returns the results in order (bounded wait: a loop that does not
+    /// answer within 10 s contributes nothing).
+    private func gather<T: Sendable>(_ workers: [LoopWorker], _ body: @escaping @Sendable (LoopWorker) -> T) -> [T] {
+        let results = Mutex<[T?]>(Array(repeating: nil, count: workers.count))
+        let done = DispatchGroup()
+        for (i, worker) in workers.enumerated() {
+            done.enter()
+            do {
+                try worker.loop.execute {
+                    let value = body(worker)
+                    results.withLock { $0[i] = value }
+                    done.leave()
+                }
+            } catch {
+                done.leave()
+            }
+        }
+        _ = done.wait(timeout: .now() + .seconds(10))
+        return results.withLock { $0.compactMap { $0 } }
+    }
+
+    private func sum(_ snapshots: [WorkerSnapshot]) -> WorkerSnapshot {
+        var total = WorkerSnapshot()
+        for s in snapshots { total.add(s) }
+        return total
+    }
+
+    static func nanos(_ seconds: Double) -> UInt64 {
+        UInt64(max(0, min(seconds, 1e9)) * 1e9)
+    }
+}
+
+extension String {
+    fileprivate func leftPadded(_ width: Int) -> String {
+        count >= width ? self : String(repeating: " ", count: width - count) + self
+    }
+}

@@ -1,1 +1,0 @@
-// The load generator library; see the loadtest issue.

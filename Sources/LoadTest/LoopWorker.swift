@@ -1,0 +1,349 @@
+import Dispatch
+import EpollLoop
+import FoundationEssentials
+import LoopSocket
+import Synchronization
+
+/// What the coordinator hears from the loops between its snapshots: connections settling (established or
+/// failed) while they are being opened. Any thread.
+final class RunSignals: Sendable {
+    private let settledCount = Atomic<Int>(0)
+    /// Signalled every time a connection settles, so the coordinator wakes without polling.
+    let changed = DispatchSemaphore(value: 0)
+
+    /// Connections established or failed so far.
+    var settled: Int { settledCount.load(ordering: .acquiring) }
+
+    func settle() {
+        settledCount.add(1, ordering: .releasing)
+        changed.signal()
+    }
+}
+
+/// The counters one loop reports each second.
+struct WorkerSnapshot: Sendable {
+    var completed: UInt64 = 0
+    var receivedBytes: UInt64 = 0
+    var errors: UInt64 = 0
+    var open = 0
+    var established = 0
+    var failed = 0
+
+    mutating func add(_ other: WorkerSnapshot) {
+        completed &+= other.completed
+        receivedBytes &+= other.receivedBytes
+        errors &+= other.errors
+        open += other.open
+        established += other.established
+        failed += other.failed
+    }
+}
+
+/// Everything one loop measured, handed over when the run ends.
+struct WorkerFinal: Sendable {
+    var snapshot = WorkerSnapshot()
+    var histogram = Histogram()
+    var errors = ErrorCounts()
+    var firstError: String?
+    var windowCompleted: UInt64 = 0
+    var windowBytes: UInt64 = 0
+
+    mutating func add(_ other: WorkerFinal) {
+        snapshot.add(other.snapshot)
+        histogram.merge(other.histogram)
+        errors.merge(other.errors)
+        if firstError == nil { firstError = other.firstError }
+        windowCompleted &+= other.windowCompleted
+        windowBytes &+= other.windowBytes
+    }
+}
+
+/// A connection (or churn slot) a worker drives.
+protocol LoadConnection: AnyObject {
+    /// Starts connecting.
+    func start()
+    /// Disconnects without counting anything (the run is over).
+    func stop()
+}
+
+/// A connection whose replies the worker times out itself, by a sweep a few times a second, instead of arming a
+/// socket read timer for every request (which costs more than the rest of the request's bookkeeping).
+protocol SweptConnection: LoadConnection {
+    /// Disconnects with a timeout error if the oldest request in flight was sent before `cutoff` (ns).
+    func expireRequests(sentBefore cutoff: UInt64)
+}
+
+/// A connection that sends requests when an open-loop schedule says so.
+protocol PacedConnection: LoadConnection {
+    /// Whether it is connected and has room for another request in flight.
+    var hasRoom: Bool { get }
+    /// Sends one request, meant to go out at `intended` (ns).
+    func sendPaced(intended: UInt64)
+}
+
+/// The state of one client event loop: its connections, its counters and latency histogram, the measuring
+/// window, and the open-loop schedule. Confined to `loop` (created elsewhere, then touched only there), so
+/// nothing on the hot path takes a lock; the coordinator reads it through `loop.execute`.
+final class LoopWorker: @unchecked Sendable {
+    let loop: EventLoop
+    let config: LoadConfig
+    /// Connections (or churn slots) this loop runs.
+    let target: Int
+    /// The global number of this loop's first connection (numbers give each connection its own pattern).
+    let firstNumber: Int
+    let signals: RunSignals
+    /// The reply timeout handed to socket reads, in seconds; -1 for none (swept connections time out by sweep).
+    let replyTimeout: Double
+    /// The reply timeout the sweep enforces, ns; 0 for none.
+    let sweepTimeout: UInt64
+    let connectTimeout: Double
+    let maxConnecting: Int
+
+    // Counters since the start (for progress) and within the window (for the report). The hot ones opt out of
+    // dynamic exclusivity checks: they are touched only on the loop, by code that never holds an access across
+    // a call, and each check costs more than the increment it guards.
+    @exclusivity(unchecked) var completed: UInt64 = 0
+    @exclusivity(unchecked) var receivedBytes: UInt64 = 0
+    @exclusivity(unchecked) var windowCompleted: UInt64 = 0
+    @exclusivity(unchecked) var windowBytes: UInt64 = 0
+    @exclusivity(unchecked) var histogram = Histogram()
+    @exclusivity(unchecked) var errors = ErrorCounts()
+    var firstError: String?
+    @exclusivity(unchecked) var open = 0
+    var established = 0
+    var failed = 0
+
+    /// The measuring window, ns; `.max` until the load starts.
+    @exclusivity(unchecked) var windowStart = UInt64.max
+    @exclusivity(unchecked) var windowEnd = UInt64.max
+    /// Set once the run is over: callbacks stop sending and count nothing more.
+    @exclusivity(unchecked) var stopping = false
+
+    private(set) var connections: [any LoadConnection] = []
+    private var opened = 0
+    private var connecting = 0
+    private var filling = false
+    private var rampPacer: RatePacer?
+    private var churnSerial: UInt64 = 0
+
+    // Open loop.
+    private var pacer: RatePacer?
+    private var pacerTimer: PacerTimer?
+    private var paced: [any PacedConnection] = []
+    private var swept: [any SweptConnection] = []
+    private var paceCursor = 0
+    /// When the next paced request is due (`.max` with no schedule): connections compare it cheaply.
+    @exclusivity(unchecked) var nextPaceAt = UInt64.max
+
+    init(loop: EventLoop, config: LoadConfig, target: Int, firstNumber: Int, signals: RunSignals) {
+        self.loop = loop
+        self.config = config
+        self.target = target
+        self.firstNumber = firstNumber
+        self.signals = signals
+        let swept = config.mode == .echo || config.mode == .demo || config.mode == .http
+        replyTimeout = config.timeout > 0 && !swept ? config.timeout : -1
+        sweepTimeout = config.timeout > 0 && swept ? UInt64(config.timeout * 1e9) : 0
+        connectTimeout = config.timeout > 0 ? config.timeout : 30
+        maxConnecting = max(1, config.maxConnecting / max(1, config.loops))
+    }
+
+    // MARK: Recording (hot path)
+
+    /// A reply arrived at `now` (`latency` ns after its request was, or was meant to be, sent).
+    @inline(__always)
+    func recordReply(latency: UInt64, bytes: Int, now: UInt64) {
+        completed &+= 1
+        receivedBytes &+= UInt64(bytes)
+        if now >= windowStart && now < windowEnd {
+            windowCompleted &+= 1
+            windowBytes &+= UInt64(bytes)
+            histogram.record(latency)
+        }
+    }
+
+    /// Bytes arrived (stream mode: throughput without per-request latency).
+    @inline(__always)
+    func recordBytes(_ bytes: Int, now: UInt64) {
+        receivedBytes &+= UInt64(bytes)
+        if now >= windowStart && now < windowEnd { windowBytes &+= UInt64(bytes) }
+    }
+
+    /// Counts an error unless the run is over.
+    func recordError(_ kind: ErrorKind, _ message: @autoclosure () -> String) {
+        guard !stopping else { return }
+        errors.add(kind)
+        if firstError == nil { firstError = message() }
+    }
+
+    // MARK: Opening connections
+
+    /// Starts opening this loop's connections: paced over `--ramp`, or as fast as `maxConnecting` allows.
+    func beginOpening() {
+        guard target > 0 else { return }
+        if config.mode == .connect {
+            for _ in 0..<target { openOne() }
+            return
+        }
+        if config.ramp > 0 {
+            rampPacer = RatePacer(ratePerSecond: Double(target) / config.ramp, start: Deadline.now().uptimeNanoseconds)
+            rampTick()
+        } else {
+            fill()
+        }
+    }
+
+    private func rampTick() {
+        guard !stopping, var ramp = rampPacer else { return }
+        let now = Deadline.now().uptimeNanoseconds
+        while opened < target, ramp.next(now: now) != nil { openOne() }
+        rampPacer = ramp
+        if opened < target {
+            _ = loop.scheduleOnLoop(at: ramp.nextIntendedTime) { [self] in rampTick() }
+        }
+    }
+
+    private func fill() {
+        guard !filling else { return }
+        filling = true
+        while !stopping && opened < target && connecting < maxConnecting { openOne() }
+        filling = false
+    }
+
+    private func openOne() {
+        let number = firstNumber + opened
+        opened += 1
+        connecting += 1
+        let connection: any LoadConnection
+        switch config.mode {
+        case .demo, .echo: connection = EchoConnection(worker: self, number: number)
+        case .stream: connection = StreamConnection(worker: self, number: number)
+        case .connect: connection = ChurnSlot(worker: self)
+        case .idle: connection = IdleConnection(worker: self)
+        case .http: connection = HTTPConnection(worker: self)
+        }
+        connections.append(connection)
+        if let paced = connection as? any PacedConnection { self.paced.append(paced) }
+        if sweepTimeout > 0, let timed = connection as? any SweptConnection {
+            if swept.isEmpty { scheduleSweep() }
+            swept.append(timed)
+        }
+        connection.start()
+    }
+
+    /// Times out requests older than the reply timeout, every quarter of it (at most every second).
+    private func scheduleSweep() {
+        let period = min(sweepTimeout / 4, 1_000_000_000)
+        _ = loop.scheduleOnLoop(at: Deadline.now().uptimeNanoseconds + max(period, 10_000_000)) { [self] in
+            guard !stopping else { return }
+            let now = Deadline.now().uptimeNanoseconds
+            if now > sweepTimeout {
+                for connection in swept { connection.expireRequests(sentBefore: now - sweepTimeout) }
+            }
+            scheduleSweep()
+        }
+    }
+
+    /// A connection is up (`ok`) or could not be opened.
+    func connectionSettled(ok: Bool) {
+        connecting -= 1
+        if ok {
+            established += 1
+            open += 1
+        } else {
+            failed += 1
+        }
+        signals.settle()
+        if rampPacer == nil { fill() }
+    }
+
+    /// An established connection closed.
+    func connectionClosed() {
+        open -= 1
+    }
+
+    /// The next churn connection's serial number (gives each its own pattern phase).
+    func nextChurnSerial() -> UInt64 {
+        churnSerial &+= 1
+        return UInt64(firstNumber) &* 1_000_003 &+ churnSerial
+    }
+
+    // MARK: Load and window
+
+    /// The load starts (open loop: the schedule begins at `loadStart`) and the window is set.
+    func startLoad(loadStart: UInt64, windowStart: UInt64, windowEnd: UInt64) {
+        self.windowStart = windowStart
+        self.windowEnd = windowEnd
+        guard let rate = config.rate, target > 0 else { return }
+        let share = rate * Double(target) / Double(max(1, config.connections))
+        pacer = RatePacer(ratePerSecond: share, start: loadStart)
+        nextPaceAt = loadStart
+        pacerTimer = PacerTimer(loop: loop) { [unowned self] in
+            pace(now: Deadline.now().uptimeNanoseconds)
+        }
+        pace(now: Deadline.now().uptimeNanoseconds)
+    }
+
+    /// The shortest wait the open-loop timer is armed for, ns.
+    static let pacerGranularity: UInt64 = 50_000
+
+    /// Sends every request due at `now`, each on the next connection with room; arms the timer for the
+    /// next one. With no room anywhere the backlog waits for a reply (and its latency keeps growing).
+    func pace(now: UInt64) {
+        guard !stopping, var schedule = pacer else { return }
+        var blocked = false
+        while schedule.nextIntendedTime <= now {
+            guard let connection = nextWithRoom() else {
+                blocked = true
+                break
+            }
+            let intended = schedule.next(now: now)!
+            connection.sendPaced(intended: intended)
+        }
+        pacer = schedule
+        nextPaceAt = schedule.nextIntendedTime
+        // The timer fires no sooner than 50 µs from now (the kernel's default timer slack lets it be that late
+        // anyway), so at high rates one wakeup sends a batch instead of one request. The requests keep their
+        // intended times: the delay is measured, not hidden. Replies arriving in between send due requests too.
+        if !blocked { pacerTimer?.arm(at: max(nextPaceAt, now &+ Self.pacerGranularity)) }
+    }
+
+    private func nextWithRoom() -> (any PacedConnection)? {
+        let count = paced.count
+        guard count > 0 else { return nil }
+        for _ in 0..<count {
+            let candidate = paced[paceCursor]
+            paceCursor += 1
+            if paceCursor == count { paceCursor = 0 }
+            if candidate.hasRoom { return candidate }
+        }
+        return nil
+    }
+
+    // MARK: Reporting
+
+    var snapshot: WorkerSnapshot {
+        WorkerSnapshot(completed: completed, receivedBytes: receivedBytes, errors: errors.total,
+                       open: open, established: established, failed: failed)
+    }
+
+    /// Ends the run on this loop: stops sending, closes every connection, and hands over the figures.
+    func finish() -> WorkerFinal {
+        let result = WorkerFinal(snapshot: snapshot, histogram: histogram, errors: errors, firstError: firstError,
+                                 windowCompleted: windowCompleted, windowBytes: windowBytes)
+        stopping = true
+        pacerTimer?.close()
+        pacerTimer = nil
+        pacer = nil
+        nextPaceAt = .max
+        for connection in connections { connection.stop() }
+        return result
+    }
+
+    /// Drops the connections (after the loops have stopped).
+    func release() {
+        connections = []
+        paced = []
+        swept = []
+    }
+}

@@ -1,0 +1,92 @@
+import FoundationEssentials
+import Glibc
+
+/// The bytes every payload is cut from: a pseudo-random sequence with a prime period (as the C reference load
+/// generator uses), so shifted, duplicated, reordered or foreign bytes do not match. Immutable after start-up
+/// and shared by every loop.
+///
+/// An echo message of connection `c` with sequence number `s` is the connection's byte stream at offset
+/// `s · size` (the stream of connection `c` is the pattern shifted by its phase), with the sequence number
+/// written over its first 8 bytes (little endian; fewer if the message is shorter).
+final class Pattern: @unchecked Sendable {
+    /// The period: a prime, so no message size lines up with it.
+    static let period = 65_521
+    /// The longest run that can be read from any offset.
+    static let maxRun = 1 << 20
+
+    /// `period + maxRun` bytes; never freed (the process-wide instance lives as long as the process).
+    let bytes: UnsafeMutableRawPointer
+
+    static let shared = Pattern()
+
+    private init() {
+        bytes = .allocate(byteCount: Self.period + Self.maxRun, alignment: 16)
+        var x: UInt64 = 0x9E37_79B9_7F4A_7C15
+        for i in 0..<Self.period {
+            x ^= x << 13
+            x ^= x >> 7
+            x ^= x << 17
+            bytes.storeBytes(of: UInt8(truncatingIfNeeded: x >> 24), toByteOffset: i, as: UInt8.self)
+        }
+        for i in Self.period..<(Self.period + Self.maxRun) {
+            bytes.storeBytes(of: bytes.load(fromByteOffset: i - Self.period, as: UInt8.self), toByteOffset: i, as: UInt8.self)
+        }
+    }
+
+    /// The pattern from stream offset `offset` of a stream with `phase`.
+    @inline(__always)
+    func at(_ offset: UInt64, phase: UInt32) -> UnsafeMutableRawPointer {
+        bytes + Int((offset &+ UInt64(phase)) % UInt64(Self.period))
+    }
+
+    /// The phase of connection number `n`.
+    static func phase(of n: Int) -> UInt32 {
+        UInt32((UInt64(n) &* 7919) % UInt64(period))
+    }
+
+    /// Writes echo message `sequence` of a stream with `phase` into `buffer` (`size` bytes, at most `maxRun`).
+    @inline(__always)
+    func fillMessage(_ buffer: UnsafeMutableRawBufferPointer, sequence: UInt64, phase: UInt32) {
+        let size = buffer.count
+        let source = at(sequence &* UInt64(size), phase: phase)
+        let header = min(8, size)
+        var seq = sequence.littleEndian
+        withUnsafeBytes(of: &seq) { buffer.baseAddress!.copyMemory(from: $0.baseAddress!, byteCount: header) }
+        if size > header {
+            (buffer.baseAddress! + header).copyMemory(from: source + header, byteCount: size - header)
+        }
+    }
+
+    /// Whether `message` is echo message `sequence` of a stream with `phase`.
+    @inline(__always)
+    func checkMessage(_ message: UnsafeRawBufferPointer, sequence: UInt64, phase: UInt32) -> Bool {
+        let size = message.count
+        guard size > 0, let base = message.baseAddress else { return false }
+        let header = min(8, size)
+        var seq = sequence.littleEndian
+        let headerOK = withUnsafeBytes(of: &seq) { memcmp(base, $0.baseAddress!, header) == 0 }
+        guard headerOK else { return false }
+        if size == header { return true }
+        let source = at(sequence &* UInt64(size), phase: phase)
+        return memcmp(base + header, source + header, size - header) == 0
+    }
+
+    /// Whether `bytes` are the stream with `phase` at `offset` (bulk streaming, no headers).
+    @inline(__always)
+    func checkStream(_ bytes: UnsafeRawBufferPointer, offset: UInt64, phase: UInt32) -> Bool {
+        guard let base = bytes.baseAddress else { return true }
+        var done = 0
+        while done < bytes.count {
+            let run = min(bytes.count - done, Self.maxRun)
+            if memcmp(base + done, at(offset &+ UInt64(done), phase: phase), run) != 0 { return false }
+            done += run
+        }
+        return true
+    }
+
+    /// A `Data` viewing `count` pattern bytes of the stream with `phase` at `offset`, without copying.
+    func streamChunk(offset: UInt64, phase: UInt32, count: Int) -> Data {
+        precondition(count <= Self.maxRun)
+        return Data(bytesNoCopy: at(offset, phase: phase), count: count, deallocator: .none)
+    }
+}

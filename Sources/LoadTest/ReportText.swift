@@ -1,0 +1,90 @@
+/// Human-readable text: the progress lines and the final report.
+public enum ReportText {
+    /// `1234567` → `"1,234,567"`.
+    public static func grouped(_ value: UInt64) -> String {
+        let digits = String(value)
+        var out = ""
+        for (i, c) in digits.enumerated() {
+            if i > 0 && (digits.count - i) % 3 == 0 { out.append(",") }
+            out.append(c)
+        }
+        return out
+    }
+
+    /// A number with `decimals` digits after the point (no Foundation formatting needed).
+    public static func fixed(_ value: Double, _ decimals: Int) -> String {
+        guard value.isFinite else { return "-" }
+        var scale = 1.0
+        for _ in 0..<decimals { scale *= 10 }
+        let negative = value < 0
+        let scaled = (abs(value) * scale).rounded()
+        guard scaled < 9e18 else { return String(value) }
+        let whole = UInt64(scaled) / UInt64(scale)
+        let fraction = UInt64(scaled) % UInt64(scale)
+        var text = grouped(whole)
+        if decimals > 0 {
+            var f = String(fraction)
+            while f.count < decimals { f = "0" + f }
+            text += "." + f
+        }
+        return negative ? "-" + text : text
+    }
+
+    /// A latency in µs with a sensible unit: `850 ns`, `42.1 µs`, `3.20 ms`, `1.50 s`.
+    public static func latency(us: Double) -> String {
+        if us < 1 { return fixed(us * 1000, 0) + " ns" }
+        if us < 1000 { return fixed(us, 1) + " µs" }
+        if us < 1_000_000 { return fixed(us / 1000, 2) + " ms" }
+        return fixed(us / 1_000_000, 2) + " s"
+    }
+
+    /// The report printed at the end of a run.
+    public static func report(_ r: RunResult) -> String {
+        var lines: [String] = []
+        let what: String
+        switch r.mode {
+        case "connect": what = "connection churn (connect, 64 B echo, close)"
+        case "stream": what = "stream (bulk echo)"
+        case "idle": what = "idle connections"
+        case "http": what = "HTTP/1.1 keep-alive GET"
+        default:
+            let loop = r.targetRate.map { "open loop at \(fixed($0, 0)) req/s" } ?? "closed loop"
+            what = "echo \(r.messageSize ?? 0) B, pipeline \(r.pipeline ?? 1), \(loop)"
+        }
+        lines.append("")
+        lines.append("loadtest \(r.mode) → \(r.target): \(what)")
+        let sources = r.sources > 1 ? ", merged from \(r.sources) results" : ""
+        lines.append("  \(r.connections) connections on \(r.loops) loop(s), \(fixed(r.durationSeconds, 2)) s measured after \(fixed(r.warmupSeconds, 1)) s warm-up\(sources)")
+        lines.append("  connections: \(r.connectionsEstablished) established, \(r.connectionsFailed) failed, \(r.connectionsOpen) open at the end")
+        switch r.mode {
+        case "idle":
+            lines.append("  kept: \(r.connectionsOpen) of \(r.connections) connections held for \(fixed(r.durationSeconds, 1)) s")
+        case "stream":
+            lines.append("  throughput: \(fixed(r.mibPerSecond, 1)) MiB/s echoed (\(grouped(r.bytes)) bytes)")
+        case "connect":
+            lines.append("  connections/s: \(fixed(r.requestsPerSecond, 0)) (\(grouped(r.requests)) cycles)")
+        default:
+            lines.append("  requests/s: \(fixed(r.requestsPerSecond, 0)) (\(grouped(r.requests)) requests, \(fixed(r.mibPerSecond, 2)) MiB/s received)")
+        }
+        if r.latencyUs.count > 0 {
+            let l = r.latencyUs
+            lines.append("  latency\(r.targetRate != nil ? " (from intended send time)" : ""):")
+            lines.append("    p50 \(latency(us: l.p50))   p90 \(latency(us: l.p90))   p99 \(latency(us: l.p99))")
+            lines.append("    p99.9 \(latency(us: l.p99_9))   p99.99 \(latency(us: l.p99_99))   max \(latency(us: l.max))   mean \(latency(us: l.mean))")
+        }
+        if let cpu = r.clientCPUSeconds, let per = r.clientMicrosecondsPerRequest {
+            lines.append("  loadtest CPU: \(fixed(cpu, 2)) s over the window (\(fixed(cpu / max(r.durationSeconds, 1e-9) * 100, 0)) % of a core), \(fixed(per, 2)) µs per request")
+        }
+        if let cpu = r.serverCPUSeconds, let per = r.serverMicrosecondsPerRequest {
+            lines.append("  server CPU: \(fixed(cpu, 2)) s over the window, \(fixed(per, 2)) µs per request")
+        }
+        if r.errors.total == 0 {
+            lines.append("  errors: none")
+        } else {
+            let kinds = r.errors.byKind.sorted { $0.key < $1.key }.map { "\($0.key) \(grouped($0.value))" }.joined(separator: ", ")
+            lines.append("  errors: \(grouped(r.errors.total)) (\(kinds))")
+            if let first = r.errors.first { lines.append("    first: \(first)") }
+        }
+        return lines.joined(separator: "\n")
+    }
+}

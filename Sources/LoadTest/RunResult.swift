@@ -1,0 +1,273 @@
+import FoundationEssentials
+
+/// The figures of one run (or of several merged), as written to and read from `--json`.
+///
+/// Top-level keys include `requests_per_second`, `connections`, `errors` (with `total` and counts by kind),
+/// `latency_us` (percentiles) and `histogram` (every non-empty bucket, in ns), so results from several
+/// processes or machines can be merged without losing precision.
+public struct RunResult: Codable, Sendable, Equatable {
+    /// Percentiles in microseconds.
+    public struct Latency: Codable, Sendable, Equatable {
+        /// Latencies recorded.
+        public var count: UInt64
+        /// The smallest, the mean, the percentiles (each within 0.4 % of the exact sample) and the largest.
+        public var min: Double
+        public var mean: Double
+        public var p50: Double
+        public var p90: Double
+        public var p99: Double
+        public var p99_9: Double
+        public var p99_99: Double
+        public var max: Double
+
+        /// The percentiles of `histogram` (recorded in ns).
+        public init(_ histogram: Histogram) {
+            func us(_ ns: UInt64) -> Double { (Double(ns) / 1000 * 1000).rounded() / 1000 }
+            count = histogram.count
+            min = histogram.count == 0 ? 0 : us(histogram.min)
+            mean = (histogram.mean / 1000 * 1000).rounded() / 1000
+            p50 = us(histogram.percentile(50))
+            p90 = us(histogram.percentile(90))
+            p99 = us(histogram.percentile(99))
+            p99_9 = us(histogram.percentile(99.9))
+            p99_99 = us(histogram.percentile(99.99))
+            max = us(histogram.max)
+        }
+    }
+
+    /// The latency histogram in compact form.
+    public struct HistogramData: Codable, Sendable, Equatable {
+        /// The unit of the recorded values: always nanoseconds.
+        public var unit = "ns"
+        /// The histogram's precision (see ``Histogram/subBucketBits``); results merge only with equal precision.
+        public var subBucketBits = Histogram.subBucketBits
+        /// Values recorded, the smallest and largest, and their sum (for the mean).
+        public var count: UInt64
+        public var min: UInt64
+        public var max: UInt64
+        public var sum: UInt64
+        /// `[bucket index, count]` pairs of the non-empty buckets; a bucket's values are described by
+        /// `Histogram.lowestValue(ofBucket:)` and `Histogram.width(ofBucket:)`.
+        public var buckets: [[UInt64]]
+
+        enum CodingKeys: String, CodingKey {
+            case unit, subBucketBits = "sub_bucket_bits", count, min, max, sum, buckets
+        }
+
+        /// The compact form of `histogram`.
+        public init(_ histogram: Histogram) {
+            count = histogram.count
+            min = histogram.count == 0 ? 0 : histogram.min
+            max = histogram.max
+            sum = histogram.sum
+            buckets = histogram.nonEmptyBuckets.map { [UInt64($0.index), $0.count] }
+        }
+
+        /// The histogram back; nil if the data is inconsistent.
+        public var histogram: Histogram? {
+            guard unit == "ns" else { return nil }
+            var pairs: [(index: Int, count: UInt64)] = []
+            for pair in buckets {
+                guard pair.count == 2, pair[0] < UInt64(Histogram.bucketCount) else { return nil }
+                pairs.append((Int(pair[0]), pair[1]))
+            }
+            return Histogram(buckets: pairs, min: min, max: max, sum: sum, subBucketBits: subBucketBits)
+        }
+    }
+
+    /// Errors: the total and the non-zero counts by kind (see ``ErrorKind``).
+    public struct Errors: Codable, Sendable, Equatable {
+        /// All errors.
+        public var total: UInt64
+        /// The non-zero counts, keyed by ``ErrorKind`` raw values (`refused`, `reset`, `timeout`, `mismatch`, …).
+        public var byKind: [String: UInt64]
+        /// The first error's text, for a hint at what went wrong.
+        public var first: String?
+
+        enum CodingKeys: String, CodingKey {
+            case total, byKind = "by_kind", first
+        }
+
+        /// The counts and the first error's text.
+        public init(_ counts: ErrorCounts, first: String?) {
+            total = counts.total
+            byKind = counts.byName
+            self.first = first
+        }
+    }
+
+    /// One second of the run.
+    public struct Sample: Codable, Sendable, Equatable {
+        /// Seconds since the load started (the end of this sample).
+        public var t: Double
+        /// Requests completed and MiB received per second during the sample.
+        public var requestsPerSecond: Double
+        public var mibPerSecond: Double
+        /// Connections open at the end of the sample.
+        public var connections: Int
+        /// Errors counted so far (cumulative).
+        public var errors: UInt64
+        /// Whether the sample lies in the warm-up (before the measuring window).
+        public var warmup: Bool
+
+        enum CodingKeys: String, CodingKey {
+            case t, requestsPerSecond = "requests_per_second", mibPerSecond = "mib_per_second", connections, errors, warmup
+        }
+
+        /// A sample.
+        public init(t: Double, requestsPerSecond: Double, mibPerSecond: Double, connections: Int, errors: UInt64, warmup: Bool) {
+            self.t = t
+            self.requestsPerSecond = requestsPerSecond
+            self.mibPerSecond = mibPerSecond
+            self.connections = connections
+            self.errors = errors
+            self.warmup = warmup
+        }
+    }
+
+    /// Always `"loadtest"`.
+    public var tool = "loadtest"
+    /// `echo`, `stream`, `connect`, `idle` or `http` (the demo reports as `echo`).
+    public var mode: String
+    /// `host:port` (HTTP: with the path); merged results list every target, comma-separated.
+    public var target: String
+    /// Connections asked for (connect mode: parallel churn slots).
+    public var connections: Int
+    /// Connections established (connect mode: every successful connect) and connects that failed.
+    public var connectionsEstablished: Int
+    public var connectionsFailed: Int
+    /// Connections still open when the window ended.
+    public var connectionsOpen: Int
+    /// Echo message size and requests in flight per connection (echo and HTTP runs).
+    public var messageSize: Int?
+    public var pipeline: Int?
+    /// The open-loop rate asked for; nil for closed loop.
+    public var targetRate: Double?
+    /// Client event loops (threads).
+    public var loops: Int
+    /// The measured window, seconds.
+    public var durationSeconds: Double
+    /// Seconds of load before the window.
+    public var warmupSeconds: Double
+    /// Requests (round trips, HTTP responses, churn cycles) completed in the window.
+    public var requests: UInt64
+    /// ``requests`` divided by the window.
+    public var requestsPerSecond: Double
+    /// Bytes received in the window.
+    public var bytes: UInt64
+    /// ``bytes`` per second, in MiB.
+    public var mibPerSecond: Double
+    /// Errors of the whole run (opening included), by kind.
+    public var errors: Errors
+    /// Latency percentiles of the window, in µs.
+    public var latencyUs: Latency
+    /// The full latency histogram of the window, in ns.
+    public var histogram: HistogramData
+    /// One sample per second of load (warm-up included).
+    public var timeline: [Sample]
+    /// How many results were merged into this one (1 for a single run).
+    public var sources = 1
+    /// With `--server-pid`: the server's CPU seconds (user + system) over the window, and per request.
+    public var serverCPUSeconds: Double?
+    public var serverMicrosecondsPerRequest: Double?
+    /// The client loops' CPU seconds (user + system) over the window, and per request: the generator's own cost.
+    public var clientCPUSeconds: Double?
+    public var clientMicrosecondsPerRequest: Double?
+
+    enum CodingKeys: String, CodingKey {
+        case tool, mode, target, connections
+        case connectionsEstablished = "connections_established"
+        case connectionsFailed = "connections_failed"
+        case connectionsOpen = "connections_open"
+        case messageSize = "message_size", pipeline
+        case targetRate = "target_rate"
+        case loops
+        case durationSeconds = "duration_s"
+        case warmupSeconds = "warmup_s"
+        case requests
+        case requestsPerSecond = "requests_per_second"
+        case bytes
+        case mibPerSecond = "mib_per_second"
+        case errors
+        case latencyUs = "latency_us"
+        case histogram, timeline, sources
+        case serverCPUSeconds = "server_cpu_s"
+        case serverMicrosecondsPerRequest = "server_us_per_request"
+        case clientCPUSeconds = "client_cpu_s"
+        case clientMicrosecondsPerRequest = "client_us_per_request"
+    }
+
+    /// The result's latency histogram.
+    public var latencyHistogram: Histogram { histogram.histogram ?? Histogram() }
+
+    // MARK: JSON
+
+    /// Pretty, key-sorted JSON.
+    public func jsonData() throws -> Data {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+        return try encoder.encode(self)
+    }
+
+    /// Reads a result written by ``jsonData()``.
+    public static func decode(_ data: Data) throws -> RunResult {
+        try JSONDecoder().decode(RunResult.self, from: data)
+    }
+
+    // MARK: Merge
+
+    /// Merges results of runs that ran at the same time against one system (several processes or machines):
+    /// counts and rates add up, the histograms merge (so percentiles stay exact to the bucket), the window is
+    /// the longest, and the timelines add second by second.
+    public static func merge(_ results: [RunResult]) throws(ArgumentError) -> RunResult {
+        guard var merged = results.first else { throw ArgumentError("nothing to merge") }
+        var histogram = merged.latencyHistogram
+        var errors = ErrorCounts(byName: merged.errors.byKind)
+        for other in results.dropFirst() {
+            guard other.mode == merged.mode else {
+                throw ArgumentError("cannot merge a \(other.mode) result into \(merged.mode) results")
+            }
+            guard let h = other.histogram.histogram else { throw ArgumentError("a result's histogram is unreadable") }
+            histogram.merge(h)
+            errors.merge(ErrorCounts(byName: other.errors.byKind))
+            if merged.target != other.target && !merged.target.split(separator: ",").contains(Substring(other.target)) {
+                merged.target += "," + other.target
+            }
+            merged.connections += other.connections
+            merged.connectionsEstablished += other.connectionsEstablished
+            merged.connectionsFailed += other.connectionsFailed
+            merged.connectionsOpen += other.connectionsOpen
+            if let rate = other.targetRate { merged.targetRate = (merged.targetRate ?? 0) + rate }
+            merged.loops += other.loops
+            merged.durationSeconds = max(merged.durationSeconds, other.durationSeconds)
+            merged.warmupSeconds = max(merged.warmupSeconds, other.warmupSeconds)
+            merged.requests += other.requests
+            merged.requestsPerSecond += other.requestsPerSecond
+            merged.bytes += other.bytes
+            merged.mibPerSecond += other.mibPerSecond
+            if merged.errors.first == nil { merged.errors.first = other.errors.first }
+            for (i, sample) in other.timeline.enumerated() {
+                if i < merged.timeline.count {
+                    merged.timeline[i].requestsPerSecond += sample.requestsPerSecond
+                    merged.timeline[i].mibPerSecond += sample.mibPerSecond
+                    merged.timeline[i].connections += sample.connections
+                    merged.timeline[i].errors += sample.errors
+                } else {
+                    merged.timeline.append(sample)
+                }
+            }
+            if merged.messageSize != other.messageSize { merged.messageSize = nil }
+            if merged.pipeline != other.pipeline { merged.pipeline = nil }
+            merged.sources += other.sources
+            merged.serverCPUSeconds = nil
+            merged.serverMicrosecondsPerRequest = nil
+            merged.clientCPUSeconds = nil
+            merged.clientMicrosecondsPerRequest = nil
+        }
+        let first = merged.errors.first
+        merged.errors = Errors(errors, first: first)
+        merged.histogram = HistogramData(histogram)
+        merged.latencyUs = Latency(histogram)
+        return merged
+    }
+}

@@ -1,0 +1,160 @@
+import Glibc
+
+/// Hand-written SVG: a latency-by-percentile plot (HdrHistogram's view: the x axis stretches the tail,
+/// 90 %, 99 %, 99.9 % … equally spaced) above a throughput-over-time chart.
+public enum SVGChart {
+    static let width = 800.0
+    static let plotHeight = 260.0
+    static let margin = (left: 80.0, right: 30.0, top: 40.0, bottom: 45.0)
+
+    /// The whole picture for a result.
+    public static func render(_ result: RunResult) -> String {
+        let panel = plotHeight + margin.top + margin.bottom
+        var svg = """
+            <svg xmlns="http://www.w3.org/2000/svg" width="\(Int(width))" height="\(Int(panel * 2))" \
+            viewBox="0 0 \(Int(width)) \(Int(panel * 2))" font-family="sans-serif" font-size="12">
+            <rect width="100%" height="100%" fill="white"/>
+
+            """
+        svg += percentilePlot(result, top: 0)
+        svg += throughputPlot(result, top: panel)
+        svg += "</svg>\n"
+        return svg
+    }
+
+    /// The percentile curve's points: (x = log10(1 / (1 - q)), latency µs), one per non-empty bucket.
+    static func percentilePoints(_ histogram: Histogram) -> [(x: Double, us: Double)] {
+        guard histogram.count > 0 else { return [] }
+        var points: [(Double, Double)] = []
+        var seen: UInt64 = 0
+        let total = Double(histogram.count)
+        for (index, count) in histogram.nonEmptyBuckets {
+            let low = Double(Histogram.lowestValue(ofBucket: index))
+            let high = low + Double(Histogram.width(ofBucket: index) - 1)
+            let value = min(max((low + high) / 2, Double(histogram.min)), Double(histogram.max)) / 1000
+            let before = Double(seen) / total
+            seen += count
+            let after = Double(seen) / total
+            points.append((tailX(before), value))
+            points.append((tailX(after), value))
+        }
+        return points
+    }
+
+    /// log10(1 / (1 - q)), capped at 6 (99.9999 %).
+    static func tailX(_ q: Double) -> Double {
+        q >= 0.999999 ? 6 : min(6, -log10(1 - q))
+    }
+
+    private static func percentilePlot(_ result: RunResult, top: Double) -> String {
+        let histogram = result.latencyHistogram
+        let points = percentilePoints(histogram)
+        let x0 = margin.left, y0 = top + margin.top
+        let w = width - margin.left - margin.right, h = plotHeight
+        let maxX = max(2, (points.map(\.x).max() ?? 2).rounded(.up))
+        let maxY = niceCeiling(points.map(\.us).max() ?? 1)
+        var s = "<g>\n"
+        s += text(x0, top + 22, "Latency by percentile (µs)\(result.targetRate != nil ? ", from intended send time" : "")", bold: true)
+        s += axes(x0, y0, w, h)
+        for i in 0...Int(maxX) {
+            let x = x0 + w * Double(i) / maxX
+            let label = ["0%", "90%", "99%", "99.9%", "99.99%", "99.999%", "99.9999%"][min(i, 6)]
+            s += line(x, y0 + h, x, y0, stroke: "#eee")
+            s += text(x, y0 + h + 16, label, anchor: "middle")
+        }
+        s += yTicks(x0, y0, w, h, maxY)
+        if points.isEmpty {
+            s += text(x0 + w / 2, y0 + h / 2, "no latency samples", anchor: "middle")
+        } else {
+            let path = points.map { p in
+                "\(fmt(x0 + w * min(p.x, maxX) / maxX)),\(fmt(y0 + h - h * min(p.us, maxY) / maxY))"
+            }.joined(separator: " ")
+            s += "<polyline fill=\"none\" stroke=\"#1f77b4\" stroke-width=\"2\" points=\"\(path)\"/>\n"
+        }
+        s += "</g>\n"
+        return s
+    }
+
+    private static func throughputPlot(_ result: RunResult, top: Double) -> String {
+        let samples = result.timeline
+        let x0 = margin.left, y0 = top + margin.top
+        let w = width - margin.left - margin.right, h = plotHeight
+        let byteMode = result.mode == "stream"
+        let values = samples.map { byteMode ? $0.mibPerSecond : $0.requestsPerSecond }
+        let maxY = niceCeiling(values.max() ?? 1)
+        let maxT = max(1, samples.last?.t ?? 1)
+        var s = "<g>\n"
+        s += text(x0, top + 22, byteMode ? "Throughput over time (MiB/s)" : "Throughput over time (requests/s)", bold: true)
+        if let lastWarm = samples.last(where: { $0.warmup }) {
+            s += "<rect x=\"\(fmt(x0))\" y=\"\(fmt(y0))\" width=\"\(fmt(w * lastWarm.t / maxT))\" height=\"\(fmt(h))\" fill=\"#f4f4f4\"/>\n"
+            s += text(x0 + 4, y0 + 14, "warm-up", color: "#999")
+        }
+        s += axes(x0, y0, w, h)
+        let step = maxT > 20 ? (maxT / 10).rounded(.up) : 1
+        var t = 0.0
+        while t <= maxT + 1e-9 {
+            s += text(x0 + w * t / maxT, y0 + h + 16, fmt(t, 0) + "s", anchor: "middle")
+            t += step
+        }
+        s += yTicks(x0, y0, w, h, maxY)
+        if !samples.isEmpty {
+            var path: [String] = ["\(fmt(x0)),\(fmt(y0 + h))"]
+            var previousT = 0.0
+            for (sample, value) in zip(samples, values) {
+                let y = y0 + h - h * min(value, maxY) / maxY
+                path.append("\(fmt(x0 + w * previousT / maxT)),\(fmt(y))")
+                path.append("\(fmt(x0 + w * sample.t / maxT)),\(fmt(y))")
+                previousT = sample.t
+            }
+            s += "<polyline fill=\"none\" stroke=\"#2ca02c\" stroke-width=\"2\" points=\"\(path.joined(separator: " "))\"/>\n"
+        }
+        s += "</g>\n"
+        return s
+    }
+
+    // MARK: Drawing helpers
+
+    private static func axes(_ x0: Double, _ y0: Double, _ w: Double, _ h: Double) -> String {
+        line(x0, y0 + h, x0 + w, y0 + h, stroke: "#333") + line(x0, y0, x0, y0 + h, stroke: "#333")
+    }
+
+    private static func yTicks(_ x0: Double, _ y0: Double, _ w: Double, _ h: Double, _ maxY: Double) -> String {
+        var s = ""
+        for i in 0...4 {
+            let v = maxY * Double(i) / 4
+            let y = y0 + h - h * Double(i) / 4
+            if i > 0 { s += line(x0, y, x0 + w, y, stroke: "#eee") }
+            s += text(x0 - 6, y + 4, ReportText.fixed(v, v < 10 && v != 0 ? 1 : 0), anchor: "end")
+        }
+        return s
+    }
+
+    /// 1, 2 or 5 times a power of ten, at or above `value`.
+    static func niceCeiling(_ value: Double) -> Double {
+        guard value > 0, value.isFinite else { return 1 }
+        var magnitude = 1.0
+        while magnitude * 10 <= value { magnitude *= 10 }
+        while magnitude > value { magnitude /= 10 }
+        for factor in [1.0, 2.0, 5.0, 10.0] where factor * magnitude >= value { return factor * magnitude }
+        return 10 * magnitude
+    }
+
+    private static func line(_ x1: Double, _ y1: Double, _ x2: Double, _ y2: Double, stroke: String) -> String {
+        "<line x1=\"\(fmt(x1))\" y1=\"\(fmt(y1))\" x2=\"\(fmt(x2))\" y2=\"\(fmt(y2))\" stroke=\"\(stroke)\"/>\n"
+    }
+
+    private static func text(_ x: Double, _ y: Double, _ content: String, anchor: String = "start", bold: Bool = false, color: String = "#333") -> String {
+        let escaped = content.replacingAll("&", "&amp;").replacingAll("<", "&lt;").replacingAll(">", "&gt;")
+        return "<text x=\"\(fmt(x))\" y=\"\(fmt(y))\" text-anchor=\"\(anchor)\" fill=\"\(color)\"\(bold ? " font-weight=\"bold\"" : "")>\(escaped)</text>\n"
+    }
+
+    private static func fmt(_ v: Double, _ decimals: Int = 1) -> String {
+        ReportText.fixed(v, decimals).replacingAll(",", "")
+    }
+}
+
+extension String {
+    fileprivate func replacingAll(_ target: String, _ replacement: String) -> String {
+        split(separator: target, omittingEmptySubsequences: false).joined(separator: replacement)
+    }
+}

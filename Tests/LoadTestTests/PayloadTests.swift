@@ -1,0 +1,71 @@
+import FoundationEssentials
+import XCTest
+@testable import LoadTest
+
+final class PayloadTests: XCTestCase {
+    func testEchoMessagesCarryTheirSequenceAndAreChecked() {
+        for size in [1, 7, 8, 9, 64, 16_384] {
+            var message = [UInt8](repeating: 0, count: size)
+            message.withUnsafeMutableBytes { Pattern.shared.fillMessage($0, sequence: 41, phase: 3) }
+            message.withUnsafeBytes { bytes in
+                XCTAssertTrue(Pattern.shared.checkMessage(bytes, sequence: 41, phase: 3), "size \(size)")
+                XCTAssertFalse(Pattern.shared.checkMessage(bytes, sequence: 42, phase: 3), "size \(size)")
+                if size > 8 { XCTAssertFalse(Pattern.shared.checkMessage(bytes, sequence: 41, phase: 4), "size \(size)") }
+            }
+            // One flipped byte anywhere is caught.
+            message[size - 1] ^= 0x20
+            message.withUnsafeBytes { XCTAssertFalse(Pattern.shared.checkMessage($0, sequence: 41, phase: 3)) }
+        }
+    }
+
+    func testStreamCheck() {
+        let chunk = Pattern.shared.streamChunk(offset: 100_000, phase: 9, count: 65_536)
+        chunk.withUnsafeBytes { bytes in
+            XCTAssertTrue(Pattern.shared.checkStream(bytes, offset: 100_000, phase: 9))
+            XCTAssertFalse(Pattern.shared.checkStream(bytes, offset: 100_001, phase: 9))
+            XCTAssertTrue(Pattern.shared.checkStream(UnsafeRawBufferPointer(rebasing: bytes[10...]), offset: 100_010, phase: 9))
+        }
+    }
+
+    func testHTTPResponseHeads() {
+        func parse(_ text: String) -> HTTPResponseHead? {
+            Array(text.utf8).withUnsafeBytes { HTTPResponseHead.parse($0) }
+        }
+        XCTAssertEqual(parse("HTTP/1.1 200 OK\r\nContent-Length: 5\r\nContent-Type: text/plain\r\n\r\n"),
+                       HTTPResponseHead(status: 200, contentLength: 5, chunked: false, closes: false))
+        XCTAssertEqual(parse("HTTP/1.1 404 Not Found\r\ncontent-length:0\r\nConnection: close\r\n\r\n"),
+                       HTTPResponseHead(status: 404, contentLength: 0, chunked: false, closes: true))
+        XCTAssertEqual(parse("HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\n")?.closes, true)
+        XCTAssertEqual(parse("HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nContent-Length: 2\r\n\r\n")?.closes, false)
+        XCTAssertEqual(parse("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")?.chunked, true)
+        XCTAssertEqual(parse("HTTP/1.1 304 Not Modified\r\nContent-Length: 10\r\n\r\n")?.bodyLength, 0)
+        XCTAssertNil(parse("HTTP/1.1 200 OK\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\n"))
+        XCTAssertNil(parse("HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\n"))
+        XCTAssertNil(parse("SSH-2.0-OpenSSH\r\n\r\n"))
+        XCTAssertNil(parse("HTTP/1.1 2000 OK\r\n\r\n"))
+        XCTAssertNil(parse("HTTP/1.1 200 OK\r\nno colon here\r\n\r\n"))
+        XCTAssertNil(parse(""))
+    }
+
+    func testErrorClassification() {
+        XCTAssertEqual(ErrorKind.classify(errno: .connectionRefused), .refused)
+        XCTAssertEqual(ErrorKind.classify(errno: .connectionReset), .reset)
+        XCTAssertEqual(ErrorKind.classify(errno: .brokenPipe), .reset)
+        XCTAssertEqual(ErrorKind.classify(errno: .addressNotAvailable), .addressNotAvailable)
+        XCTAssertEqual(ErrorKind.classify(errno: .tooManyOpenFiles), .tooManyFiles)
+        var counts = ErrorCounts()
+        counts.add(.refused, 2)
+        counts.add(.mismatch)
+        XCTAssertEqual(counts.total, 3)
+        XCTAssertEqual(ErrorCounts(byName: counts.byName), counts)
+        XCTAssertEqual(ErrorCounts(byName: ["no-such-kind": 4])[.other], 4)
+    }
+
+    func testFileLimitCheck() {
+        let small = Limits.checkFileLimit(needed: 10)
+        XCTAssertTrue(small.fits)
+        let huge = Limits.checkFileLimit(needed: Int(Int32.max))
+        XCTAssertFalse(huge.fits)
+        XCTAssertTrue(Limits.advice(huge, connections: 1_000_000_000, perConnection: 1).contains("ulimit -n"))
+    }
+}
