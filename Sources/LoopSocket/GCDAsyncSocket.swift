@@ -26,31 +26,36 @@ public final class GCDAsyncSocket: @unchecked Sendable {
     let shared: Locked<SharedState>
 
     // MARK: Loop-confined state
+    //
+    // `@exclusivity(unchecked)`: these are touched only on the loop's thread, one pump at a time, and a
+    // runtime exclusivity check costs about 230 instructions (a thread-local lookup), which on the echo path
+    // was a third of all the work per round trip (callgrind, see docs/benchmarks.md). The tests run the same
+    // code with the checks of everything else still on.
 
     weak var loopDelegate: (any GCDAsyncSocketDelegate)?
-    var loopDelegateQueue: DispatchQueue?
-    var phase = Phase.idle
-    var fd: Int32 = -1
+    @exclusivity(unchecked) var loopDelegateQueue: DispatchQueue?
+    @exclusivity(unchecked) var phase = Phase.idle
+    @exclusivity(unchecked) var fd: Int32 = -1
     /// Changes at every close: work started for an earlier connection (DNS, connect attempts) checks it.
-    var stateIndex: UInt32 = 0
-    var flags: Flags = []
-    var config = Configuration()
-    var reads = OpQueue<ReadOp>()
-    var writes = OpQueue<WriteOp>()
+    @exclusivity(unchecked) var stateIndex: UInt32 = 0
+    @exclusivity(unchecked) var flags: Flags = []
+    @exclusivity(unchecked) var config = Configuration()
+    @exclusivity(unchecked) var reads = OpQueue<ReadOp>()
+    @exclusivity(unchecked) var writes = OpQueue<WriteOp>()
     /// Bytes received but not yet consumed by a read (GCDAsyncSocket's prebuffer), from `pendingStart`.
-    var pending: [UInt8] = []
-    var pendingStart = 0
-    var queuedWriteBytes = 0
-    var nextOpID: UInt32 = 0
-    var readTimer = TimerID.invalid
-    var readTimerOp: UInt32 = .max
-    var writeTimer = TimerID.invalid
-    var writeTimerOp: UInt32 = .max
-    var connectTimer = TimerID.invalid
-    var listeners: [ListenHandler] = []
-    var connecting: ConnectAttempts?
-    var unixListenPath: String?
-    var cachedContext: LoopContext?
+    @exclusivity(unchecked) var pending: [UInt8] = []
+    @exclusivity(unchecked) var pendingStart = 0
+    @exclusivity(unchecked) var queuedWriteBytes = 0
+    @exclusivity(unchecked) var nextOpID: UInt32 = 0
+    @exclusivity(unchecked) var readTimer = TimerID.invalid
+    @exclusivity(unchecked) var readTimerOp: UInt32 = .max
+    @exclusivity(unchecked) var writeTimer = TimerID.invalid
+    @exclusivity(unchecked) var writeTimerOp: UInt32 = .max
+    @exclusivity(unchecked) var connectTimer = TimerID.invalid
+    @exclusivity(unchecked) var listeners: [ListenHandler] = []
+    @exclusivity(unchecked) var connecting: ConnectAttempts?
+    @exclusivity(unchecked) var unixListenPath: String?
+    @exclusivity(unchecked) var cachedContext: LoopContext?
 
     /// A socket on `loop`, or on the next loop of `group`, or of the shared default group.
     ///

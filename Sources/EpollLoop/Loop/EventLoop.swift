@@ -32,20 +32,21 @@ public final class EventLoop: @unchecked Sendable {
     /// Left once the loop has completely shut down.
     let finished = DispatchGroup()
 
-    // Loop-confined state.
-    var localTasks: [LoopWork] = []
-    var spareTasks: [LoopWork] = []
-    var remoteBatch: [LoopWork] = []
-    var timers: TimerWheel<() -> Void>
-    var registrations = RegistrationTable()
+    // Loop-confined state. `@exclusivity(unchecked)` because only the loop's thread touches it, and a dynamic
+    // exclusivity check costs more than most of the work it guards on the hot path.
+    @exclusivity(unchecked) var localTasks: [LoopWork] = []
+    @exclusivity(unchecked) var spareTasks: [LoopWork] = []
+    @exclusivity(unchecked) var remoteBatch: [LoopWork] = []
+    @exclusivity(unchecked) var timers: TimerWheel<() -> Void>
+    @exclusivity(unchecked) var registrations = RegistrationTable()
     let events: UnsafeMutablePointer<epoll_event>
     let eventCapacity: Int32
     /// The monotonic time (ns) read at the start of the current iteration's timer phase.
-    var now: UInt64
+    @exclusivity(unchecked) var now: UInt64
     /// Iterations completed (for tests and statistics).
-    var iterations: UInt64 = 0
+    @exclusivity(unchecked) var iterations: UInt64 = 0
     /// Whether this iteration saw a shutdown request (copied from `remote` under its lock).
-    var shutdownRequested = false
+    @exclusivity(unchecked) var shutdownRequested = false
     /// Per-loop state of a higher layer (LoopSocket keeps its shared receive buffer here). Loop-confined.
     package var attachment: AnyObject?
 
