@@ -32,7 +32,7 @@ public final class GCDAsyncSocket: @unchecked Sendable {
     // was a third of all the work per round trip (callgrind, see docs/benchmarks.md). The tests run the same
     // code with the checks of everything else still on.
 
-    weak var loopDelegate: (any GCDAsyncSocketDelegate)?
+    @exclusivity(unchecked) weak var loopDelegate: (any GCDAsyncSocketDelegate)?
     @exclusivity(unchecked) var loopDelegateQueue: DispatchQueue?
     @exclusivity(unchecked) var phase = Phase.idle
     @exclusivity(unchecked) var fd: Int32 = -1

@@ -15,9 +15,9 @@ final class LoopContext {
     let receiveBuffer: UnsafeMutableRawBufferPointer
     let iovecs: UnsafeMutablePointer<iovec>
     /// `/dev/null`, opened ahead of need: closed to make room for one `accept` when the fd table is full.
-    var reserveFD: Int32
-    private var deferredPumps: [GCDAsyncSocket] = []
-    private var spareDeferredPumps: [GCDAsyncSocket] = []
+    @exclusivity(unchecked) var reserveFD: Int32
+    @exclusivity(unchecked) private var deferredPumps: [GCDAsyncSocket] = []
+    @exclusivity(unchecked) private var spareDeferredPumps: [GCDAsyncSocket] = []
 
     private init(loop: EventLoop) {
         self.loop = loop
