@@ -166,7 +166,7 @@ extension GCDAsyncSocket {
             if reads.isEmpty {
                 guard flags.contains(.continuousRead) else { break }
                 offset += rest.count
-                notifyDidRead(Data(rest), tag: shared.withLock { $0.continuousTag })
+                notifyDidRead(ReadOp.copy(rest, rest.count), tag: shared.withLock { $0.continuousTag })
                 continue
             }
             let outcome = reads.withFirst { $0.feed(rest) }

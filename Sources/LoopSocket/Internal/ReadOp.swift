@@ -42,12 +42,12 @@ struct ReadOp {
         switch kind {
         case .available:
             let take = maxLength > 0 ? min(bytes.count, maxLength) : bytes.count
-            return .complete(used: take, data: Data(UnsafeRawBufferPointer(rebasing: bytes[0..<take])))
+            return .complete(used: take, data: Self.copy(bytes, take))
 
         case .length(let length):
             let take = min(length - buffer.count, bytes.count)
             if buffer.isEmpty && take == length {
-                return .complete(used: take, data: Data(UnsafeRawBufferPointer(rebasing: bytes[0..<take])))
+                return .complete(used: take, data: Self.copy(bytes, take))
             }
             if buffer.isEmpty && length <= 1 << 20 { buffer.reserveCapacity(length) }
             buffer.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[0..<take]))
@@ -73,7 +73,7 @@ struct ReadOp {
                 // Fast path: the whole message is in this chunk; search it in place, copy only the result.
                 if let at = Self.find(sep, in: window, from: 0) {
                     let total = at + sep.count
-                    return .complete(used: total, data: Data(UnsafeRawBufferPointer(rebasing: window[0..<total])))
+                    return .complete(used: total, data: Self.copy(window, total))
                 }
                 buffer.append(contentsOf: window)
             } else {
@@ -91,6 +91,14 @@ struct ReadOp {
             scanned = max(scanned, buffer.count - sep.count + 1)
             return buffer.count >= limit ? .maxedOut : .needMore(used: take)
         }
+    }
+
+    /// The first `count` bytes as `Data`, through `Data(bytes:count:)`: the generic sequence initialiser
+    /// probes protocol conformances at run time, which showed up in profiles of the echo path.
+    @inline(__always)
+    static func copy(_ bytes: UnsafeRawBufferPointer, _ count: Int) -> Data {
+        guard count > 0, let base = bytes.baseAddress else { return Data() }
+        return Data(bytes: base, count: count)
     }
 
     /// The offset of the first `needle` in `haystack` at or after `start`.
