@@ -8,7 +8,7 @@ extension EventLoop {
     /// registered handler close down (``IOEventHandler/loopWillShutDown()``), closes every descriptor still
     /// registered exactly once, and then ``run()`` returns. A loop that never ran is closed down here.
     public func initiateShutdown() {
-        enum Action { case closeHere, nothing }
+        enum Action { case closeHere, wake, nothing }
         let action = remote.withLock { state -> Action in
             switch state.lifecycle {
             case .idle:
@@ -18,10 +18,7 @@ extension EventLoop {
                 state.lifecycle = .shuttingDown
                 guard !state.wakeupPending else { return .nothing }
                 state.wakeupPending = true
-                // On the loop itself no write is needed: it checks the lifecycle before it next sleeps.
-                // Elsewhere the eventfd is written under the lock, before the loop can close it.
-                if !inEventLoop { wakeUp() }
-                return .nothing
+                return .wake
             case .shuttingDown, .shutDown:
                 return .nothing
             }
@@ -34,6 +31,9 @@ extension EventLoop {
             closeDown()
             threadID.store(0, ordering: .releasing)
             finished.leave()
+        case .wake:
+            // On the loop itself no write is needed: it checks the lifecycle before it next sleeps.
+            if !inEventLoop { wakeUp() }
         case .nothing:
             break
         }
@@ -92,7 +92,7 @@ extension EventLoop {
         collectRemoteTasks()
         drainTasks()
         timers.removeAll()
-        try? Syscall.close(wakeFD)
+        // The wakeup eventfd is closed in deinit: another thread may still be about to write it.
         try? Syscall.close(epollFD)
     }
 

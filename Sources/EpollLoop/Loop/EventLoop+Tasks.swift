@@ -17,18 +17,20 @@ extension EventLoop {
 
     /// Appends work to the shared queue and wakes the loop if it sleeps and nobody has woken it yet.
     func enqueueRemote(_ work: LoopWork) throws(EventLoopError) {
-        try remote.withLock { state throws(EventLoopError) in
+        let mustWake = try remote.withLock { state throws(EventLoopError) -> Bool in
             switch state.lifecycle {
             case .shuttingDown, .shutDown: throw .shutDown
             case .idle, .running: break
             }
             state.tasks.append(work)
-            guard state.asleep && !state.wakeupPending else { return }
+            guard state.asleep && !state.wakeupPending else { return false }
             state.wakeupPending = true
-            // Written under the lock: the loop closes the eventfd only after marking itself shut down under
-            // this lock, so the write can never hit a closed (or reused) descriptor.
-            wakeUp()
+            return true
         }
+        // Written after unlocking: the woken loop takes this lock at once, and would otherwise block on it
+        // while we are still in write(). The eventfd stays open until the loop object is freed, and we hold
+        // a reference, so the write can never hit a closed (or reused) descriptor.
+        if mustWake { wakeUp() }
     }
 
     /// Queues a task from the loop itself; it need not be `Sendable` since it never leaves the thread.

@@ -72,7 +72,7 @@ extension EventLoop {
     /// Files a timer for `deadline` (monotonic ns). Call on the loop.
     package func scheduleOnLoop(at deadline: UInt64, _ task: @escaping () -> Void) -> TimerID {
         preconditionInEventLoop()
-        return timers.schedule(deadline: deadline, payload: task)
+        return timers.schedule(deadline: deadline, payload: TimerTask(run: task))
     }
 
     /// Cancels a timer; harmless if it fired or was cancelled already. Call on the loop.
@@ -98,6 +98,13 @@ extension EventLoop {
     func runTimers() {
         guard timers.count > 0 else { return }
         timers.advance(to: now)
-        while let task = timers.popReady() { task() }
+        while let task = timers.popReady() { task.run() }
     }
+}
+
+/// A timer's closure, wrapped in a struct: stored directly as the wheel's generic payload, a function value
+/// would be re-abstracted through a heap-allocated thunk (one malloc per timer); a concrete field keeps it
+/// as it is.
+struct TimerTask {
+    let run: () -> Void
 }

@@ -37,7 +37,7 @@ public final class EventLoop: @unchecked Sendable {
     @exclusivity(unchecked) var localTasks: [LoopWork] = []
     @exclusivity(unchecked) var spareTasks: [LoopWork] = []
     @exclusivity(unchecked) var remoteBatch: [LoopWork] = []
-    @exclusivity(unchecked) var timers: TimerWheel<() -> Void>
+    @exclusivity(unchecked) var timers: TimerWheel<TimerTask>
     @exclusivity(unchecked) var registrations = RegistrationTable()
     let events: UnsafeMutablePointer<epoll_event>
     let eventCapacity: Int32
@@ -82,9 +82,11 @@ public final class EventLoop: @unchecked Sendable {
     }
 
     deinit {
-        // Dropped without ever running or shutting down: it still owns its two descriptors.
+        // The eventfd lives as long as the object, so a thread that races shutdown with `execute` (and so
+        // holds a reference) can never write a closed or reused descriptor.
+        try? Syscall.close(wakeFD)
+        // Dropped without ever running or shutting down: it still owns its epoll instance.
         if remote.withLock({ $0.lifecycle == .idle }) {
-            try? Syscall.close(wakeFD)
             try? Syscall.close(epollFD)
             finished.leave()
         }

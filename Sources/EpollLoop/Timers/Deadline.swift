@@ -44,13 +44,10 @@ public struct Deadline: Hashable, Comparable, Sendable, CustomStringConvertible 
 }
 
 extension Duration {
-    /// The duration in whole nanoseconds, saturating at `Int64`'s range.
+    /// The duration in whole nanoseconds (toward zero), saturating at `Int64`'s range.
+    ///
+    /// One 128-bit division of `attoseconds`; `components` would cost two and showed in timer profiles.
     var nanoseconds: Int64 {
-        let (seconds, attoseconds) = components
-        let (secNanos, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
-        if overflow { return seconds < 0 ? .min : .max }
-        let (total, overflow2) = secNanos.addingReportingOverflow(attoseconds / 1_000_000_000)
-        if overflow2 { return seconds < 0 ? .min : .max }
-        return total
+        Int64(clamping: attoseconds / 1_000_000_000)
     }
 }
