@@ -18,6 +18,7 @@ extension EventLoop {
                 state.lifecycle = .shuttingDown
                 guard !state.wakeupPending else { return .nothing }
                 state.wakeupPending = true
+                if !inEventLoop { wakeWriters.add(1, ordering: .relaxed) }
                 return .wake
             case .shuttingDown, .shutDown:
                 return .nothing
@@ -33,7 +34,10 @@ extension EventLoop {
             finished.leave()
         case .wake:
             // On the loop itself no write is needed: it checks the lifecycle before it next sleeps.
-            if !inEventLoop { wakeUp() }
+            if !inEventLoop {
+                wakeUp()
+                wakeWriters.subtract(1, ordering: .releasing)
+            }
         case .nothing:
             break
         }
@@ -92,7 +96,9 @@ extension EventLoop {
         collectRemoteTasks()
         drainTasks()
         timers.removeAll()
-        // The wakeup eventfd is closed in deinit: another thread may still be about to write it.
+        // No thread can start a wakeup now (the lifecycle is shutDown); wait out one already in write().
+        while wakeWriters.load(ordering: .acquiring) > 0 { sched_yield() }
+        try? Syscall.close(wakeFD)
         try? Syscall.close(epollFD)
     }
 

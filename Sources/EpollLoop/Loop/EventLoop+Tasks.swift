@@ -25,12 +25,16 @@ extension EventLoop {
             state.tasks.append(work)
             guard state.asleep && !state.wakeupPending else { return false }
             state.wakeupPending = true
+            wakeWriters.add(1, ordering: .relaxed)
             return true
         }
         // Written after unlocking: the woken loop takes this lock at once, and would otherwise block on it
-        // while we are still in write(). The eventfd stays open until the loop object is freed, and we hold
-        // a reference, so the write can never hit a closed (or reused) descriptor.
-        if mustWake { wakeUp() }
+        // while we are still in write(). `wakeWriters` (raised under the lock) keeps the loop from closing
+        // the eventfd until this write is done, so it never hits a closed or reused descriptor.
+        if mustWake {
+            wakeUp()
+            wakeWriters.subtract(1, ordering: .releasing)
+        }
     }
 
     /// Queues a task from the loop itself; it need not be `Sendable` since it never leaves the thread.

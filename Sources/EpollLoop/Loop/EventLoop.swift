@@ -29,6 +29,8 @@ public final class EventLoop: @unchecked Sendable {
     let wakeFD: Int32
     let remote: Locked<RemoteState>
     let threadID = Atomic<UInt>(0)
+    /// Threads between deciding to write the wakeup eventfd (under `remote`'s lock) and finishing the write.
+    let wakeWriters = Atomic<Int>(0)
     /// Left once the loop has completely shut down.
     let finished = DispatchGroup()
 
@@ -82,11 +84,9 @@ public final class EventLoop: @unchecked Sendable {
     }
 
     deinit {
-        // The eventfd lives as long as the object, so a thread that races shutdown with `execute` (and so
-        // holds a reference) can never write a closed or reused descriptor.
-        try? Syscall.close(wakeFD)
-        // Dropped without ever running or shutting down: it still owns its epoll instance.
+        // Dropped without ever running or shutting down: it still owns its two descriptors.
         if remote.withLock({ $0.lifecycle == .idle }) {
+            try? Syscall.close(wakeFD)
             try? Syscall.close(epollFD)
             finished.leave()
         }
