@@ -31,13 +31,50 @@ final class HelloDelegate: GCDAsyncSocketDelegate {
         }
     }
 
-    /// HTTP/1.0 without keep-alive, or `Connection: close`.
+    /// HTTP/1.0 without keep-alive, or `Connection: close`. Scans the bytes in place (no String per request).
     static func wantsClose(_ request: Data) -> Bool {
-        request.withUnsafeBytes { raw in
-            let text = String(decoding: raw, as: UTF8.self).lowercased()
-            if text.contains("connection: close") { return true }
-            return text.contains(" http/1.0\r\n") && !text.contains("connection: keep-alive")
+        request.withUnsafeBytes { raw -> Bool in
+            let bytes = raw.bindMemory(to: UInt8.self)
+            let http10 = firstLineEnds(bytes, with: Array(" HTTP/1.0".utf8))
+            if let value = headerValue(bytes, named: Array("connection".utf8)) {
+                if value.starts(with: Array("close".utf8)) { return true }
+                if value.starts(with: Array("keep-alive".utf8)) { return false }
+            }
+            return http10
         }
+    }
+
+    /// Whether the request line (up to the first CR) ends with `suffix`.
+    static func firstLineEnds(_ bytes: UnsafeBufferPointer<UInt8>, with suffix: [UInt8]) -> Bool {
+        guard let cr = bytes.firstIndex(of: 0x0D), cr >= suffix.count else { return false }
+        return bytes[(cr - suffix.count)..<cr].elementsEqual(suffix)
+    }
+
+    /// The lowercased value of the first header `name` (lowercase), without leading spaces; nil if absent.
+    static func headerValue(_ bytes: UnsafeBufferPointer<UInt8>, named name: [UInt8]) -> [UInt8]? {
+        var i = 0
+        while let lf = bytes[i...].firstIndex(of: 0x0A) {
+            let start = lf + 1
+            guard start + name.count < bytes.count else { return nil }
+            var matches = bytes[start + name.count] == UInt8(ascii: ":")
+            var k = 0
+            while matches && k < name.count {
+                matches = bytes[start + k] | 0x20 == name[k]
+                k += 1
+            }
+            if matches {
+                var v = start + name.count + 1
+                while v < bytes.count && bytes[v] == UInt8(ascii: " ") { v += 1 }
+                var value: [UInt8] = []
+                while v < bytes.count && bytes[v] != 0x0D && value.count < 16 {
+                    value.append(bytes[v] | 0x20)
+                    v += 1
+                }
+                return value
+            }
+            i = start
+        }
+        return nil
     }
 }
 
