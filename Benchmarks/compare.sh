@@ -1,0 +1,410 @@
+#!/usr/bin/env bash
+# compare.sh: our servers beside SwiftNIO, the C reference and nginx, measured with loadtest.
+#
+# Builds (release) echo-server, async-echo-server, http-hello and loadtest (root package), nio-echo-server,
+# nio-async-echo-server and nio-http-server (this package), and the C reference servers (copied to a temp
+# dir and built with make). Then, round after round, runs every server of every scenario in turn, the server
+# pinned to core 0 and loadtest (one loop) pinned to core 1, and prints one table of server CPU µs per
+# operation (utime+stime of the server over the measured window / operations: the primary figure) and
+# operations per second, plus an SVG chart. The machine is noisy: servers alternate within each round and
+# the table shows the median over rounds; compare ratios.
+#
+#     Benchmarks/compare.sh                 # full run: 10 s windows, 3 rounds (about 30 minutes)
+#     Benchmarks/compare.sh --quick         # 3 s windows, 1 round, to iterate
+#     Benchmarks/compare.sh --only e64_100,http --rounds 5 --svg docs/benchmarks-servers.svg
+#
+# Options:
+#   --quick            3 s windows, 1 s warm-up, 1 round
+#   --duration S       measured window per run (default 10)
+#   --warmup S         load before the window (default 1; 2 for 5,000 connections)
+#   --rounds N         rounds (default 3)
+#   --only LIST        scenarios, comma-separated (default all):
+#                      e64_1 e64_100 e64_1000 e64_5000 e16k stream connect idle http
+#   --out DIR          where raw results go (default /tmp/compare-YYYYmmdd-HHMMSS)
+#   --svg FILE         chart (default OUT/servers.svg)
+#   --no-build         use the binaries already built
+#   --build-only       build everything, measure nothing
+#   --no-nginx         leave nginx out even if installed
+#   --report DIR       only print the table and chart of an earlier run's DIR
+#
+# Everything listens on 127.0.0.1 only. Every process the script starts is killed when it exits, and every
+# run is bounded by `timeout`. Raw per-run JSON (loadtest --json, idle memory samples) stays in OUT.
+set -euo pipefail
+
+BENCH_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+ROOT_DIR="$(cd "$BENCH_DIR/.." && pwd)"
+C_REF_DIR="${C_REF_DIR:-$ROOT_DIR/../shared/reference/c-echo}"
+ROOT_BUILD="${ROOT_BUILD:-$ROOT_DIR/.build-compare}"
+BENCH_BUILD="${BENCH_BUILD:-$BENCH_DIR/.build-peers}"
+
+DURATION=10
+WARMUP=1
+ROUNDS=3
+ONLY=""
+OUT=""
+SVG=""
+BUILD=1
+USE_NGINX=1
+REPORT_ONLY=""
+BUILD_ONLY=0
+IDLE_CONNECTIONS=10000
+ALL_SCENARIOS="e64_1 e64_100 e64_1000 e64_5000 e16k stream connect idle http"
+ARGS_TEXT="$*"
+
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --quick) DURATION=3; WARMUP=1; ROUNDS=1 ;;
+        --duration) DURATION="$2"; shift ;;
+        --warmup) WARMUP="$2"; shift ;;
+        --rounds) ROUNDS="$2"; shift ;;
+        --only) ONLY="${2//,/ }"; shift ;;
+        --out) OUT="$2"; shift ;;
+        --svg) SVG="$2"; shift ;;
+        --no-build) BUILD=0 ;;
+        --build-only) BUILD_ONLY=1 ;;
+        --no-nginx) USE_NGINX=0 ;;
+        --report) REPORT_ONLY="$2"; shift ;;
+        -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+        *) echo "compare.sh: unknown option $1 (try --help)" >&2; exit 2 ;;
+    esac
+    shift
+done
+
+if [ -n "$REPORT_ONLY" ]; then
+    exec python3 "$BENCH_DIR/compare-report.py" "$REPORT_ONLY" --svg "${SVG:-$REPORT_ONLY/servers.svg}"
+fi
+
+SCENARIOS="${ONLY:-$ALL_SCENARIOS}"
+OUT="${OUT:-/tmp/compare-$(date -u +%Y%m%d-%H%M%S)}"
+SVG="${SVG:-$OUT/servers.svg}"
+mkdir -p "$OUT"
+OUT="$(cd "$OUT" && pwd)"
+TMP="$(mktemp -d /tmp/compare-work.XXXXXX)"
+
+# ---------------------------------------------------------------------------------------------------------
+# Cleanup: every process started here is recorded and killed by its pid at exit.
+
+STARTED_PIDS=()
+cleanup() {
+    local pid
+    for pid in "${STARTED_PIDS[@]:-}"; do
+        [ -n "$pid" ] || continue
+        kill -TERM "$pid" 2>/dev/null || true
+    done
+    sleep 0.3
+    for pid in "${STARTED_PIDS[@]:-}"; do
+        [ -n "$pid" ] || continue
+        kill -KILL "$pid" 2>/dev/null || true
+    done
+    rm -rf "$TMP"
+}
+# Forget a pid once it has been waited for, so that cleanup never signals a recycled pid.
+untrack() {
+    local pid="$1" i
+    for i in "${!STARTED_PIDS[@]}"; do
+        [ "${STARTED_PIDS[$i]}" = "$pid" ] && unset 'STARTED_PIDS[i]'
+    done
+    return 0
+}
+trap cleanup EXIT
+trap 'echo "compare.sh: interrupted" >&2; exit 130' INT TERM
+
+log() { printf '%s %s\n' "$(date -u +%H:%M:%S)" "$*" >&2; }
+
+# ---------------------------------------------------------------------------------------------------------
+# Build
+
+ROOT_BIN="$ROOT_BUILD/release"
+BENCH_BIN="$BENCH_BUILD/release"
+C_BIN="$TMP/c-echo"
+
+if [ "$BUILD" = 1 ]; then
+    for product in echo-server async-echo-server http-hello loadtest; do
+        log "building $product (root package, release)"
+        (cd "$ROOT_DIR" && swift build -c release --scratch-path "$ROOT_BUILD" --product "$product" >"$OUT/build-$product.log" 2>&1) \
+            || { tail -30 "$OUT/build-$product.log" >&2; exit 1; }
+    done
+    for product in nio-echo-server nio-async-echo-server nio-http-server; do
+        log "building $product (Benchmarks package, release)"
+        (cd "$BENCH_DIR" && swift build -c release --scratch-path "$BENCH_BUILD" --product "$product" >"$OUT/build-$product.log" 2>&1) \
+            || { tail -30 "$OUT/build-$product.log" >&2; exit 1; }
+    done
+fi
+log "building the C reference in $C_BIN"
+cp -r "$C_REF_DIR" "$C_BIN"
+chmod -R u+w "$C_BIN"
+make -s -C "$C_BIN" echo_server http_server >"$OUT/build-c.log" 2>&1 || { cat "$OUT/build-c.log" >&2; exit 1; }
+
+for bin in "$ROOT_BIN/echo-server" "$ROOT_BIN/async-echo-server" "$ROOT_BIN/http-hello" "$ROOT_BIN/loadtest" \
+           "$BENCH_BIN/nio-echo-server" "$BENCH_BIN/nio-async-echo-server" "$BENCH_BIN/nio-http-server"; do
+    [ -x "$bin" ] || { echo "compare.sh: missing $bin (run without --no-build)" >&2; exit 1; }
+done
+LOADTEST="$ROOT_BIN/loadtest"
+if [ "$BUILD_ONLY" = 1 ]; then
+    log "built; binaries in $ROOT_BIN, $BENCH_BIN and $C_BIN (removed at exit)"
+    exit 0
+fi
+
+NGINX=""
+if [ "$USE_NGINX" = 1 ] && command -v nginx >/dev/null 2>&1; then
+    NGINX="$(command -v nginx)"
+fi
+
+# Raise the descriptor limit for 5,000 and 10,000 connections (children inherit it).
+ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
+if [ "$(ulimit -n)" != unlimited ] && [ "$(ulimit -n)" -lt $((IDLE_CONNECTIONS + 100)) ]; then
+    echo "compare.sh: the descriptor limit $(ulimit -n) is too low for $IDLE_CONNECTIONS connections" >&2
+    exit 1
+fi
+
+# ---------------------------------------------------------------------------------------------------------
+# Servers
+
+# Scenario -> servers measured in it (in the order they alternate).
+servers_of() {
+    case "$1" in
+        e64_100|e64_1000) echo "c ours ours-async nio nio-async" ;;
+        e64_1|e64_5000|e16k|stream|connect) echo "c ours nio" ;;
+        idle) echo "c ours ours-async nio nio-async" ;;
+        http) echo "c-http ours-http nio-http${NGINX:+ nginx}" ;;
+        *) echo "compare.sh: unknown scenario $1" >&2; exit 2 ;;
+    esac
+}
+
+NEXT_PORT=$((21000 + RANDOM % 4000))
+# A port nothing listens on (below the ephemeral range, so no client socket holds it).
+free_port() {
+    while :; do
+        NEXT_PORT=$((NEXT_PORT + 1))
+        [ "$NEXT_PORT" -lt 29990 ] || NEXT_PORT=21000
+        if [ -z "$(ss -Htan "sport = :$NEXT_PORT" 2>/dev/null)" ]; then
+            echo "$NEXT_PORT"
+            return
+        fi
+    done
+}
+
+write_nginx_conf() { # dir port
+    local dir="$1" port="$2"
+    mkdir -p "$dir/logs" "$dir/tmp"
+    cat >"$dir/nginx.conf" <<EOF
+# One worker, returning "hello" to every request on 127.0.0.1:$port, keep-alive without a request cap.
+user root;
+worker_processes 1;
+daemon off;
+pid $dir/nginx.pid;
+error_log $dir/logs/error.log warn;
+worker_rlimit_nofile 20000;
+events {
+    worker_connections 20000;
+    use epoll;
+}
+http {
+    access_log off;
+    keepalive_requests 1000000000;
+    keepalive_timeout 300s;
+    tcp_nodelay on;
+    client_body_temp_path $dir/tmp/body;
+    proxy_temp_path $dir/tmp/proxy;
+    fastcgi_temp_path $dir/tmp/fastcgi;
+    uwsgi_temp_path $dir/tmp/uwsgi;
+    scgi_temp_path $dir/tmp/scgi;
+    server {
+        listen 127.0.0.1:$port;
+        location / {
+            default_type text/plain;
+            return 200 "hello";
+        }
+    }
+}
+EOF
+}
+
+SERVER_PID=""      # the process whose CPU time is measured
+SERVER_MAIN_PID="" # the process we started (nginx: the master)
+
+# start_server NAME PORT LOG: starts it pinned to core 0, waits until it listens.
+start_server() {
+    local name="$1" port="$2" logfile="$3"
+    local -a cmd
+    case "$name" in
+        c) cmd=("$C_BIN/echo_server" "$port") ;;
+        c-http) cmd=("$C_BIN/http_server" "$port") ;;
+        ours) cmd=("$ROOT_BIN/echo-server" --port "$port" --host 127.0.0.1 --loops 1) ;;
+        ours-async) cmd=("$ROOT_BIN/async-echo-server" --port "$port" --host 127.0.0.1 --loops 1) ;;
+        ours-http) cmd=("$ROOT_BIN/http-hello" --port "$port" --host 127.0.0.1 --loops 1) ;;
+        nio) cmd=("$BENCH_BIN/nio-echo-server" --port "$port" --host 127.0.0.1 --loops 1) ;;
+        nio-async) cmd=("$BENCH_BIN/nio-async-echo-server" --port "$port" --host 127.0.0.1 --loops 1) ;;
+        nio-http) cmd=("$BENCH_BIN/nio-http-server" --port "$port" --host 127.0.0.1 --loops 1) ;;
+        nginx)
+            write_nginx_conf "$TMP/nginx-$port" "$port"
+            cmd=("$NGINX" -e "$TMP/nginx-$port/logs/error.log" -p "$TMP/nginx-$port" -c "$TMP/nginx-$port/nginx.conf") ;;
+        *) echo "compare.sh: unknown server $name" >&2; exit 2 ;;
+    esac
+    taskset -c 0 "${cmd[@]}" >"$logfile" 2>&1 &
+    SERVER_MAIN_PID=$!
+    STARTED_PIDS+=("$SERVER_MAIN_PID")
+    local i
+    for i in $(seq 1 100); do
+        if ss -Htln "sport = :$port" 2>/dev/null | grep -q .; then break; fi
+        if ! kill -0 "$SERVER_MAIN_PID" 2>/dev/null; then
+            echo "compare.sh: $name exited at start:" >&2; cat "$logfile" >&2; return 1
+        fi
+        sleep 0.1
+    done
+    ss -Htln "sport = :$port" | grep -q . || { echo "compare.sh: $name does not listen on $port" >&2; return 1; }
+    SERVER_PID="$SERVER_MAIN_PID"
+    if [ "$name" = nginx ]; then
+        for i in $(seq 1 50); do
+            SERVER_PID="$(pgrep -P "$SERVER_MAIN_PID" | head -1 || true)"
+            [ -n "$SERVER_PID" ] && break
+            sleep 0.1
+        done
+        [ -n "$SERVER_PID" ] || { echo "compare.sh: no nginx worker" >&2; return 1; }
+        STARTED_PIDS+=("$SERVER_PID")
+    fi
+    sleep 0.3
+}
+
+stop_server() {
+    local pid="$SERVER_MAIN_PID" i
+    kill -TERM "$pid" 2>/dev/null || true
+    for i in $(seq 1 50); do
+        kill -0 "$pid" 2>/dev/null || break
+        sleep 0.1
+    done
+    kill -KILL "$pid" 2>/dev/null || true
+    [ "$SERVER_PID" = "$pid" ] || kill -KILL "$SERVER_PID" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+    untrack "$pid"
+    untrack "$SERVER_PID"
+}
+
+rss_kib() { awk '/^VmRSS:/ { print $2 }' "/proc/$1/status"; }
+fd_count() { ls "/proc/$1/fd" 2>/dev/null | wc -l; }
+
+# ---------------------------------------------------------------------------------------------------------
+# One measurement
+
+# loadtest arguments of a scenario (without port, duration and output).
+loadtest_args() {
+    local scenario="$1" port="$2"
+    case "$scenario" in
+        e64_1) echo "echo --size 64 --connections 1" ;;
+        e64_100) echo "echo --size 64 --connections 100" ;;
+        e64_1000) echo "echo --size 64 --connections 1000" ;;
+        e64_5000) echo "echo --size 64 --connections 5000 --max-connecting 128" ;;
+        e16k) echo "echo --size 16k --connections 100" ;;
+        stream) echo "stream --connections 10" ;;
+        connect) echo "connect --connections 16" ;;
+        http) echo "http --url http://127.0.0.1:$port/ --connections 100" ;;
+    esac
+}
+
+measure() { # scenario server round
+    local scenario="$1" server="$2" round="$3"
+    local port tag result warmup
+    port="$(free_port)"
+    tag="$scenario.$server.r$round"
+    result="$OUT/$tag.json"
+    start_server "$server" "$port" "$OUT/$tag.server.log" || return 0
+    if [ "$scenario" = idle ]; then
+        measure_idle "$server" "$port" "$result" "$tag"
+    else
+        warmup="$WARMUP"
+        [ "$scenario" = e64_5000 ] && warmup=$((WARMUP > 2 ? WARMUP : 2))
+        # shellcheck disable=SC2046
+        taskset -c 1 timeout --kill-after=5 $((DURATION + warmup + 90)) \
+            "$LOADTEST" $(loadtest_args "$scenario" "$port") --port "$port" --loops 1 \
+            --duration "$DURATION" --warmup "$warmup" --server-pid "$SERVER_PID" \
+            --json "$result" --quiet >"$OUT/$tag.loadtest.log" 2>&1 &
+        local lt=$!
+        STARTED_PIDS+=("$lt")
+        wait "$lt" || log "  $tag: loadtest exited with $? (see $OUT/$tag.loadtest.log)"
+        untrack "$lt"
+        python3 - "$result" "$scenario" "$server" "$round" "$(cat /proc/loadavg)" <<'EOF' || true
+import json, sys
+path, scenario, server, round_, loadavg = sys.argv[1:6]
+try:
+    d = json.load(open(path))
+except Exception:
+    sys.exit(0)
+d["compare"] = {"scenario": scenario, "server": server, "round": int(round_), "loadavg": loadavg}
+json.dump(d, open(path, "w"))
+EOF
+        if [ -f "$result" ]; then
+            log "  $tag: $(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); s=d["mode"]=="stream"; print("%.0f %s, server %.2f %s, errors %d" % (d["mib_per_second"] if s else d["requests_per_second"], "MiB/s" if s else "/s", (d.get("server_cpu_s") or 0)*1e6/max(d["bytes"]/1048576,1e-9) if s else (d.get("server_us_per_request") or 0), "µs/MiB" if s else "µs/op", d["errors"]["total"]))' "$result")"
+        fi
+    fi
+    stop_server
+}
+
+# Idle memory: server VmRSS before and after IDLE_CONNECTIONS idle connections.
+measure_idle() { # server port result tag
+    local server="$1" port="$2" result="$3" tag="$4"
+    local rss0 fd0 rss1 fd1 i lt established
+    rss0="$(rss_kib "$SERVER_PID")"
+    fd0="$(fd_count "$SERVER_PID")"
+    taskset -c 1 timeout --kill-after=5 120 "$LOADTEST" idle --port "$port" --connections "$IDLE_CONNECTIONS" \
+        --loops 1 --duration 100 --warmup 0 --json "$OUT/$tag.loadtest.json" --quiet >"$OUT/$tag.loadtest.log" 2>&1 &
+    lt=$!
+    STARTED_PIDS+=("$lt")
+    established=0
+    for i in $(seq 1 600); do
+        fd1="$(fd_count "$SERVER_PID")"
+        if [ "$fd1" -ge $((fd0 + IDLE_CONNECTIONS)) ]; then established=1; break; fi
+        kill -0 "$lt" 2>/dev/null || break
+        sleep 0.1
+    done
+    sleep 1
+    rss1="$(rss_kib "$SERVER_PID")"
+    fd1="$(fd_count "$SERVER_PID")"
+    kill -TERM "$lt" 2>/dev/null || true
+    wait "$lt" 2>/dev/null || true
+    untrack "$lt"
+    python3 - "$result" "$server" "$rss0" "$rss1" "$fd0" "$fd1" "$IDLE_CONNECTIONS" "$established" "$tag" "$(cat /proc/loadavg)" <<'EOF'
+import json, sys
+path, server, rss0, rss1, fd0, fd1, n, ok, tag, loadavg = sys.argv[1:11]
+rss0, rss1, fd0, fd1, n = int(rss0), int(rss1), int(fd0), int(fd1), int(n)
+conns = fd1 - fd0
+d = {"mode": "idle", "compare": {"scenario": "idle", "server": server, "round": int(tag.rsplit(".r", 1)[1]), "loadavg": loadavg},
+     "rss_before_kib": rss0, "rss_after_kib": rss1, "fds_before": fd0, "fds_after": fd1,
+     "connections": conns, "target_connections": n, "all_established": ok == "1",
+     "bytes_per_connection": (rss1 - rss0) * 1024 / conns if conns > 0 else None}
+json.dump(d, open(path, "w"))
+EOF
+    log "  $tag: RSS $rss0 KiB -> $rss1 KiB with $((fd1 - fd0)) connections: $(( (rss1 - rss0) * 1024 / (fd1 - fd0 > 0 ? fd1 - fd0 : 1) )) B/connection"
+}
+
+# ---------------------------------------------------------------------------------------------------------
+# Run
+
+{
+    echo "{"
+    echo "  \"date\": \"$(date -u +%Y-%m-%dT%H:%M:%SZ)\","
+    echo "  \"command\": \"Benchmarks/compare.sh${ARGS_TEXT:+ $ARGS_TEXT}\","
+    echo "  \"commit\": \"$(git -C "$ROOT_DIR" rev-parse --short HEAD 2>/dev/null || echo unknown)\","
+    echo "  \"dirty\": $( [ -n "$(git -C "$ROOT_DIR" status --porcelain -- Sources 2>/dev/null)" ] && echo true || echo false),"
+    echo "  \"nproc\": $(nproc),"
+    echo "  \"cpu\": \"$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)\","
+    echo "  \"kernel\": \"$(uname -sr)\","
+    echo "  \"swift\": \"$(swift --version 2>/dev/null | head -1 | sed 's/"/\\"/g')\","
+    echo "  \"nginx\": \"$( [ -n "$NGINX" ] && "$NGINX" -v 2>&1 | sed 's/.*: //' || echo none)\","
+    echo "  \"duration_s\": $DURATION, \"warmup_s\": $WARMUP, \"rounds\": $ROUNDS,"
+    echo "  \"scenarios\": \"$SCENARIOS\","
+    echo "  \"loadavg_start\": \"$(cat /proc/loadavg)\""
+    echo "}"
+} >"$OUT/meta.json"
+
+log "results in $OUT; scenarios: $SCENARIOS; $ROUNDS round(s) of ${DURATION} s windows"
+for round in $(seq 1 "$ROUNDS"); do
+    log "round $round of $ROUNDS"
+    for scenario in $SCENARIOS; do
+        for server in $(servers_of "$scenario"); do
+            measure "$scenario" "$server" "$round"
+        done
+    done
+done
+echo "$(cat /proc/loadavg)" >"$OUT/loadavg-end.txt"
+
+python3 "$BENCH_DIR/compare-report.py" "$OUT" --svg "$SVG"
