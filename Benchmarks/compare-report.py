@@ -236,13 +236,17 @@ def checks(summary):
 
 
 def details(runs):
-    lines = ["| scenario | server | round | cost | rate | errors | load average | file |", "|---|---|---|---|---|---|---|---|"]
+    lines = ["| scenario | server | round | cost | rate | p99.9 latency | errors | load average | file |",
+             "|---|---|---|---|---|---|---|---|---|"]
     order = {s: i for i, (s, _) in enumerate(SCENARIOS)}
     for run in sorted(runs, key=lambda r: (order.get(r["compare"]["scenario"], 99), r["compare"]["server"], r["compare"]["round"])):
         cost, rate, unit, rate_unit = figures(run)
-        lines.append("| {} | {} | {} | {} | {} | {} | {} | {} |".format(
+        p999 = (run.get("latency_us") or {}).get("p99_9")
+        lines.append("| {} | {} | {} | {} | {} | {} | {} | {} | {} |".format(
             run["compare"]["scenario"], run["compare"]["server"], run["compare"]["round"],
-            fmt_cost(cost, unit), fmt_rate(rate, rate_unit), (run.get("errors") or {}).get("total", 0),
+            fmt_cost(cost, unit), fmt_rate(rate, rate_unit),
+            "" if p999 is None else (f"{p999 / 1000:,.1f} ms" if p999 >= 1000 else f"{p999:,.0f} µs"),
+            (run.get("errors") or {}).get("total", 0),
             run["compare"].get("loadavg", "").split(" ")[0], run["_file"]))
     return "\n".join(lines)
 
