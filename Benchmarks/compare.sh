@@ -9,7 +9,7 @@
 # operations per second, plus an SVG chart. The machine is noisy: servers alternate within each round and
 # the table shows the median over rounds; compare ratios.
 #
-#     Benchmarks/compare.sh                 # full run: 10 s windows, 3 rounds (about 30 minutes)
+#     Benchmarks/compare.sh                 # full run: 10 s windows, 3 rounds (about 20 minutes)
 #     Benchmarks/compare.sh --quick         # 3 s windows, 1 round, to iterate
 #     Benchmarks/compare.sh --only e64_100,http --rounds 5 --svg docs/benchmarks-servers.svg
 #
