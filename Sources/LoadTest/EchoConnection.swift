@@ -1,164 +1,298 @@
 import EpollLoop
-import FoundationEssentials
-import LoopSocket
+import Glibc
 
-/// Where a client connection is in its life.
-enum ConnectionState {
-    case idle, connecting, open, closed
-}
-
-/// Send times of the requests in flight, a power-of-two ring indexed by sequence number.
-struct SendTimes {
-    private var times: [UInt64]
-    let mask: UInt64
-
-    init(capacity: Int) {
-        var size = 1
-        while size < capacity { size <<= 1 }
-        times = Array(repeating: 0, count: size)
-        mask = UInt64(size - 1)
-    }
-
-    var capacity: Int { times.count }
-
-    @inline(__always)
-    subscript(sequence: UInt64) -> UInt64 {
-        get { times.withUnsafeBufferPointer { $0[Int(sequence & mask)] } }
-        set { times.withUnsafeMutableBufferPointer { $0[Int(sequence & mask)] = newValue } }
-    }
-}
-
-/// One echo connection: fixed-size messages carrying a sequence number, each reply checked byte for byte.
+/// One echo connection, driven straight on the worker's event loop: a nonblocking socket registered with the
+/// loop, fixed-size messages carrying a sequence number, each reply checked byte for byte.
+///
+/// A load generator is the yardstick for servers, so its own cost per request must stay out of the
+/// measurement (the choice wrk makes): this class talks to the kernel itself instead of going through
+/// GCDAsyncSocket's queues, delegate calls and per-read `Data`. A request is one `Deadline.now()`, one `recv`
+/// into the loop's scratch buffer, a `memcmp`, a histogram increment, the next message written in place
+/// into the connection's send buffer and one `send`; nothing is allocated.
 ///
 /// Closed loop: `pipeline` messages in flight; each reply sends the next. Open loop: the worker's schedule
-/// sends messages (``sendPaced(intended:)``) and latency counts from the intended time. Callbacks run inline
-/// on the worker's loop; the hot path is one `Deadline.now()`, a compare, a histogram increment, one write
-/// and one read, and reuses the message buffer (no allocation besides the `Data` LoopSocket delivers).
-final class EchoConnection: GCDAsyncSocketDelegate, PacedConnection, SweptConnection {
+/// sends messages (``sendPaced(intended:)``) and latency counts from the intended time. Replies are timed out
+/// by the worker's sweep (``expireRequests(sentBefore:)``), the connect by a loop timer.
+///
+/// Every failure closes the descriptor through the loop, once, and is counted by ``ErrorKind``.
+final class EchoConnection: IOEventHandler, PacedConnection, SweptConnection {
     // The worker outlives its connections (it holds them), hence unowned(unsafe): no reference counting.
     // The mutable state is loop-confined and never accessed across a call that could re-enter it, so it
-    // opts out of dynamic exclusivity checks, which otherwise cost more per request than the rest of this class.
+    // opts out of dynamic exclusivity checks, which would otherwise cost about as much as the rest of a request.
     unowned(unsafe) let worker: LoopWorker
-    @exclusivity(unchecked) private var socket: GCDAsyncSocket?
     private let phase: UInt32
     private let size: Int
     private let openLoop: Bool
-    /// The message buffer, rewritten in place for each request: once the socket has written a message it
-    /// drops its reference, so the buffer is uniquely ours again and the rewrite allocates nothing (with
-    /// several requests in flight, copy-on-write gives each its own buffer).
-    @exclusivity(unchecked) private var message: Data
-    @exclusivity(unchecked) private var times: SendTimes
-    @exclusivity(unchecked) private var nextSend: UInt64 = 0
-    @exclusivity(unchecked) private var nextReceive: UInt64 = 0
-    @exclusivity(unchecked) private var readQueued = false
     @exclusivity(unchecked) private var state = ConnectionState.idle
+    @exclusivity(unchecked) private var fd: Int32 = -1
+    /// Whether EPOLLOUT is in the interest set: only while a send is waiting for room in the kernel.
+    @exclusivity(unchecked) private var writableArmed = false
+    @exclusivity(unchecked) private var connectTimer = TimerID.invalid
+    @exclusivity(unchecked) private var output: EchoSendBuffer
+    @exclusivity(unchecked) private var reader: EchoReplyReader
+    @exclusivity(unchecked) private var times: SendTimes
+    /// The sequence number of the next message to queue.
+    @exclusivity(unchecked) private var nextSend: UInt64 = 0
+    /// Bytes handed to the kernel, and bytes received back: a reply can never outrun the request.
+    @exclusivity(unchecked) private var sentBytes: UInt64 = 0
+    @exclusivity(unchecked) private var receivedBytes: UInt64 = 0
 
     init(worker: LoopWorker, number: Int) {
         self.worker = worker
         phase = Pattern.phase(of: number)
         size = worker.config.size
         openLoop = worker.config.isOpenLoop
-        message = Data(count: size)
+        // Closed loop: at most `pipeline` messages are unanswered, so at most that many can be unsent. Open
+        // loop: a connection whose previous message is still stuck in its buffer has no room (``hasRoom``),
+        // and the schedule picks another one.
+        output = EchoSendBuffer(capacity: size * (openLoop ? 1 : worker.config.pipeline))
+        reader = EchoReplyReader(size: size, phase: phase)
         times = SendTimes(capacity: openLoop ? 1024 : worker.config.pipeline)
     }
 
+    deinit {
+        output.deallocate()
+    }
+
+    private var loop: EventLoop { worker.loop }
+
+    // MARK: Connecting
+
     func start() {
-        let socket = GCDAsyncSocket(delegate: self, delegateQueue: nil, loop: worker.loop)
-        self.socket = socket
         state = .connecting
+        guard let address = worker.address else {
+            fail(.other, "connect: no resolved address for \(worker.config.host)")
+            return
+        }
+        let socket: Int32
         do {
-            try socket.connect(toHost: worker.config.host, onPort: worker.config.port, withTimeout: worker.connectTimeout)
+            socket = try Syscall.socket(domain: address.family)
         } catch {
-            state = .closed
-            worker.recordError(ErrorKind.classify(error), "connect: \(error)")
-            worker.connectionSettled(ok: false)
+            fail(ErrorKind.classify(error), "socket: \(error)")
+            return
+        }
+        // Requests are small and each waits for its reply: Nagle's delay would be measured as server latency.
+        try? Syscall.setOption(socket, level: Int32(IPPROTO_TCP), name: TCP_NODELAY, value: 1)
+        do {
+            // Connected at once or in progress: either way epoll reports the socket writable when it is done,
+            // so both finish in `connectFinished` (and nothing settles inside `start`).
+            _ = try address.withSockaddr { (sockaddr, length) throws(SyscallError) in
+                try Syscall.connect(socket, sockaddr, length)
+            }
+        } catch {
+            try? Syscall.close(socket)
+            fail(ErrorKind.classify(error), "\(error)")
+            return
+        }
+        do {
+            try loop.register(fd: socket, interest: .writable, handler: self)
+        } catch {
+            try? Syscall.close(socket)
+            fail(ErrorKind.classify(error), "register: \(error)")
+            return
+        }
+        fd = socket
+        let timeout = LoadRunner.nanos(worker.connectTimeout)
+        connectTimer = loop.scheduleOnLoop(at: Deadline.now().uptimeNanoseconds &+ timeout) { [unowned self] in
+            self.connectTimer = .invalid
+            guard self.state == .connecting else { return }
+            self.fail(.connectTimeout, "connect: no answer within \(self.worker.connectTimeout) s")
         }
     }
 
+    /// The socket became writable (or failed) while connecting: `SO_ERROR` says which.
+    private func connectFinished() {
+        let error: Int32
+        do {
+            error = try Syscall.option(fd, level: SOL_SOCKET, name: SO_ERROR)
+        } catch {
+            fail(ErrorKind.classify(error), "getsockopt(SO_ERROR): \(error)")
+            return
+        }
+        guard error == 0 else {
+            let failure = SyscallError(.connect, errno: Errno(rawValue: error))
+            fail(ErrorKind.classify(failure), "\(failure)")
+            return
+        }
+        loop.cancelOnLoop(connectTimer)
+        connectTimer = .invalid
+        do {
+            try loop.setInterest(.readable, fd: fd)
+        } catch {
+            fail(ErrorKind.classify(error), "epoll: \(error)")
+            return
+        }
+        state = .open
+        worker.connectionSettled(ok: true)
+        guard !openLoop, !worker.stopping, state == .open else { return }
+        let now = Deadline.now().uptimeNanoseconds
+        for _ in 0..<worker.config.pipeline { queueMessage(at: now) }
+        flush()
+    }
+
+    // MARK: LoadConnection
+
     func stop() {
-        guard state == .open || state == .connecting else { return }
-        socket?.disconnect()
+        close()
     }
 
     func expireRequests(sentBefore cutoff: UInt64) {
-        guard state == .open, nextSend != nextReceive, times[nextReceive] < cutoff, let socket else { return }
-        worker.recordError(.timeout, "no echo reply within \(worker.config.timeout) s")
-        socket.disconnect()
+        guard state == .open, nextSend != reader.sequence, times[reader.sequence] < cutoff else { return }
+        fail(.timeout, "no echo reply within \(worker.config.timeout) s")
     }
 
-    var hasRoom: Bool { state == .open && nextSend &- nextReceive < UInt64(times.capacity) }
+    var hasRoom: Bool {
+        state == .open && nextSend &- reader.sequence < UInt64(times.capacity) && output.hasRoom(for: size)
+    }
 
     func sendPaced(intended: UInt64) {
-        guard let socket else { return }
-        send(on: socket, at: intended)
+        queueMessage(at: intended)
+        flush()
     }
 
+    // MARK: IOEventHandler
+
+    func handleIO(_ events: IOEvents) {
+        switch state {
+        case .open:
+            // Hang-ups and errors are read too: recv reports them (0 or the error) in order after the data.
+            if events.rawValue & (IOEvents.readable.rawValue | IOEvents.hangup.rawValue | IOEvents.error.rawValue) != 0 {
+                receive()
+            }
+            if writableArmed && state == .open && events.contains(.writable) {
+                flush()
+                // Room again: requests the schedule could not place meanwhile may go now.
+                if openLoop && !writableArmed && state == .open && !worker.stopping {
+                    let now = Deadline.now().uptimeNanoseconds
+                    if worker.nextPaceAt <= now { worker.pace(now: now) }
+                }
+            }
+        case .connecting:
+            connectFinished()
+        case .idle, .closed:
+            break
+        }
+    }
+
+    func loopWillShutDown() {
+        close()
+    }
+
+    // MARK: Traffic
+
+    /// Reads what has arrived (one `recv`: the loop is level-triggered and reports the rest), checks it,
+    /// records each completed reply, and in the closed loop sends as many new messages, in one `send`.
     @inline(__always)
-    private func send(on socket: GCDAsyncSocket, at time: UInt64) {
-        times[nextSend] = time
-        let sequence = nextSend
-        let phase = self.phase
-        message.withUnsafeMutableBytes { Pattern.shared.fillMessage($0, sequence: sequence, phase: phase) }
-        nextSend &+= 1
-        socket.write(message, withTimeout: -1, tag: 0)
-        if !readQueued {
-            readQueued = true
-            socket.readData(toLength: UInt(size), withTimeout: worker.replyTimeout, tag: 0)
-        }
-    }
-
-    // MARK: Delegate
-
-    func socket(_ sock: GCDAsyncSocket, didConnectToHost host: String, port: UInt16) {
-        state = .open
-        worker.connectionSettled(ok: true)
-        guard !openLoop, !worker.stopping else { return }
-        let now = Deadline.now().uptimeNanoseconds
-        for _ in 0..<worker.config.pipeline { send(on: sock, at: now) }
-    }
-
-    func socket(_ sock: GCDAsyncSocket, didRead data: Data, withTag tag: Int) {
-        let now = Deadline.now().uptimeNanoseconds
-        readQueued = false
-        let sequence = nextReceive
-        let phase = self.phase
-        guard nextSend != nextReceive else {
-            worker.recordError(.mismatch, "the server sent bytes nobody asked for")
-            sock.disconnect()
+    private func receive() {
+        let scratch = worker.receiveBuffer
+        let count: Int
+        do {
+            switch try Syscall.recv(fd, scratch) {
+            case .processed(let n): count = n
+            case .wouldBlock: return
+            }
+        } catch {
+            fail(ErrorKind.classify(error), "\(error)")
             return
         }
-        let intact = data.withUnsafeBytes { Pattern.shared.checkMessage($0, sequence: sequence, phase: phase) }
+        guard count > 0 else {
+            fail(.closed, "the server closed the connection")
+            return
+        }
+        let now = Deadline.now().uptimeNanoseconds
+        let expected = Int(min(UInt64(count), sentBytes &- receivedBytes))
+        let first = reader.sequence
+        let intact = reader.read(UnsafeRawBufferPointer(start: scratch.baseAddress, count: expected))
+        receivedBytes &+= UInt64(expected)
+        var sequence = first
+        while sequence != reader.sequence {
+            worker.recordReply(latency: now &- times[sequence], bytes: size, now: now)
+            sequence &+= 1
+        }
         guard intact else {
-            worker.recordError(.mismatch, "echo reply \(sequence) on a connection did not match what was sent")
-            sock.disconnect()
+            fail(.mismatch, "echo reply \(reader.sequence) on a connection did not match what was sent")
             return
         }
-        let sentAt = times[sequence]
-        nextReceive &+= 1
-        worker.recordReply(latency: now &- sentAt, bytes: size, now: now)
+        guard count == expected else {
+            fail(.mismatch, "the server sent bytes nobody asked for")
+            return
+        }
         if worker.stopping { return }
         if openLoop {
             if worker.nextPaceAt <= now { worker.pace(now: now) }
-        } else {
-            send(on: sock, at: now)
-        }
-        // A read stays queued even with nothing in flight (open loop): the socket then keeps its epoll
-        // interest instead of dropping and re-adding EPOLLIN around every request (two epoll_ctl calls).
-        // Replies are timed out by the worker's sweep, so an idle queued read arms no timer.
-        if !readQueued {
-            readQueued = true
-            sock.readData(toLength: UInt(size), withTimeout: worker.replyTimeout, tag: 0)
+        } else if sequence != first {
+            for _ in 0..<(sequence &- first) { queueMessage(at: now) }
+            flush()
         }
     }
 
-    func socketDidDisconnect(_ sock: GCDAsyncSocket, withError err: Error?) {
+    /// Writes the next message into the send buffer, in place, and notes its (intended) send time.
+    @inline(__always)
+    private func queueMessage(at time: UInt64) {
+        times[nextSend] = time
+        let sequence = nextSend
+        let phase = self.phase
+        output.append(size) { Pattern.shared.fillMessage($0, sequence: sequence, phase: phase) }
+        nextSend &+= 1
+    }
+
+    /// Sends what is queued until it is all sent or the kernel is full; only then is EPOLLOUT armed, and it is
+    /// disarmed as soon as the buffer has drained (a socket with room would otherwise wake the loop forever).
+    @inline(__always)
+    private func flush() {
+        while !output.isEmpty {
+            let result: IOResult<Int>
+            do {
+                result = try Syscall.send(fd, output.unsent)
+            } catch {
+                fail(ErrorKind.classify(error), "\(error)")
+                return
+            }
+            guard case .processed(let n) = result, n > 0 else {
+                if !writableArmed { watchWritable(true) }
+                return
+            }
+            output.consume(n)
+            sentBytes &+= UInt64(n)
+        }
+        if writableArmed { watchWritable(false) }
+    }
+
+    private func watchWritable(_ on: Bool) {
+        do {
+            try loop.setInterest(on ? [.readable, .writable] : .readable, fd: fd)
+            writableArmed = on
+        } catch {
+            fail(ErrorKind.classify(error), "epoll: \(error)")
+        }
+    }
+
+    // MARK: Closing
+
+    /// Counts `kind` (unless the run is over) and closes the connection.
+    @inline(never)
+    private func fail(_ kind: ErrorKind, _ message: @autoclosure () -> String) {
+        worker.recordError(kind, message())
+        close()
+    }
+
+    /// Closes the descriptor through the loop (exactly once) and tells the worker: a connect that failed, or
+    /// an open connection gone. Harmless when already closed.
+    private func close() {
         let previous = state
+        guard previous == .connecting || previous == .open else { return }
         state = .closed
+        loop.cancelOnLoop(connectTimer)
+        connectTimer = .invalid
+        if fd >= 0 {
+            try? loop.close(fd: fd)
+            fd = -1
+        }
+        writableArmed = false
         if previous == .connecting {
             worker.connectionSettled(ok: false)
-        } else if previous == .open {
+        } else {
             worker.connectionClosed()
         }
-        if let err { worker.recordError(ErrorKind.classify(err), "\(err)") }
     }
 }

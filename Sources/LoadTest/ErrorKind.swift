@@ -42,6 +42,7 @@ public enum ErrorKind: String, CaseIterable, Sendable, Codable {
             return .other
         }
         if let error = error as? SyscallError { return classify(errno: error.errno) }
+        if case .system(let error)? = error as? EventLoopError { return classify(errno: error.errno) }
         return .other
     }
 

@@ -79,6 +79,16 @@ public final class LoadRunner: Sendable {
         }
         try checkLimits(config, inProcessServer: server != nil)
 
+        // Echo connections connect to one address, looked up here, off the loops (getaddrinfo blocks).
+        var address: ServerAddress?
+        if config.mode == .echo || config.mode == .demo {
+            do {
+                address = try ServerAddress.resolve(host: config.host, port: config.port)
+            } catch {
+                throw LoadTestError("cannot resolve \(config.host): \(error)")
+            }
+        }
+
         let group: EventLoopGroup
         do {
             group = try EventLoopGroup(numberOfLoops: config.loops, name: "loadtest")
@@ -89,7 +99,8 @@ public final class LoadRunner: Sendable {
         var first = 0
         for (i, loop) in group.loops.enumerated() {
             let share = config.connections / config.loops + (i < config.connections % config.loops ? 1 : 0)
-            workers.append(LoopWorker(loop: loop, config: config, target: share, firstNumber: first, signals: signals))
+            workers.append(LoopWorker(loop: loop, config: config, target: share, firstNumber: first, signals: signals,
+                                      address: address))
             first += share
         }
         defer {

@@ -98,6 +98,11 @@ final class LoopWorker: @unchecked Sendable {
     let sweepTimeout: UInt64
     let connectTimeout: Double
     let maxConnecting: Int
+    /// The server's address, resolved once for the run (echo modes; the others resolve per connection).
+    let address: ServerAddress?
+    /// Where echo connections receive: replies are checked as soon as they arrive and never kept, so one
+    /// buffer serves every connection of the loop (as in the C reference load generator), and stays in cache.
+    let receiveBuffer: UnsafeMutableRawBufferPointer
 
     // Counters since the start (for progress) and within the window (for the report). The hot ones opt out of
     // dynamic exclusivity checks: they are touched only on the loop, by code that never holds an access across
@@ -135,8 +140,15 @@ final class LoopWorker: @unchecked Sendable {
     /// When the next paced request is due (`.max` with no schedule): connections compare it cheaply.
     @exclusivity(unchecked) var nextPaceAt = UInt64.max
 
-    init(loop: EventLoop, config: LoadConfig, target: Int, firstNumber: Int, signals: RunSignals) {
+    /// The size of ``receiveBuffer``: big enough that coalesced replies of many pipelined requests come in
+    /// one `recv`.
+    static let receiveBufferSize = 64 * 1024
+
+    init(loop: EventLoop, config: LoadConfig, target: Int, firstNumber: Int, signals: RunSignals,
+         address: ServerAddress? = nil) {
         self.loop = loop
+        self.address = address
+        receiveBuffer = .allocate(byteCount: Self.receiveBufferSize, alignment: 16)
         self.config = config
         self.target = target
         self.firstNumber = firstNumber
@@ -146,6 +158,10 @@ final class LoopWorker: @unchecked Sendable {
         sweepTimeout = config.timeout > 0 && swept ? UInt64(config.timeout * 1e9) : 0
         connectTimeout = config.timeout > 0 ? config.timeout : 30
         maxConnecting = max(1, config.maxConnecting / max(1, config.loops))
+    }
+
+    deinit {
+        receiveBuffer.deallocate()
     }
 
     // MARK: Recording (hot path)

@@ -71,6 +71,25 @@ final class Pattern: @unchecked Sendable {
         return memcmp(base + header, source + header, size - header) == 0
     }
 
+    /// Whether `part` is bytes `offset ..< offset + part.count` of echo message `sequence` (`size` bytes) of a
+    /// stream with `phase`: the check for replies that arrive split at any byte. `part` must not run past the
+    /// message's end.
+    @inline(__always)
+    func checkMessagePart(_ part: UnsafeRawBufferPointer, at offset: Int, size: Int, sequence: UInt64, phase: UInt32) -> Bool {
+        guard let base = part.baseAddress else { return true }
+        let header = min(8, size)
+        var checked = 0
+        if offset < header {
+            checked = min(header - offset, part.count)
+            var seq = sequence.littleEndian
+            let headerOK = withUnsafeBytes(of: &seq) { memcmp(base, $0.baseAddress! + offset, checked) == 0 }
+            guard headerOK else { return false }
+        }
+        guard checked < part.count else { return true }
+        let source = at(sequence &* UInt64(size), phase: phase)
+        return memcmp(base + checked, source + offset + checked, part.count - checked) == 0
+    }
+
     /// Whether `bytes` are the stream with `phase` at `offset` (bulk streaming, no headers).
     @inline(__always)
     func checkStream(_ bytes: UnsafeRawBufferPointer, offset: UInt64, phase: UInt32) -> Bool {
