@@ -78,7 +78,10 @@ extension EventLoop {
 /// work in the loop-local queue never leaves the loop's thread.
 enum LoopWork: @unchecked Sendable {
     case task(() -> Void)
+    /// A job sent to the loop as a serial executor (an actor's).
     case job(UnownedJob)
+    /// A job sent to the loop as a task executor (a task preferring the loop, in nonisolated code).
+    case taskJob(UnownedJob)
 
     @inline(__always)
     func run(on loop: EventLoop) {
@@ -86,7 +89,11 @@ enum LoopWork: @unchecked Sendable {
         case .task(let task):
             task()
         case .job(let job):
+            loop.jobsRun &+= 1
             job.runSynchronously(isolatedTo: loop.asUnownedSerialExecutor(), taskExecutor: loop.asUnownedTaskExecutor())
+        case .taskJob(let job):
+            loop.jobsRun &+= 1
+            job.runSynchronously(on: loop.asUnownedTaskExecutor())
         }
     }
 }

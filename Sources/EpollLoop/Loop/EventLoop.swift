@@ -47,10 +47,14 @@ public final class EventLoop: @unchecked Sendable {
     @exclusivity(unchecked) var now: UInt64
     /// Iterations completed (for tests and statistics).
     @exclusivity(unchecked) var iterations: UInt64 = 0
+    /// Swift concurrency jobs run (for tests: a task resumed on the loop should cost one job).
+    @exclusivity(unchecked) package internal(set) var jobsRun: UInt64 = 0
     /// Whether this iteration saw a shutdown request (copied from `remote` under its lock).
     @exclusivity(unchecked) var shutdownRequested = false
     /// Per-loop state of a higher layer (LoopSocket keeps its shared receive buffer here). Loop-confined.
     package var attachment: AnyObject?
+    /// The loop's face as a serial executor, for actors (see `EventLoop+Executor.swift`). Set once in `init`.
+    private(set) var serialExecutor: LoopSerialExecutor!
 
     /// Creates a loop: its epoll instance and wakeup eventfd. It does nothing until ``run()``.
     ///
@@ -81,6 +85,7 @@ public final class EventLoop: @unchecked Sendable {
         timers = TimerWheel(origin: now)
         remote = Locked(RemoteState())
         finished.enter()
+        serialExecutor = LoopSerialExecutor(loop: self)
     }
 
     deinit {

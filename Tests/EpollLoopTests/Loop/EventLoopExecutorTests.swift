@@ -36,6 +36,58 @@ final class EventLoopExecutorTests: XCTestCase {
         XCTAssertFalse(elsewhere)
     }
 
+    /// A task preferring the loop, suspended in nonisolated code and resumed on the loop, runs again as one
+    /// job. (Were its jobs run as the loop's serial executor's, each resumption would switch executors and
+    /// enqueue the task a second time.)
+    func testResumingATaskThatPrefersTheLoopCostsOneJob() async throws {
+        let loop = group.loops[0]
+        let rounds: UInt64 = 200
+        let jobs = await Task(executorPreference: loop) { () -> UInt64 in
+            let before = loop.jobsRun
+            for _ in 0..<rounds {
+                await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
+                    loop.executeOnLoop { continuation.resume() }
+                }
+                precondition(loop.inEventLoop)
+            }
+            return loop.jobsRun - before
+        }.value
+        XCTAssertEqual(jobs, rounds, "one job per resumption")
+    }
+
+    /// A task preferring the loop that calls into an actor on the same loop and comes back keeps running on
+    /// the loop, with the actor's isolation checks holding inside it.
+    func testTaskPreferringTheLoopCallsAnActorOnIt() async throws {
+        let loop = group.loops[1]
+        let counter = Counter(loop: loop)
+        let allOnLoop = await Task(executorPreference: loop) { () -> Bool in
+            var onLoop = true
+            for _ in 0..<100 {
+                onLoop = await counter.increment() && onLoop
+                onLoop = loop.inEventLoop && onLoop
+            }
+            return onLoop
+        }.value
+        XCTAssertTrue(allOnLoop)
+        let value = await counter.value
+        XCTAssertEqual(value, 100)
+    }
+
+    /// The runtime retains a task's preferred executor for the task's life and releases it by the identity
+    /// `asUnownedTaskExecutor()` returns: many short tasks must leave the loop and its actor executor intact.
+    func testManyTasksPreferringTheLoopKeepItsExecutorsAlive() async throws {
+        let loop = group.loops[0]
+        for _ in 0..<2_000 {
+            _ = await Task(executorPreference: loop) { loop.inEventLoop }.value
+        }
+        await withTaskGroup(of: Void.self) { tasks in
+            for _ in 0..<2_000 { tasks.addTask(executorPreference: loop) { precondition(loop.inEventLoop) } }
+        }
+        let counter = Counter(loop: loop)
+        let onLoop = await counter.increment()
+        XCTAssertTrue(onLoop)
+    }
+
     func testActorJobsRunOnTheLoopInOrder() async throws {
         let loop = group.loops[1]
         let counter = Counter(loop: loop)
