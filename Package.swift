@@ -1,4 +1,4 @@
-// swift-tools-version:6.0
+// swift-tools-version:6.2
 import PackageDescription
 
 // The root package depends on no other Swift package: only the toolchain's Glibc, Synchronization,

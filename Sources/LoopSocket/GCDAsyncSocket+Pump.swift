@@ -19,7 +19,10 @@ extension GCDAsyncSocket: IOEventHandler {
                 return
             }
         }
-        if !events.isDisjoint(with: [.readable, .readHangup, .hangup, .error]) { flags.insert(.readReady) }
+        if !events.isDisjoint(with: [.readable, .readHangup, .hangup, .error]) {
+            flags.insert(.readReady)
+            if events.contains(.readable) && !wantsBytes { flags.insert(.readIdleWake) }
+        }
         if !events.isDisjoint(with: [.readHangup, .hangup]) { flags.insert(.peerHungUp) }
         if events.contains(.writable) || events.contains(.hangup) { flags.remove(.writeBlocked) }
         pump()
@@ -68,13 +71,19 @@ extension GCDAsyncSocket: IOEventHandler {
 
     /// Registers exactly the readiness the socket can act on; the loop makes no syscall when it is unchanged.
     ///
-    /// EPOLLIN only while a read waits (otherwise the kernel buffer fills and TCP pushes back on the peer);
+    /// EPOLLIN while a read waits, and lazily in between: it stays armed after the last queued read
+    /// completes and is dropped only once it fires with no read queued (until the next read is queued). A
+    /// reader that queues its next read outside the completion (an `async` task, a delegate queue) would
+    /// otherwise cost an `epoll_ctl` to drop EPOLLIN and another to add it back on every read; the bytes
+    /// stay in the kernel, so TCP still pushes back on the peer after that one wake-up.
     /// EPOLLRDHUP until the end of the stream is seen, so a vanished peer is noticed even with no read
     /// queued; EPOLLOUT only after a send hit EAGAIN.
     func updateInterest() {
         var interest: IOEvents = []
         if !flags.contains(.readEOF) {
-            if wantsBytes && pendingCount == 0 && !flags.contains(.readTimeoutAsking) { interest.insert(.readable) }
+            if !flags.contains(.readTimeoutAsking) && (wantsBytes ? pendingCount == 0 : !flags.contains(.readIdleWake)) {
+                interest.insert(.readable)
+            }
             if !flags.contains(.peerHungUp) { interest.insert(.readHangup) }
         }
         if flags.contains(.writeBlocked) && !writes.isEmpty { interest.insert(.writable) }

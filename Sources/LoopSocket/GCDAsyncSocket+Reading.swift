@@ -33,6 +33,7 @@ extension GCDAsyncSocket {
         onLoop { [self] in
             guard phase != .idle else { return }
             flags.insert(.continuousRead)
+            flags.remove(.readIdleWake)
             shared.withLock { $0.continuousTag = tag }
             requestPump()
         }
@@ -53,9 +54,9 @@ extension GCDAsyncSocket {
         total: UnsafeMutablePointer<UInt>?
     ) -> Float {
         eventLoop.preconditionInEventLoop()
-        guard let op = reads.first else { return .nan }
-        let (bytesDone, bytesTotal) = op.progress
-        tag?.pointee = op.tag
+        guard let (progress, opTag) = reads.front({ ($0.progress, $0.tag) }) else { return .nan }
+        let (bytesDone, bytesTotal) = progress
+        tag?.pointee = opTag
         done?.pointee = UInt(bytesDone)
         total?.pointee = UInt(bytesTotal)
         return bytesTotal > 0 ? Float(bytesDone) / Float(bytesTotal) : 1
@@ -72,13 +73,19 @@ extension GCDAsyncSocket {
 
     /// Reads are accepted once a connect or accept has started, until a `disconnectAfter…` (GCDAsyncSocket's
     /// rule); others are dropped silently, as there.
-    func enqueueRead(_ op: ReadOp) {
+    func enqueueRead(_ op: consuming ReadOp) {
         guard phase != .idle, !flags.contains(.noNewIO) else { return }
-        var op = op
-        op.id = nextOpID
-        nextOpID &+= 1
+        op.id = reserveOpID()
         reads.append(op)
+        flags.remove(.readIdleWake)
         requestPump()
+    }
+
+    /// A fresh operation id (ids only need to be unique among queued operations; they tie timers and
+    /// cancellations to the operation they were meant for).
+    func reserveOpID() -> UInt32 {
+        defer { nextOpID &+= 1 }
+        return nextOpID
     }
 
     // MARK: The read engine
@@ -174,7 +181,7 @@ extension GCDAsyncSocket {
             case .needMore(let used):
                 offset += used
                 if used > 0 {
-                    let tag = reads.first!.tag
+                    let tag = reads.front { $0.tag }!
                     notify { $0.socket($1, didReadPartialDataOfLength: UInt(used), tag: tag) }
                 }
             case .complete(let used, let data):
@@ -217,9 +224,9 @@ extension GCDAsyncSocket {
     }
 
     /// Delivers a read's outcome: to its `async` waiter, or to the delegate (and the caller's buffer).
-    func finishRead(_ op: ReadOp, with result: Result<Data, any Error>) {
-        if let waiter = op.waiter {
-            waiter.resume(result)
+    func finishRead(_ op: borrowing ReadOp, with result: Result<Data, any Error>) {
+        if let continuation = op.continuation {
+            continuation.resume(with: result)
             return
         }
         switch result {
@@ -227,7 +234,8 @@ extension GCDAsyncSocket {
             op.sink?(data)
             notifyDidRead(data, tag: op.tag)
         case .failure(let error):
-            notify { $0.socket($1, didFailToReadDataWithTag: op.tag, error: error) }
+            let tag = op.tag
+            notify { $0.socket($1, didFailToReadDataWithTag: tag, error: error) }
         }
     }
 
@@ -235,19 +243,21 @@ extension GCDAsyncSocket {
     /// `async` ones, so no continuation is ever left hanging.
     func dropReads(with error: any Error) {
         for op in reads.removeAll() {
-            op.waiter?.resume(.failure(error))
+            op.continuation?.resume(throwing: error)
         }
     }
 
-    /// Cancels an `async` read: removed from the queue (an unfinished read's bytes go back to the
-    /// prebuffer, so the socket stays usable) and resumed with `CancellationError`. Loop only.
-    func cancelRead(_ waiter: ReadWaiter) {
-        waiter.cancelled = true
-        guard let (op, wasFront) = reads.remove(where: { $0.waiter === waiter }) else { return }
+    /// Cancels the `async` read with operation id `id`, if it is still queued: removed from the queue (an
+    /// unfinished read's bytes go back to the prebuffer, so the socket stays usable) and resumed with
+    /// `CancellationError`. Returns false if no such read was queued. Loop only.
+    @discardableResult
+    func cancelRead(id: UInt32) -> Bool {
+        guard let (op, wasFront) = reads.remove(where: { $0.id == id && $0.continuation != nil }) else { return false }
         if wasFront && !op.buffer.isEmpty {
             pending.insert(contentsOf: op.buffer, at: pendingStart)
         }
-        waiter.resume(.failure(CancellationError()))
+        op.continuation?.resume(throwing: CancellationError())
         if wasFront { requestPump() }
+        return true
     }
 }

@@ -10,11 +10,13 @@ extension GCDAsyncSocket {
     }
 
     func updateTimers() {
-        if readTimerOp != reads.first?.id ?? .max || (reads.isEmpty && readTimer != .invalid) {
-            armTimer(.read, op: reads.first.map { ($0.id, $0.timeout) })
+        let read = reads.front { (id: $0.id, timeout: $0.timeout) }
+        if readTimerOp != read?.id ?? .max || (read == nil && readTimer != .invalid) {
+            armTimer(.read, op: read)
         }
-        if writeTimerOp != writes.first?.id ?? .max || (writes.isEmpty && writeTimer != .invalid) {
-            armTimer(.write, op: writes.first.map { ($0.id, $0.timeout) })
+        let write = writes.front { (id: $0.id, timeout: $0.timeout) }
+        if writeTimerOp != write?.id ?? .max || (write == nil && writeTimer != .invalid) {
+            armTimer(.write, op: write)
         }
     }
 
@@ -22,7 +24,8 @@ extension GCDAsyncSocket {
     private func armTimer(_ direction: Direction, op: (id: UInt32, timeout: TimeInterval)?) {
         let timer = direction == .read ? readTimer : writeTimer
         guard let op, op.timeout >= 0 else {
-            eventLoop.cancelOnLoop(timer)
+            // Most operations have no timeout: then there is no timer to cancel either.
+            if timer != .invalid { eventLoop.cancelOnLoop(timer) }
             setTimer(direction, .invalid, op: op?.id ?? .max)
             return
         }
@@ -58,10 +61,10 @@ extension GCDAsyncSocket {
         switch direction {
         case .read:
             readTimer = .invalid
-            front = reads.first.map { ($0.id, $0.tag, $0.timeout, $0.buffer.count) }
+            front = reads.front { ($0.id, $0.tag, $0.timeout, $0.buffer.count) }
         case .write:
             writeTimer = .invalid
-            front = writes.first.map { ($0.id, $0.tag, $0.timeout, $0.done) }
+            front = writes.front { ($0.id, $0.tag, $0.timeout, $0.done) }
         }
         guard let front else { return }
         let asking: Flags = direction == .read ? .readTimeoutAsking : .writeTimeoutAsking
@@ -95,7 +98,7 @@ extension GCDAsyncSocket {
     /// behaviour) or, with `timeoutsFailOnlyTheOperation`, only the operation.
     private func resolveTimeout(_ direction: Direction, op id: UInt32, extension more: TimeInterval) {
         guard phase == .connected else { return }
-        let stillFront = direction == .read ? reads.first?.id == id : writes.first?.id == id
+        let stillFront = direction == .read ? reads.front { $0.id } == id : writes.front { $0.id } == id
         guard stillFront else {
             pump()
             return

@@ -45,28 +45,28 @@ extension GCDAsyncSocket {
         total: UnsafeMutablePointer<UInt>?
     ) -> Float {
         eventLoop.preconditionInEventLoop()
-        guard let op = writes.first else { return .nan }
+        guard let op = writes.front({ (tag: $0.tag, done: $0.done, total: $0.count) }) else { return .nan }
         tag?.pointee = op.tag
         done?.pointee = UInt(op.done)
-        total?.pointee = UInt(op.data.count)
-        return Float(op.done) / Float(op.data.count)
+        total?.pointee = UInt(op.total)
+        return Float(op.done) / Float(op.total)
     }
 
     func enqueueWrite(_ data: Data, timeout: TimeInterval, tag: Int) {
+        let count = data.count
         guard phase != .idle, !flags.contains(.noNewIO), !flags.contains(.shutdownWriteAfterWrites) else {
             let error = GCDAsyncSocketError(.badConfigError, phase == .idle
                 ? "Write on a socket that is not connected" : "Write after the socket was told to finish writing")
             notify { $0.socket($1, didFailToWriteDataWithTag: tag, error: error) }
             return
         }
-        if let cap = config.options.maxQueuedWriteBytes, queuedWriteBytes + data.count > cap {
+        if let cap = config.options.maxQueuedWriteBytes, queuedWriteBytes + count > cap {
             let error = GCDAsyncSocketError(.otherError, "Write queue full: \(queuedWriteBytes) bytes queued, cap \(cap)")
             notify { $0.socket($1, didFailToWriteDataWithTag: tag, error: error) }
             return
         }
-        writes.append(WriteOp(data: data, tag: tag, timeout: timeout, id: nextOpID))
-        nextOpID &+= 1
-        queuedWriteBytes += data.count
+        writes.append(WriteOp(data: data, count: count, tag: tag, timeout: timeout, id: reserveOpID()))
+        queuedWriteBytes += count
         if queuedWriteBytes > config.options.writeHighWaterMark && !flags.contains(.notWritable) {
             flags.insert(.notWritable)
             notify { $0.socket($1, didChangeWritability: false) }
@@ -111,12 +111,13 @@ extension GCDAsyncSocket {
     private func sendQueued() -> SendResult {
         let count = min(writes.count, LoopContext.maxGather)
         if count == 1 {
-            let op = writes[0]
-            return op.data.withUnsafeBytes { raw in
-                Self.result { () throws(SyscallError) in
-                    try Syscall.send(fd, UnsafeRawBufferPointer(rebasing: raw[op.done...]))
+            return writes.front { op in
+                op.data.withUnsafeBytes { raw in
+                    Self.result { () throws(SyscallError) in
+                        try Syscall.send(fd, UnsafeRawBufferPointer(rebasing: raw[op.done...]))
+                    }
                 }
-            }
+            }!
         }
         return gather(0, count, context.iovecs)
     }
@@ -127,10 +128,11 @@ extension GCDAsyncSocket {
         if i == count {
             return Self.result { () throws(SyscallError) in try Syscall.sendv(fd, iov, count: count) }
         }
-        let op = writes[i]
-        return op.data.withUnsafeBytes { raw in
-            iov[i] = iovec(iov_base: UnsafeMutableRawPointer(mutating: raw.baseAddress! + op.done), iov_len: raw.count - op.done)
-            return gather(i + 1, count, iov)
+        return writes.at(i) { op in
+            op.data.withUnsafeBytes { raw in
+                iov[i] = iovec(iov_base: UnsafeMutableRawPointer(mutating: raw.baseAddress! + op.done), iov_len: op.remaining)
+                return gather(i + 1, count, iov)
+            }
         }
     }
 
@@ -152,15 +154,14 @@ extension GCDAsyncSocket {
         var firstTag: Int?
         var moreTags: [Int] = []
         var partial: (tag: Int, bytes: Int)?
-        while left > 0, let first = writes.first {
-            let remaining = first.remaining
+        while left > 0, let (remaining, tag) = writes.front({ ($0.remaining, $0.tag) }) {
             if left >= remaining {
                 left -= remaining
-                let tag = writes.removeFirst().tag
+                writes.removeFirst()
                 if firstTag == nil { firstTag = tag } else { moreTags.append(tag) }
             } else {
                 writes.withFirst { $0.done += left }
-                partial = (first.tag, left)
+                partial = (tag, left)
                 left = 0
             }
         }

@@ -171,6 +171,8 @@ extension GCDAsyncSocket {
         static let peerHungUp = Flags(rawValue: 1 << 17)
         /// The peer closed its side: disconnect with `closedError` once the queued writes are written.
         static let closeAfterWritesAtEOF = Flags(rawValue: 1 << 18)
+        /// EPOLLIN fired while no read was queued: leave it out of the interest until a read is queued.
+        static let readIdleWake = Flags(rawValue: 1 << 19)
     }
 
     /// What any thread may read or set, under `shared`'s mutex.

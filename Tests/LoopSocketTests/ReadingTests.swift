@@ -52,6 +52,34 @@ final class ReadingTests: SocketTestCase {
         XCTAssertEqual(delegate.waitForReadBytes(4, tag: 2), Data("efgh".utf8), "maxLength 0 means no cap")
     }
 
+    // MARK: Readiness interest
+
+    /// EPOLLIN stays armed after the last queued read completes (a reader that queues its next read later, as
+    /// an `async` task does, costs no `epoll_ctl`), and is dropped once it fires with no read queued: the
+    /// bytes stay in the kernel, so TCP still pushes back on the peer.
+    func testReadInterestIsDroppedLazilyAndBytesStayInTheKernel() throws {
+        let delegate = makeDelegate("client")
+        let (client, peer) = try connectToRawPeer(delegate)
+        let loop = client.eventLoop
+        client.readData(withTimeout: -1, tag: 1)
+        try peer.send("one")
+        XCTAssertEqual(delegate.waitForReadBytes(3, tag: 1), Data("one".utf8))
+        settle(loop)
+        XCTAssertEqual(try onLoop(loop) { loop.interest(of: client.fd)?.contains(.readable) }, true,
+                       "EPOLLIN is kept after the read completes")
+
+        try peer.send("two")  // On loopback the bytes are queued on the socket when send returns.
+        settle(loop)
+        let (armed, buffered) = try onLoop(loop) { (loop.interest(of: client.fd)?.contains(.readable), client.pendingCount) }
+        XCTAssertEqual(armed, false, "EPOLLIN is dropped after it fired with no read queued")
+        XCTAssertEqual(buffered, 0, "nothing was read while no read was queued")
+
+        client.readData(withTimeout: -1, tag: 2)
+        XCTAssertEqual(delegate.waitForReadBytes(3, tag: 2), Data("two".utf8))
+        settle(loop)
+        XCTAssertEqual(try onLoop(loop) { loop.interest(of: client.fd)?.contains(.readable) }, true)
+    }
+
     // MARK: To length
 
     func testReadToLengthAcrossSeveralSegments() throws {

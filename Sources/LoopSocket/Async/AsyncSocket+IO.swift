@@ -5,7 +5,7 @@ import FoundationEssentials
 extension AsyncSocket {
     /// Reads what is available, at most `maxLength` bytes; `nil` once the peer has closed its side and
     /// everything it sent has been read.
-    public func read(maxLength: Int = 65536) async throws -> Data? {
+    nonisolated(nonsending) public func read(maxLength: Int = 65536) async throws -> Data? {
         do {
             return try await read(.available, maxLength: max(1, maxLength))
         } catch GCDAsyncSocketError.closedError {
@@ -15,7 +15,7 @@ extension AsyncSocket {
 
     /// Reads exactly `length` bytes.
     /// - Throws: ``GCDAsyncSocketError/Code/closedError`` if the stream ends first.
-    public func read(toLength length: Int) async throws -> Data {
+    nonisolated(nonsending) public func read(toLength length: Int) async throws -> Data {
         guard length > 0 else { return Data() }
         return try await read(.length(length), maxLength: 0)
     }
@@ -23,7 +23,7 @@ extension AsyncSocket {
     /// Reads up to and including `separator`.
     /// - Throws: ``GCDAsyncSocketError/Code/readMaxedOutError`` if `maxLength` bytes (when not 0) arrive without
     ///   the separator (the connection is closed, as with GCDAsyncSocket), `closedError` if the stream ends first.
-    public func read(upTo separator: Data, maxLength: Int = 0) async throws -> Data {
+    nonisolated(nonsending) public func read(upTo separator: Data, maxLength: Int = 0) async throws -> Data {
         guard !separator.isEmpty, maxLength == 0 || maxLength >= separator.count else {
             throw GCDAsyncSocketError(.badParamError, "The separator must not be empty nor longer than maxLength")
         }
@@ -40,7 +40,7 @@ extension AsyncSocket {
     /// Queues `data` for writing and returns; suspends first while more than the high water mark
     /// (``SocketOptions/writeHighWaterMark``) is queued, until the queue falls below the low water mark.
     /// - Throws: the error that closed the connection or failed an earlier write.
-    public func write(_ data: Data) async throws {
+    nonisolated(nonsending) public func write(_ data: Data) async throws {
         guard !data.isEmpty else { return }
         if eventLoop.inEventLoop {
             try enqueueWriteOnLoop(data)
@@ -60,7 +60,7 @@ extension AsyncSocket {
         socket.enqueueWrite(data, timeout: -1, tag: 0)
     }
 
-    private func waitUntilWritable() async throws {
+    nonisolated(nonsending) private func waitUntilWritable() async throws {
         let handler = self.handler
         let idBox = IDBox()
         try await withTaskCancellationHandler {
@@ -87,30 +87,63 @@ extension AsyncSocket {
 
     /// One read: from the buffered bytes without suspending when they suffice (on the loop), else queued
     /// with a continuation that the read operation resumes.
-    func read(_ kind: ReadOp.Kind, maxLength: Int) async throws -> Data {
+    nonisolated(nonsending) func read(_ kind: ReadOp.Kind, maxLength: Int) async throws -> Data {
         try Task.checkCancellation()
-        let socket = self.socket
-        if eventLoop.inEventLoop, let data = try socket.readImmediately(kind, maxLength: maxLength) {
-            return data
+        if eventLoop.inEventLoop {
+            if let data = try socket.readImmediately(kind, maxLength: maxLength) { return data }
+            return try await readOnLoop(kind, maxLength: maxLength)
         }
-        let waiterBox = WaiterBox()
+        return try await readFromOtherThread(kind, maxLength: maxLength)
+    }
+
+    /// The common server case, a task running on the socket's loop: the read is queued synchronously before
+    /// the task suspends, with its continuation stored in the operation, so a read allocates no object and
+    /// queues no closure. Only a cancellation (which may come from any thread) goes through the loop's queue,
+    /// and finds the read by its operation id, reserved here.
+    nonisolated(nonsending) private func readOnLoop(_ kind: ReadOp.Kind, maxLength: Int) async throws -> Data {
+        let socket = self.socket
+        let id = socket.reserveOpID()
         return try await withTaskCancellationHandler {
-            try await withUnsafeThrowingContinuation { (continuation: UnsafeContinuation<Data, any Error>) in
-                let waiter = ReadWaiter(continuation)
-                let op = ReadOp(kind: kind, maxLength: maxLength, tag: 0, timeout: -1, id: 0, waiter: waiter)
-                let box = UncheckedSendable(op)
-                let queued = socket.onLoop {
-                    // On the loop, in whichever order this and the cancellation handler's task arrive.
-                    waiterBox.waiter = waiter
-                    if waiterBox.cancelled { waiter.cancelled = true }
-                    socket.enqueueAsyncRead(box.value)
+            try await withUnsafeThrowingContinuation { (continuation: ReadContinuation) in
+                let op = ReadOp(kind: kind, maxLength: maxLength, tag: 0, timeout: -1, id: id, continuation: continuation)
+                guard socket.eventLoop.inEventLoop else {
+                    // Not reached while the task stays on the loop; kept correct should it ever hop.
+                    let box = UncheckedSendable(op)
+                    let queued = socket.onLoop { socket.enqueueAsyncRead(box.value) }
+                    if !queued { continuation.resume(throwing: GCDAsyncSocketError.loopShutDown) }
+                    return
                 }
-                if !queued { waiter.resume(.failure(GCDAsyncSocketError.loopShutDown)) }
+                socket.enqueueAsyncRead(op)
+                // A cancellation that arrived before the handler below was installed ran that handler at once,
+                // when the read was not queued yet: it is seen here. A later one finds the read by its id.
+                if Task.isCancelled { socket.cancelRead(id: id) }
+            }
+        } onCancel: {
+            socket.onLoop { socket.cancelRead(id: id) }
+        }
+    }
+
+    /// A task on another thread: the read is handed to the loop, and whichever of the queueing and a
+    /// cancellation reaches the loop first decides (``ReadCancellation`` records the order).
+    nonisolated(nonsending) private func readFromOtherThread(_ kind: ReadOp.Kind, maxLength: Int) async throws -> Data {
+        let socket = self.socket
+        let cancellation = ReadCancellation()
+        return try await withTaskCancellationHandler {
+            try await withUnsafeThrowingContinuation { (continuation: ReadContinuation) in
+                let box = UncheckedSendable(ReadOp(kind: kind, maxLength: maxLength, tag: 0, timeout: -1, id: 0, continuation: continuation))
+                let queued = socket.onLoop {
+                    if cancellation.cancelled { return continuation.resume(throwing: CancellationError()) }
+                    var op = box.value
+                    op.id = socket.reserveOpID()
+                    cancellation.id = op.id
+                    socket.enqueueAsyncRead(op)
+                }
+                if !queued { continuation.resume(throwing: GCDAsyncSocketError.loopShutDown) }
             }
         } onCancel: {
             socket.onLoop {
-                waiterBox.cancelled = true
-                if let waiter = waiterBox.waiter { socket.cancelRead(waiter) }
+                cancellation.cancelled = true
+                if let id = cancellation.id { socket.cancelRead(id: id) }
             }
         }
     }
@@ -134,10 +167,10 @@ extension AsyncSocket {
     }
 }
 
-/// Holds a read's waiter and whether cancellation came first; loop-confined, so the read's queueing task and
-/// the cancellation handler's task see one order whichever thread each started on.
-final class WaiterBox: @unchecked Sendable {
-    var waiter: ReadWaiter?
+/// The id of a read queued from another thread, and whether its cancellation reached the loop first;
+/// loop-confined, so the queueing and the cancellation handler see one order whichever threads they started on.
+final class ReadCancellation: @unchecked Sendable {
+    var id: UInt32?
     var cancelled = false
 }
 
@@ -167,13 +200,14 @@ extension GCDAsyncSocket {
         }
     }
 
-    /// Queues an `async` read (or resumes it at once if it was cancelled, or the socket is not connected).
-    func enqueueAsyncRead(_ op: ReadOp) {
-        guard let waiter = op.waiter else { return }
-        if waiter.cancelled { return waiter.resume(.failure(CancellationError())) }
+    /// Queues an `async` read with the id it was given, or fails it at once if the socket is not connected.
+    func enqueueAsyncRead(_ op: consuming ReadOp) {
         guard phase != .idle, !flags.contains(.noNewIO) else {
-            return waiter.resume(.failure(GCDAsyncSocketError(.closedError, "The socket is closed")))
+            op.continuation?.resume(throwing: GCDAsyncSocketError(.closedError, "The socket is closed"))
+            return
         }
-        enqueueRead(op)
+        reads.append(op)
+        flags.remove(.readIdleWake)
+        requestPump()
     }
 }

@@ -24,8 +24,9 @@ struct ReadOp {
     var scanned = 0
     /// GCDAsyncSocket's `buffer:bufferOffset:` variants: receives the completed bytes.
     var sink: ((Data) -> Void)?
-    /// An `async` read's continuation: it gets the outcome instead of the delegate.
-    var waiter: ReadWaiter?
+    /// An `async` read's continuation: it gets the outcome instead of the delegate. Resumed exactly once, on
+    /// the loop, by whoever removes the operation from the queue (completion, failure, cancellation, close).
+    var continuation: ReadContinuation?
 
     /// What feeding bytes to a read did.
     enum Outcome {
@@ -131,28 +132,24 @@ struct ReadOp {
 /// One queued write.
 struct WriteOp {
     var data: Data
+    /// `data.count`, kept here: each `Data.count` goes through a runtime exclusivity check in Foundation's
+    /// inlined code, and the write path asks for the length several times per operation.
+    let count: Int
     var done = 0
     var tag: Int
     var timeout: TimeInterval
     var id: UInt32
 
-    var remaining: Int { data.count - done }
-}
-
-/// The continuation of an `async` read, resumed exactly once: on the loop when the read completes, fails
-/// or is cancelled, or by the caller when the loop was already gone and the read never got queued.
-final class ReadWaiter: @unchecked Sendable {
-    private var continuation: UnsafeContinuation<Data, any Error>?
-    /// Cancellation arrived before the read was queued (loop-confined).
-    var cancelled = false
-
-    init(_ continuation: UnsafeContinuation<Data, any Error>) {
-        self.continuation = continuation
+    init(data: Data, count: Int, tag: Int, timeout: TimeInterval, id: UInt32) {
+        self.data = data
+        self.count = count
+        self.tag = tag
+        self.timeout = timeout
+        self.id = id
     }
 
-    func resume(_ result: Result<Data, any Error>) {
-        guard let continuation else { return }
-        self.continuation = nil
-        continuation.resume(with: result)
-    }
+    var remaining: Int { count - done }
 }
+
+/// What an `async` read suspends on: stored in its ``ReadOp`` (no object per read).
+typealias ReadContinuation = UnsafeContinuation<Data, any Error>

@@ -121,7 +121,7 @@ final class AsyncSocketTests: XCTestCase {
             let waiting = Task { try await client.read(toLength: 10) }
             Self.send(peer, "abc")  // part of the 10 bytes: they must not be lost by the cancellation
             // Let the read take the 3 bytes: it reports progress through the buffer only, so poll the loop.
-            try await Self.eventually { await Self.onLoop(client) { client.socket.reads.first?.buffer.count == 3 } }
+            try await Self.eventually { await Self.onLoop(client) { client.socket.reads.front({ $0.buffer.count }) == 3 } }
             waiting.cancel()
             do {
                 _ = try await waiting.value
