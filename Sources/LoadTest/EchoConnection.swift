@@ -1,3 +1,4 @@
+import CEpollShim
 import EpollLoop
 import Glibc
 
@@ -17,9 +18,14 @@ import Glibc
 /// Every failure closes the descriptor through the loop, once, and is counted by ``ErrorKind``.
 final class EchoConnection: IOEventHandler, PacedConnection, SweptConnection {
     // The worker outlives its connections (it holds them), hence unowned(unsafe): no reference counting.
+    // (The hot path goes through `workerRef` instead: even an unowned(unsafe) reference is retained and
+    // released around the code that uses it, which `_withUnsafeGuaranteedRef` avoids.)
     // The mutable state is loop-confined and never accessed across a call that could re-enter it, so it
-    // opts out of dynamic exclusivity checks, which would otherwise cost about as much as the rest of a request.
+    // opts out of dynamic exclusivity checks, each of which costs more than the bookkeeping it guards.
     unowned(unsafe) let worker: LoopWorker
+    private let workerRef: Unmanaged<LoopWorker>
+    /// ``Pattern/shared``, copied here so the hot path does not go through its lazy initialiser every time.
+    private let pattern = Pattern.shared
     private let phase: UInt32
     private let size: Int
     private let openLoop: Bool
@@ -39,6 +45,7 @@ final class EchoConnection: IOEventHandler, PacedConnection, SweptConnection {
 
     init(worker: LoopWorker, number: Int) {
         self.worker = worker
+        workerRef = Unmanaged.passUnretained(worker)
         phase = Pattern.phase(of: number)
         size = worker.config.size
         openLoop = worker.config.isOpenLoop
@@ -156,7 +163,8 @@ final class EchoConnection: IOEventHandler, PacedConnection, SweptConnection {
         switch state {
         case .open:
             // Hang-ups and errors are read too: recv reports them (0 or the error) in order after the data.
-            if events.rawValue & (IOEvents.readable.rawValue | IOEvents.hangup.rawValue | IOEvents.error.rawValue) != 0 {
+            // (The epoll bits themselves: IOEvents' static members are globals of another module, each read a call.)
+            if events.rawValue & (CEPOLL_IN | CEPOLL_HUP | CEPOLL_ERR) != 0 {
                 receive()
             }
             if writableArmed && state == .open && events.contains(.writable) {
@@ -184,6 +192,11 @@ final class EchoConnection: IOEventHandler, PacedConnection, SweptConnection {
     /// records each completed reply, and in the closed loop sends as many new messages, in one `send`.
     @inline(__always)
     private func receive() {
+        workerRef._withUnsafeGuaranteedRef { receive(worker: $0) }
+    }
+
+    @inline(__always)
+    private func receive(worker: LoopWorker) {
         let scratch = worker.receiveBuffer
         let count: Int
         do {
@@ -232,7 +245,8 @@ final class EchoConnection: IOEventHandler, PacedConnection, SweptConnection {
         times[nextSend] = time
         let sequence = nextSend
         let phase = self.phase
-        output.append(size) { Pattern.shared.fillMessage($0, sequence: sequence, phase: phase) }
+        let pattern = self.pattern
+        output.append(size) { pattern.fillMessage($0, sequence: sequence, phase: phase) }
         nextSend &+= 1
     }
 

@@ -17,6 +17,8 @@ struct EchoReplyReader {
     let size: Int
     /// The connection's pattern phase.
     let phase: UInt32
+    /// ``Pattern/shared``, copied here so the hot path does not go through its lazy initialiser every time.
+    private let pattern = Pattern.shared
     /// The sequence number of the next reply to complete.
     private(set) var sequence: UInt64 = 0
     /// How many bytes of that reply have arrived and matched.
@@ -38,7 +40,7 @@ struct EchoReplyReader {
         while left > 0 {
             let take = min(left, size - offset)
             let part = UnsafeRawBufferPointer(start: next, count: take)
-            guard Pattern.shared.checkMessagePart(part, at: offset, size: size, sequence: sequence, phase: phase) else {
+            guard pattern.checkMessagePart(part, at: offset, size: size, sequence: sequence, phase: phase) else {
                 return false
             }
             next += take

@@ -78,8 +78,9 @@ final class HTTPConnection: GCDAsyncSocketDelegate, PacedConnection, SweptConnec
         queueRead(socket)
     }
 
-    /// Keeps a head read queued, even with nothing in flight (see ``EchoConnection``: the socket's epoll
-    /// interest then stays put; the worker's sweep times replies out).
+    /// Keeps a head read queued, even with nothing in flight: the socket then keeps its epoll interest instead
+    /// of dropping and re-adding EPOLLIN around every request (two `epoll_ctl` calls), and an idle queued read
+    /// arms no timer, since the worker's sweep times replies out.
     private func queueRead(_ socket: GCDAsyncSocket) {
         guard !readQueued else { return }
         readQueued = true
