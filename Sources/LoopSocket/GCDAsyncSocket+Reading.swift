@@ -144,11 +144,36 @@ extension GCDAsyncSocket {
             // has hung up, read on instead: the next `recv` returns 0 and the end of the stream is seen now
             // (EPOLLIN is not watched while no read is queued, so nothing else would report it).
             if count < buffer.count && !flags.contains(.peerHungUp) { flags.remove(.readReady) }
+            if !intoPrebufferOnly && count >= LoopContext.handOffThreshold && frontReadTakesAll(count) {
+                deliverWhole(context.handOffReceiveBuffer(count: count))
+                return
+            }
             let bytes = UnsafeRawBufferPointer(rebasing: buffer[0..<count])
             let used = intoPrebufferOnly ? 0 : feed(bytes)
             if used < count && phase == .connected {
                 pending.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[used...]))
             }
+        }
+    }
+
+    /// Whether the next read would take all of a `count`-byte chunk: a read of available bytes without a
+    /// smaller cap, or continuous mode with no read queued.
+    private func frontReadTakesAll(_ count: Int) -> Bool {
+        guard let takesAll = reads.front({ op -> Bool in
+            guard case .available = op.kind else { return false }
+            return op.maxLength == 0 || op.maxLength >= count
+        }) else {
+            return flags.contains(.continuousRead)
+        }
+        return takesAll
+    }
+
+    /// Delivers a chunk that ``frontReadTakesAll(_:)`` said the next read takes whole.
+    private func deliverWhole(_ data: Data) {
+        if reads.isEmpty {
+            notifyDidRead(data, tag: shared.withLock { $0.continuousTag })
+        } else {
+            finishRead(reads.removeFirst(), with: .success(data))
         }
     }
 

@@ -80,6 +80,45 @@ final class ReadingTests: SocketTestCase {
         XCTAssertEqual(try onLoop(loop) { loop.interest(of: client.fd)?.contains(.readable) }, true)
     }
 
+    /// Large chunks (normally one `recv` of the whole 40,000 bytes, as they wait in the kernel when the read is
+    /// queued) are handed over in the loop's receive buffer instead of copied; the loop carries on with a new
+    /// buffer. Every byte arrives, in order, round after round, in available reads and in continuous mode.
+    func testLargeChunksArriveIntactRoundAfterRound() throws {
+        let delegate = makeDelegate("client")
+        let (client, peer) = try connectToRawPeer(delegate)
+        var received = Data()
+        var expected = Data()
+        for round in 0..<3 {
+            var payload = patternData(40_000)
+            payload[round] = 0xEE  // each round's bytes differ
+            expected.append(payload)
+            try peer.send(payload)
+            settle(client.eventLoop)
+            while received.count < expected.count {
+                let before = delegate.reads().count
+                client.readData(withTimeout: -1, tag: round)
+                delegate.wait("read \(before + 1)") { records in
+                    records.filter { if case .read = $0.event { return true } else { return false } }.count > before
+                }
+                received.append(delegate.reads()[before].0)
+            }
+        }
+        XCTAssertEqual(received, expected)
+
+        var continuous = Data()
+        client.beginReceiving(tag: 9)
+        let payload = patternData(100_000)
+        let sent = onNewThread { try? peer.send(payload) }
+        delegate.wait("100,000 continuous bytes") { records in
+            records.reduce(0) { sum, record in
+                if case .read(let data, 9) = record.event { return sum + data.count } else { return sum }
+            } >= payload.count
+        }
+        for (data, tag) in delegate.reads() where tag == 9 { continuous.append(data) }
+        XCTAssertEqual(continuous, payload)
+        XCTAssertTrue(sent.wait())
+    }
+
     // MARK: To length
 
     func testReadToLengthAcrossSeveralSegments() throws {
