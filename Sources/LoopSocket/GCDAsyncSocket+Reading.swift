@@ -76,6 +76,7 @@ extension GCDAsyncSocket {
     func enqueueRead(_ op: consuming ReadOp) {
         guard phase != .idle, !flags.contains(.noNewIO) else { return }
         op.id = reserveOpID()
+        if op.timeout >= 0 { flags.insert(.timedOps) }
         reads.append(op)
         flags.remove(.readIdleWake)
         requestPump()

@@ -10,6 +10,8 @@ extension GCDAsyncSocket {
     }
 
     func updateTimers() {
+        // Most connections never queue an operation with a timeout (echo and proxy loops, async reads).
+        guard flags.contains(.timedOps) else { return }
         let read = reads.front { (id: $0.id, timeout: $0.timeout) }
         if readTimerOp != read?.id ?? .max || (read == nil && readTimer != .invalid) {
             armTimer(.read, op: read)

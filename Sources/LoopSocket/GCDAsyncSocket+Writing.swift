@@ -65,6 +65,7 @@ extension GCDAsyncSocket {
             notify { $0.socket($1, didFailToWriteDataWithTag: tag, error: error) }
             return
         }
+        if timeout >= 0 { flags.insert(.timedOps) }
         writes.append(WriteOp(data: data, count: count, tag: tag, timeout: timeout, id: reserveOpID()))
         queuedWriteBytes += count
         if queuedWriteBytes > config.options.writeHighWaterMark && !flags.contains(.notWritable) {

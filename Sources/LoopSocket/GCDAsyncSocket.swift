@@ -173,6 +173,8 @@ extension GCDAsyncSocket {
         static let closeAfterWritesAtEOF = Flags(rawValue: 1 << 18)
         /// EPOLLIN fired while no read was queued: leave it out of the interest until a read is queued.
         static let readIdleWake = Flags(rawValue: 1 << 19)
+        /// An operation with a timeout was queued on this connection: timers need looking after.
+        static let timedOps = Flags(rawValue: 1 << 20)
     }
 
     /// What any thread may read or set, under `shared`'s mutex.

@@ -52,7 +52,7 @@ public final class EventLoop: @unchecked Sendable {
     /// Whether this iteration saw a shutdown request (copied from `remote` under its lock).
     @exclusivity(unchecked) var shutdownRequested = false
     /// Per-loop state of a higher layer (LoopSocket keeps its shared receive buffer here). Loop-confined.
-    package var attachment: AnyObject?
+    @exclusivity(unchecked) package var attachment: AnyObject?
     /// The loop's face as a serial executor, for actors (see `EventLoop+Executor.swift`). Set once in `init`.
     private(set) var serialExecutor: LoopSerialExecutor!
 
