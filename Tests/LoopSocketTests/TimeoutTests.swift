@@ -38,6 +38,21 @@ final class TimeoutTests: SocketTestCase {
         XCTAssertEqual(end, .eof, "a timeout closes the whole connection, as in GCDAsyncSocket")
     }
 
+    /// A connection that ran untimed operations first (no timer bookkeeping at all) still times out the
+    /// first read and write that carry a timeout.
+    func testTimeoutAfterUntimedOperations() throws {
+        let delegate = makeDelegate("client")
+        let (client, peer) = try connectToRawPeer(delegate)
+        client.write(Data("ping".utf8), withTimeout: -1, tag: 1)
+        client.readData(toLength: 4, withTimeout: -1, tag: 2)
+        try peer.send("pong")
+        XCTAssertEqual(delegate.waitForReadBytes(4, tag: 2), Data("pong".utf8))
+        client.readData(toLength: 10, withTimeout: 0.05, tag: 3)
+        let error = delegate.waitForDisconnect() as? GCDAsyncSocketError
+        XCTAssertEqual(error?.code, .readTimeoutError)
+        XCTAssertEqual(timeoutQuestions(delegate).map(\.tag), [3])
+    }
+
     func testReadTimeoutExtensionsAddUp() throws {
         let delegate = makeDelegate("client")
         delegate.configure { hooks in
