@@ -59,7 +59,7 @@ public final class LoadRunner: Sendable {
         signals.changed.signal()
     }
 
-    /// Runs the test. Throws ``LoadTestError`` when it cannot start (fd limit, no server for the demo).
+    /// Runs the test. Throws ``LoadTestError`` when it cannot start (fd limit, unknown host, no server for the demo).
     public func run() throws -> RunResult {
         var config = self.config
         var server: EchoServer?
@@ -82,11 +82,7 @@ public final class LoadRunner: Sendable {
         // Echo connections connect to one address, looked up here, off the loops (getaddrinfo blocks).
         var address: ServerAddress?
         if config.mode == .echo || config.mode == .demo {
-            do {
-                address = try ServerAddress.resolve(host: config.host, port: config.port)
-            } catch {
-                throw LoadTestError("cannot resolve \(config.host): \(error)")
-            }
+            address = try ServerAddress.resolve(host: config.host, port: config.port)
         }
 
         let group: EventLoopGroup

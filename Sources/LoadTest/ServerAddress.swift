@@ -31,8 +31,13 @@ struct ServerAddress: Sendable {
     /// The address of `host` (a numeric IPv4 or IPv6 address, or a name) at `port`. Blocks in `getaddrinfo`:
     /// call it off the loops. Where a name has both, IPv4 is preferred (as GCDAsyncSocket does by default),
     /// so `localhost` reaches a server listening on 127.0.0.1 only.
-    static func resolve(host: String, port: UInt16) throws -> ServerAddress {
-        let candidates = try GCDAsyncSocket.lookupHost(host, port: port).compactMap(ServerAddress.init(raw:))
+    static func resolve(host: String, port: UInt16) throws(LoadTestError) -> ServerAddress {
+        let candidates: [ServerAddress]
+        do {
+            candidates = try GCDAsyncSocket.lookupHost(host, port: port).compactMap(ServerAddress.init(raw:))
+        } catch {
+            throw LoadTestError((error as? GCDAsyncSocketError)?.message ?? "cannot resolve host '\(host)': \(error)")
+        }
         guard let chosen = candidates.first(where: { $0.family == AF_INET }) ?? candidates.first else {
             throw LoadTestError("host '\(host)' has no IPv4 or IPv6 address")
         }

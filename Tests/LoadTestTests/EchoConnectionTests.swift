@@ -1,4 +1,5 @@
 import EpollLoop
+import FoundationEssentials
 import Glibc
 import XCTest
 @testable import LoadTest
@@ -109,6 +110,10 @@ final class EchoConnectionTests: XCTestCase {
         XCTAssertEqual(try ServerAddress.resolve(host: "127.0.0.1", port: 9).family, AF_INET)
         XCTAssertEqual(try ServerAddress.resolve(host: "::1", port: 9).family, AF_INET6)
         XCTAssertEqual(try ServerAddress.resolve(host: "localhost", port: 9).family, AF_INET, "IPv4 is preferred")
+        // Raw addresses of other families (here AF_UNIX) are not servers to connect to.
+        var unix = Data(count: 16)
+        unix[0] = UInt8(AF_UNIX)
+        XCTAssertNil(ServerAddress(raw: unix))
     }
 
     func testSyscallErrorsAreClassified() {
