@@ -33,10 +33,13 @@ extension GCDAsyncSocket: IOEventHandler {
         closeWithError(GCDAsyncSocketError.loopShutDown)
     }
 
-    /// Asks for a pump: the running one goes round again, or one is deferred to the next iteration.
+    /// Asks for a pump: the running one goes round again, or one is deferred to the next iteration (or, for
+    /// an ``AsyncSocket``'s socket, runs now: its reads and writes then reach the kernel within the call).
     func requestPump() {
         if flags.contains(.pumping) {
             flags.insert(.pumpAgain)
+        } else if flags.contains(.pumpsInline) {
+            pump()
         } else if !flags.contains(.pumpDeferred) {
             flags.insert(.pumpDeferred)
             context.deferPump(self)

@@ -175,6 +175,9 @@ extension GCDAsyncSocket {
         static let readIdleWake = Flags(rawValue: 1 << 19)
         /// An operation with a timeout was queued on this connection: timers need looking after.
         static let timedOps = Flags(rawValue: 1 << 20)
+        /// Calls from outside a callback pump at once instead of deferring to the next iteration (sockets
+        /// behind an ``AsyncSocket``, whose delegate is internal and never re-enters the caller).
+        static let pumpsInline = Flags(rawValue: 1 << 21)
     }
 
     /// What any thread may read or set, under `shared`'s mutex.

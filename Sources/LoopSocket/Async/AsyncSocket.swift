@@ -33,6 +33,9 @@ public final class AsyncSocket: Sendable {
     init(socket: GCDAsyncSocket, handler: AsyncSocketHandler) {
         self.socket = socket
         self.handler = handler
+        // Its delegate is ours and only resumes continuations, so the socket may pump inside our calls:
+        // a write is sent, and a read queued, within `write`/`read` instead of one loop iteration later.
+        socket.onLoop { socket.flags.insert(.pumpsInline) }
     }
 
     /// The loop this connection lives on: prefer it for the task that uses the connection.
