@@ -113,6 +113,21 @@ final class AsyncSocketTests: XCTestCase {
         }
     }
 
+    /// On the socket's loop, a write reaches the kernel within the call (no loop iteration in between).
+    func testWriteOnTheLoopIsSentWithinTheCall() async throws {
+        let (client, peer) = try await connectedPair()
+        defer { Glibc.close(peer) }
+        try await withDeadline {
+            let queuedAfterWrite = try await Task(executorPreference: client.eventLoop) { () -> Int in
+                try await client.write(Data("sent at once".utf8))
+                return client.socket.queuedWriteByteCount
+            }.value
+            XCTAssertEqual(queuedAfterWrite, 0)
+            XCTAssertEqual(Self.drain(peer, count: 12), 12)
+            await client.close()
+        }
+    }
+
     /// Cancelling a pending read throws CancellationError and leaves the socket usable, bytes included.
     func testCancelledReadLeavesSocketUsable() async throws {
         let (client, peer) = try await connectedPair()
