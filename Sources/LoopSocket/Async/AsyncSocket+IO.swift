@@ -206,8 +206,12 @@ extension GCDAsyncSocket {
             op.continuation?.resume(throwing: GCDAsyncSocketError(.closedError, "The socket is closed"))
             return
         }
+        // A pump is needed only if there is something to feed the read (bytes buffered or signalled) or
+        // EPOLLIN to register; otherwise the read just waits for the next readiness event.
+        let mustPump = pendingCount > 0 || flags.contains(.readReady) || flags.contains(.readIdleWake)
+            || eventLoop.interest(of: fd)?.contains(.readable) != true
         reads.append(op)
         flags.remove(.readIdleWake)
-        requestPump()
+        if mustPump { requestPump() }
     }
 }
