@@ -107,10 +107,13 @@ extension AsyncSocket {
             try await withUnsafeThrowingContinuation { (continuation: ReadContinuation) in
                 let op = ReadOp(kind: kind, maxLength: maxLength, tag: 0, timeout: -1, id: id, continuation: continuation)
                 guard socket.eventLoop.inEventLoop else {
-                    // Not reached while the task stays on the loop; kept correct should it ever hop.
+                    // Reached only if the task left the loop on the way here (a caller isolated to an actor
+                    // that is not the loop's). Both posts come from this thread, so a cancellation posted here
+                    // reaches the loop after the read; a later one goes through the handler below.
                     let box = UncheckedSendable(op)
                     let queued = socket.onLoop { socket.enqueueAsyncRead(box.value) }
-                    if !queued { continuation.resume(throwing: GCDAsyncSocketError.loopShutDown) }
+                    if !queued { return continuation.resume(throwing: GCDAsyncSocketError.loopShutDown) }
+                    if Task.isCancelled { socket.onLoop { socket.cancelRead(id: id) } }
                     return
                 }
                 socket.enqueueAsyncRead(op)

@@ -128,6 +128,31 @@ final class AsyncSocketTests: XCTestCase {
         }
     }
 
+    /// An actor isolated to the socket's loop reads too: completed, and cancelled, reads behave the same.
+    func testReadsFromAnActorOnTheSocketsLoop() async throws {
+        let (client, peer) = try await connectedPair()
+        defer { Glibc.close(peer) }
+        try await withDeadline {
+            let reader = LoopReader(loop: client.eventLoop)
+            let waiting = Task { try await reader.read(client, length: 3) }
+            Self.send(peer, "abc")
+            let first = try await waiting.value
+            XCTAssertEqual(first, Data("abc".utf8))
+
+            let cancelled = Task { try await reader.read(client, length: 3) }
+            cancelled.cancel()
+            do {
+                _ = try await cancelled.value
+                XCTFail("the read should have been cancelled")
+            } catch is CancellationError {
+            }
+            Self.send(peer, "def")
+            let next = try await reader.read(client, length: 3)
+            XCTAssertEqual(next, Data("def".utf8))
+            await client.close()
+        }
+    }
+
     /// Cancelling a pending read throws CancellationError and leaves the socket usable, bytes included.
     func testCancelledReadLeavesSocketUsable() async throws {
         let (client, peer) = try await connectedPair()
@@ -272,5 +297,16 @@ final class AsyncSocketTests: XCTestCase {
             try Task.checkCancellation()
             await Task.yield()
         }
+    }
+}
+
+/// An actor whose executor is a loop, reading from a socket on that loop.
+private actor LoopReader {
+    let loop: EventLoop
+    nonisolated var unownedExecutor: UnownedSerialExecutor { loop.asUnownedSerialExecutor() }
+    init(loop: EventLoop) { self.loop = loop }
+
+    func read(_ socket: AsyncSocket, length: Int) async throws -> Data {
+        try await socket.read(toLength: length)
     }
 }
