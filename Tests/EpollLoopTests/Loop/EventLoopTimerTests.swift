@@ -194,8 +194,13 @@ final class EventLoopTimerTests: XCTestCase {
         let order = Locked<[String]>([])
         let done = DispatchSemaphore(value: 0)
         try loop.execute {
-            let victim = try? loop.schedule(after: .milliseconds(2)) { order.withLock { $0.append("victim") } }
-            _ = try? loop.schedule(after: .milliseconds(1)) {
+            // Deadlines from one clock reading, so "first" is due before "victim" however late either call
+            // runs (with `schedule(after:)`, a pause of over 1 ms between the two calls reversed them).
+            let base = Deadline.now().uptimeNanoseconds
+            let victim = try? loop.schedule(at: Deadline(uptimeNanoseconds: base + 2_000_000)) {
+                order.withLock { $0.append("victim") }
+            }
+            _ = try? loop.schedule(at: Deadline(uptimeNanoseconds: base + 1_000_000)) {
                 order.withLock { $0.append("first") }
                 victim?.cancel()
                 _ = try? loop.schedule(after: .zero) {
