@@ -1,0 +1,27 @@
+"""Prints a callgrind profile's total instructions and the number of calls to one function.
+
+    python3 callgrind-calls.py callgrind.out send
+"""
+import re
+import sys
+
+path, target = sys.argv[1], sys.argv[2]
+names = {}
+total = calls = 0
+pending = None
+for line in open(path):
+    if line.startswith(("fn=", "cfn=")):
+        kind, rest = line.rstrip("\n").split("=", 1)
+        m = re.match(r"\((\d+)\)(?: (.*))?", rest)
+        if m:
+            if m.group(2):
+                names[m.group(1)] = m.group(2)
+            pending = names.get(m.group(1)) if kind == "cfn" else None
+        continue
+    if line.startswith("calls=") and pending is not None:
+        if pending == target:
+            calls += int(line[6:].split()[0])
+        pending = None
+    elif line.startswith(("summary:", "totals:")):
+        total = int(line.split()[1])
+print(total, calls)
