@@ -35,14 +35,10 @@ final class ChurnSlot: GCDAsyncSocketDelegate, LoadConnection {
         let serial = worker.nextChurnSerial()
         phase = UInt32(serial % UInt64(Pattern.period))
         startedAt = Deadline.now().uptimeNanoseconds
-        let socket = GCDAsyncSocket(delegate: self, delegateQueue: nil, loop: worker.loop)
-        self.socket = socket
         state = .connecting
-        do {
-            try socket.connect(toHost: worker.config.host, onPort: worker.config.port, withTimeout: worker.connectTimeout)
-        } catch {
+        socket = worker.connectSocket(self, settling: false)
+        if socket == nil {
             state = .closed
-            worker.recordError(ErrorKind.classify(error), "connect: \(error)")
             retryLater()
         }
     }

@@ -37,20 +37,13 @@ final class HTTPConnection: GCDAsyncSocketDelegate, PacedConnection, SweptConnec
     }
 
     private func connect(settling: Bool) {
-        let socket = GCDAsyncSocket(delegate: self, delegateQueue: nil, loop: worker.loop)
-        self.socket = socket
         state = .connecting
         nextSend = 0
         nextReceive = 0
         readQueued = false
         pendingHead = nil
-        do {
-            try socket.connect(toHost: worker.config.host, onPort: worker.config.port, withTimeout: worker.connectTimeout)
-        } catch {
-            state = .closed
-            worker.recordError(ErrorKind.classify(error), "connect: \(error)")
-            if settling { worker.connectionSettled(ok: false) }
-        }
+        socket = worker.connectSocket(self, settling: settling)
+        if socket == nil { state = .closed }
     }
 
     func stop() {

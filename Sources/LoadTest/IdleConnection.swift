@@ -14,16 +14,9 @@ final class IdleConnection: GCDAsyncSocketDelegate, LoadConnection {
     }
 
     func start() {
-        let socket = GCDAsyncSocket(delegate: self, delegateQueue: nil, loop: worker.loop)
-        self.socket = socket
         state = .connecting
-        do {
-            try socket.connect(toHost: worker.config.host, onPort: worker.config.port, withTimeout: worker.connectTimeout)
-        } catch {
-            state = .closed
-            worker.recordError(ErrorKind.classify(error), "connect: \(error)")
-            worker.connectionSettled(ok: false)
-        }
+        socket = worker.connectSocket(self)
+        if socket == nil { state = .closed }
     }
 
     func stop() {

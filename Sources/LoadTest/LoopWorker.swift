@@ -260,6 +260,20 @@ final class LoopWorker: @unchecked Sendable {
         }
     }
 
+    /// A `GCDAsyncSocket` on this loop, connecting to the target with `delegate`; nil if the connect could
+    /// not even start, in which case the failure is counted (and, when `settling`, the connection settled).
+    func connectSocket(_ delegate: any GCDAsyncSocketDelegate, settling: Bool = true) -> GCDAsyncSocket? {
+        let socket = GCDAsyncSocket(delegate: delegate, delegateQueue: nil, loop: loop)
+        do {
+            try socket.connect(toHost: config.host, onPort: config.port, withTimeout: connectTimeout)
+            return socket
+        } catch {
+            recordError(ErrorKind.classify(error), "connect: \(error)")
+            if settling { connectionSettled(ok: false) }
+            return nil
+        }
+    }
+
     /// A connection is up (`ok`) or could not be opened.
     func connectionSettled(ok: Bool) {
         connecting -= 1
