@@ -62,7 +62,7 @@ extension AsyncSocket {
 
     nonisolated(nonsending) private func waitUntilWritable() async throws {
         let handler = self.handler
-        let idBox = IDBox()
+        let idBox = PendingCancellation<UInt64>()
         try await withTaskCancellationHandler {
             try await withUnsafeThrowingContinuation { (continuation: UnsafeContinuation<Void, any Error>) in
                 let box = UncheckedSendable(continuation)
@@ -127,10 +127,10 @@ extension AsyncSocket {
     }
 
     /// A task on another thread: the read is handed to the loop, and whichever of the queueing and a
-    /// cancellation reaches the loop first decides (``ReadCancellation`` records the order).
+    /// cancellation reaches the loop first decides (``PendingCancellation`` records the order).
     nonisolated(nonsending) private func readFromOtherThread(_ kind: ReadOp.Kind, maxLength: Int) async throws -> Data {
         let socket = self.socket
-        let cancellation = ReadCancellation()
+        let cancellation = PendingCancellation<UInt32>()
         return try await withTaskCancellationHandler {
             try await withUnsafeThrowingContinuation { (continuation: ReadContinuation) in
                 let box = UncheckedSendable(ReadOp(kind: kind, maxLength: maxLength, tag: 0, timeout: -1, id: 0, continuation: continuation))
@@ -170,16 +170,11 @@ extension AsyncSocket {
     }
 }
 
-/// The id of a read queued from another thread, and whether its cancellation reached the loop first;
-/// loop-confined, so the queueing and the cancellation handler see one order whichever threads they started on.
-final class ReadCancellation: @unchecked Sendable {
-    var id: UInt32?
-    var cancelled = false
-}
-
-/// Holds a writability waiter's id and whether cancellation came first; loop-confined.
-final class IDBox: @unchecked Sendable {
-    var id: UInt64?
+/// The id of an operation queued from another thread (a read, a writability wait), and whether its
+/// cancellation reached the loop first; loop-confined, so the queueing and the cancellation handler see one
+/// order whichever threads they started on.
+final class PendingCancellation<ID>: @unchecked Sendable {
+    var id: ID?
     var cancelled = false
 }
 
