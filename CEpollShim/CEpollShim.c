@@ -65,3 +65,23 @@ int cepoll_affinity_cpu_count(void) {
 int cepoll_pipe(int fds[2]) { return pipe2(fds, O_NONBLOCK | O_CLOEXEC); }
 
 int cepoll_gettid(void) { return gettid(); }
+
+// MARK: Swift concurrency runtime
+
+// The task's cancellation record, for `withCancellationHandler` in LoopSocket. Swift reserves the runtime's
+// `swift_` names (the compiler rejects a direct `@_silgen_name` reference to them), so these forward to the
+// runtime entry points that the standard library's own `withTaskCancellationHandler` calls. Both sides use
+// the Swift calling convention: a Swift closure `() -> Void` is passed as (function, context), exactly the
+// runtime's (handler, context) pair. Not in the header: Swift declares them with `@_silgen_name`.
+#define CEPOLL_SWIFTCC __attribute__((swiftcall))
+
+extern CEPOLL_SWIFTCC void *swift_task_addCancellationHandler(void *handler, void *context);
+extern CEPOLL_SWIFTCC void swift_task_removeCancellationHandler(void *record);
+
+CEPOLL_SWIFTCC void *cepoll_task_add_cancellation_handler(void *handler, void *context) {
+    return swift_task_addCancellationHandler(handler, context);
+}
+
+CEPOLL_SWIFTCC void cepoll_task_remove_cancellation_handler(void *record) {
+    swift_task_removeCancellationHandler(record);
+}

@@ -63,7 +63,7 @@ extension AsyncSocket {
     nonisolated(nonsending) private func waitUntilWritable() async throws {
         let handler = self.handler
         let idBox = PendingCancellation<UInt64>()
-        try await withTaskCancellationHandler {
+        try await withCancellationHandler {
             try await withUnsafeThrowingContinuation { (continuation: UnsafeContinuation<Void, any Error>) in
                 let box = UncheckedSendable(continuation)
                 let queued = socket.onLoop {
@@ -103,7 +103,7 @@ extension AsyncSocket {
     nonisolated(nonsending) private func readOnLoop(_ kind: ReadOp.Kind, maxLength: Int) async throws -> Data {
         let socket = self.socket
         let id = socket.reserveOpID()
-        return try await withTaskCancellationHandler {
+        return try await withCancellationHandler {
             try await withUnsafeThrowingContinuation { (continuation: ReadContinuation) in
                 let op = ReadOp(kind: kind, maxLength: maxLength, tag: 0, timeout: -1, id: id, continuation: continuation)
                 guard socket.eventLoop.inEventLoop else {
@@ -131,7 +131,7 @@ extension AsyncSocket {
     nonisolated(nonsending) private func readFromOtherThread(_ kind: ReadOp.Kind, maxLength: Int) async throws -> Data {
         let socket = self.socket
         let cancellation = PendingCancellation<UInt32>()
-        return try await withTaskCancellationHandler {
+        return try await withCancellationHandler {
             try await withUnsafeThrowingContinuation { (continuation: ReadContinuation) in
                 let box = UncheckedSendable(ReadOp(kind: kind, maxLength: maxLength, tag: 0, timeout: -1, id: 0, continuation: continuation))
                 let queued = socket.onLoop {

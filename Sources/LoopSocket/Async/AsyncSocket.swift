@@ -73,7 +73,7 @@ public final class AsyncSocket: Sendable {
         let socket = GCDAsyncSocket(delegate: handler, delegateQueue: nil, loop: loop, group: group)
         socket.options = options
         socket.autoDisconnectOnClosedReadStream = false  // end of stream is a nil read; writing may go on
-        try await withTaskCancellationHandler {
+        try await withCancellationHandler {
             try await withUnsafeThrowingContinuation { (continuation: UnsafeContinuation<Void, any Error>) in
                 // Set before connect starts; the loop reads it only after (the start is queued behind this).
                 handler.connectContinuation = continuation
