@@ -22,25 +22,29 @@ do {
 }
 ServerArguments.announce("async-echo-server listening on \(arguments.host ?? "*") port \(listener.localPort) with \(group.loops.count) loop(s)")
 
-// SIGINT/SIGTERM: stop accepting; the connection tasks are then cancelled and close their connections.
-DispatchQueue.global().async {
-    ServerArguments.waitForTermination()
-    listener.close()
-}
-
-try? await withThrowingDiscardingTaskGroup { tasks in
-    for try await connection in listener.connections {
-        tasks.addTask(executorPreference: connection.eventLoop) {
-            do {
-                while let chunk = try await connection.read(maxLength: 65536) {
-                    try await connection.write(chunk)
+// The accept loop runs in a task on the first loop and each connection in a child task on its own loop, so
+// the server never uses the global concurrent executor. SIGINT/SIGTERM close the listener: the accept
+// loop ends, the connection tasks are cancelled and close their connections, and the group shuts down.
+let finished = DispatchSemaphore(value: 0)
+Task(executorPreference: group.loops[0]) {
+    try? await withThrowingDiscardingTaskGroup { tasks in
+        for try await connection in listener.connections {
+            tasks.addTask(executorPreference: connection.eventLoop) {
+                do {
+                    while let chunk = try await connection.read(maxLength: 65536) {
+                        try await connection.write(chunk)
+                    }
+                } catch {
+                    // Reset by the peer, or cancelled at shutdown: either way the connection is done.
                 }
-            } catch {
-                // Reset by the peer, or cancelled at shutdown: either way the connection is done.
+                await connection.close()
             }
-            await connection.close()
         }
+        tasks.cancelAll()
     }
-    tasks.cancelAll()
+    finished.signal()
 }
+ServerArguments.waitForTermination()
+listener.close()
+finished.wait()
 try? group.shutdownGracefully()

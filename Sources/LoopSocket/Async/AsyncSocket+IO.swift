@@ -40,27 +40,31 @@ extension AsyncSocket {
     /// Queues `data` for writing and returns; suspends first while more than the high water mark
     /// (``SocketOptions/writeHighWaterMark``) is queued, until the queue falls below the low water mark.
     /// - Throws: the error that closed the connection or failed an earlier write.
-    nonisolated(nonsending) public func write(_ data: Data) async throws {
+    @inlinable nonisolated(nonsending) public func write(_ data: Data) async throws {
+        // Inlined into the caller so that the common case, a task on the socket's loop with room in the
+        // write queue, runs without an async frame of its own: the data is queued and sent within the call.
         guard !data.isEmpty else { return }
         if eventLoop.inEventLoop {
-            try enqueueWriteOnLoop(data)
-            if handler.isWritable { return }
+            if try enqueueWriteOnLoop(data) { return }
+            try await waitUntilWritable()
         } else {
-            let writable = try await onLoopThrowing { [self] () throws -> Bool in
-                try enqueueWriteOnLoop(data)
-                return handler.isWritable
-            }
-            if writable { return }
+            try await writeFromOtherThread(data)
         }
-        try await waitUntilWritable()
     }
 
-    private func enqueueWriteOnLoop(_ data: Data) throws {
+    /// Queues `data` (loop only); true while the queue is below its high water mark.
+    @usableFromInline func enqueueWriteOnLoop(_ data: Data) throws -> Bool {
         if let failure = handler.failure { throw failure }
         socket.enqueueWrite(data, timeout: -1, tag: 0)
+        return handler.isWritable
     }
 
-    nonisolated(nonsending) private func waitUntilWritable() async throws {
+    @usableFromInline nonisolated(nonsending) func writeFromOtherThread(_ data: Data) async throws {
+        let writable = try await onLoopThrowing { [self] () throws -> Bool in try enqueueWriteOnLoop(data) }
+        if !writable { try await waitUntilWritable() }
+    }
+
+    @usableFromInline nonisolated(nonsending) func waitUntilWritable() async throws {
         let handler = self.handler
         let idBox = PendingCancellation<UInt64>()
         try await withCancellationHandler {
@@ -87,7 +91,7 @@ extension AsyncSocket {
 
     /// One read: from the buffered bytes without suspending when they suffice (on the loop), else queued
     /// with a continuation that the read operation resumes.
-    nonisolated(nonsending) func read(_ kind: ReadOp.Kind, maxLength: Int) async throws -> Data {
+    @inline(__always) nonisolated(nonsending) func read(_ kind: ReadOp.Kind, maxLength: Int) async throws -> Data {
         try Task.checkCancellation()
         if eventLoop.inEventLoop {
             if let data = try socket.readImmediately(kind, maxLength: maxLength) { return data }
@@ -100,11 +104,11 @@ extension AsyncSocket {
     /// the task suspends, with its continuation stored in the operation, so a read allocates no object and
     /// queues no closure. Only a cancellation (which may come from any thread) goes through the loop's queue,
     /// and finds the read by its operation id, reserved here.
-    nonisolated(nonsending) private func readOnLoop(_ kind: ReadOp.Kind, maxLength: Int) async throws -> Data {
+    @inline(__always) nonisolated(nonsending) private func readOnLoop(_ kind: ReadOp.Kind, maxLength: Int) async throws -> Data {
         let socket = self.socket
         let id = socket.reserveOpID()
         return try await withCancellationHandler {
-            try await withUnsafeThrowingContinuation { (continuation: ReadContinuation) in
+            try await _unsafeInheritExecutor_withUnsafeThrowingContinuation { (continuation: ReadContinuation) in
                 let op = ReadOp(kind: kind, maxLength: maxLength, tag: 0, timeout: -1, id: id, continuation: continuation)
                 guard socket.eventLoop.inEventLoop else {
                     // Reached only if the task left the loop on the way here (a caller isolated to an actor
