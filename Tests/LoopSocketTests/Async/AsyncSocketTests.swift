@@ -153,6 +153,38 @@ final class AsyncSocketTests: XCTestCase {
         }
     }
 
+    /// A read that waits for data costs the task exactly one job on the socket's loop (its resumption) and
+    /// no hop, whether the caller is a task preferring the loop or an actor isolated to it. The peer's byte is
+    /// sent by a closure queued on the loop before the read, so it runs only once the task has suspended:
+    /// every read waits.
+    func testWaitingReadOnTheLoopCostsOneJob() async throws {
+        let (client, peer) = try await connectedPair()
+        defer { Glibc.close(peer) }
+        let loop = client.eventLoop
+        let rounds: UInt64 = 100
+        try await withDeadline {
+            let fromTask = try await Task(executorPreference: loop) { () throws -> UInt64 in
+                let before = loop.jobsRun
+                for _ in 0..<rounds {
+                    loop.executeOnLoop { Self.send(peer, "x") }
+                    _ = try await client.read(toLength: 1)
+                }
+                return loop.jobsRun - before
+            }.value
+            XCTAssertEqual(fromTask, rounds, "one job per waiting read, for a task preferring the loop")
+
+            let fromActor = try await LoopReader(loop: loop).readWaiting(client, peer: peer, rounds: rounds)
+            #if DEBUG
+            // Unoptimised, the continuation is resumed through the generic executor and the task comes back
+            // to the actor with a second job (an optimised build elides that hop: `swift test -c release`).
+            XCTAssertLessThanOrEqual(fromActor, 2 * rounds, "at most two jobs per waiting read, for an actor")
+            #else
+            XCTAssertEqual(fromActor, rounds, "one job per waiting read, for an actor on the loop")
+            #endif
+            await client.close()
+        }
+    }
+
     /// Cancelling a pending read throws CancellationError and leaves the socket usable, bytes included.
     func testCancelledReadLeavesSocketUsable() async throws {
         let (client, peer) = try await connectedPair()
@@ -308,5 +340,15 @@ private actor LoopReader {
 
     func read(_ socket: AsyncSocket, length: Int) async throws -> Data {
         try await socket.read(toLength: length)
+    }
+
+    /// Jobs run on the loop while reading one byte `rounds` times, each sent only after the read is queued.
+    func readWaiting(_ socket: AsyncSocket, peer: Int32, rounds: UInt64) async throws -> UInt64 {
+        let before = loop.jobsRun
+        for _ in 0..<rounds {
+            loop.executeOnLoop { _ = Glibc.send(peer, "y", 1, Int32(MSG_NOSIGNAL)) }
+            _ = try await socket.read(toLength: 1)
+        }
+        return loop.jobsRun - before
     }
 }
