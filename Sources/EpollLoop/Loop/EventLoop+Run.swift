@@ -78,6 +78,13 @@ extension EventLoop {
     }
 
     /// Hands each event to its handler; events whose generation no longer matches are stale and dropped.
+    ///
+    /// Work the handler queued on the loop runs right after it, before the next event: typically the job of
+    /// a task its read just resumed, which then writes its reply while that connection's socket, task and
+    /// buffers are still in cache. Deferring it to the end of the batch, as the loop first did, cost the
+    /// async echo server 22% more user-space CPU per round trip at 1,000 connections (the batch's replies
+    /// all allocated before any was freed, and every connection's state reloaded from memory); checking
+    /// after each event costs about 60-90 instructions per round trip when batches are small.
     func dispatchEvents(count: Int) {
         for i in 0..<count {
             let data = cepoll_event_data(events, Int32(i))
@@ -89,6 +96,7 @@ extension EventLoop {
             let generation = UInt32(truncatingIfNeeded: data >> 32)
             guard let handler = registrations.handler(fd: fd, generation: generation) else { continue }
             handler.handleIO(IOEvents(rawValue: cepoll_event_bits(events, Int32(i))))
+            if !localTasks.isEmpty { runLocalTasks() }
         }
     }
 
