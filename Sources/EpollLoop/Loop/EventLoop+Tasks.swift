@@ -60,7 +60,9 @@ extension EventLoop {
         guard !localTasks.isEmpty else { return }
         swap(&localTasks, &spareTasks)
         for work in spareTasks { work.run(on: self) }
-        spareTasks.removeAll(keepingCapacity: true)
+        // Emptied from the end, keeping the capacity: `removeAll(keepingCapacity:)` goes through the generic
+        // `replaceSubrange`, about 75 instructions even for the single job that a resumed task usually is.
+        while spareTasks.popLast() != nil {}
     }
 
     /// Runs the tasks taken from the shared queue at the last wakeup.
