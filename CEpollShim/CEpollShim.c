@@ -62,6 +62,16 @@ int cepoll_affinity_cpu_count(void) {
     return CPU_COUNT(&set);
 }
 
+int cepoll_affinity_cpu(int index) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (index < 0 || sched_getaffinity(0, sizeof(set), &set) != 0) return -1;
+    for (int cpu = 0; cpu < CPU_SETSIZE; cpu++) {
+        if (CPU_ISSET(cpu, &set) && index-- == 0) return cpu;
+    }
+    return -1;
+}
+
 int cepoll_pipe(int fds[2]) { return pipe2(fds, O_NONBLOCK | O_CLOEXEC); }
 
 int cepoll_gettid(void) { return gettid(); }

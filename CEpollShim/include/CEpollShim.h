@@ -84,6 +84,9 @@ int cepoll_pin_thread_to_cpu(int cpu);
 /// The number of CPUs in the calling thread's affinity mask (0 on failure).
 int cepoll_affinity_cpu_count(void);
 
+/// The number of the `index`-th CPU (from 0) in the calling thread's affinity mask, or -1.
+int cepoll_affinity_cpu(int index);
+
 /// `pipe2(fds, O_NONBLOCK | O_CLOEXEC)`.
 int cepoll_pipe(int fds[2]);
 

@@ -22,7 +22,8 @@ public final class EventLoopGroup: Sendable {
     /// - Parameters:
     ///   - numberOfLoops: how many loops (at least 1); by default the number of CPUs this process may use.
     ///   - name: the prefix of the loops' and threads' names.
-    ///   - pinThreads: pin loop `i` to CPU `i % coreCount`, for benchmarks and latency-sensitive servers.
+    ///   - pinThreads: pin loop `i` to the `i % coreCount`-th CPU this process may run on (its affinity
+    ///     mask, so a container's cpuset is respected), for benchmarks and latency-sensitive servers.
     public init(numberOfLoops: Int = EventLoopGroup.coreCount, name: String = "epoll-loop", pinThreads: Bool = false) throws(EventLoopError) {
         let count = max(1, numberOfLoops)
         var loops: [EventLoop] = []
@@ -31,7 +32,7 @@ public final class EventLoopGroup: Sendable {
             for i in 0..<count {
                 let loop = try EventLoop(name: "\(name)-\(i)")
                 loops.append(loop)
-                threads.append(try LoopThread(loop: loop, cpu: pinThreads ? i % Self.coreCount : nil))
+                threads.append(try LoopThread(loop: loop, cpu: pinThreads ? Self.allowedCPU(i % Self.coreCount) : nil))
             }
         } catch {
             for loop in loops { loop.initiateShutdown() }
@@ -69,6 +70,13 @@ public final class EventLoopGroup: Sendable {
             alreadyJoined = true
             for thread in threads { thread.join() }
         }
+    }
+
+    /// The `index`-th CPU of the calling thread's affinity mask (`nil` if it cannot be read): CPU numbers
+    /// need not start at 0 nor be contiguous, as in a container limited to CPUs 4-7.
+    static func allowedCPU(_ index: Int) -> Int? {
+        let cpu = Int(cepoll_affinity_cpu(Int32(index)))
+        return cpu >= 0 ? cpu : nil
     }
 
     /// The number of CPUs this process may run on (its affinity mask), at least 1.

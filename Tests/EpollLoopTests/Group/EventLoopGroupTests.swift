@@ -92,6 +92,29 @@ final class EventLoopGroupTests: XCTestCase {
         XCTAssertEqual(allowedCPUs(info.allowedCPUs), allowed)
     }
 
+    /// Pinning follows the affinity mask the group is created under, not CPU numbers from 0: a group
+    /// started by a thread allowed only the last CPU (as in a container whose cpuset is 4-7) pins every loop
+    /// to that CPU.
+    func testPinningFollowsTheAffinityMask() throws {
+        let allowed = allowedCPUs(try XCTUnwrap(currentThreadInfo()).allowedCPUs)
+        guard let last = allowed.last, last != allowed.first else {
+            throw XCTSkip("needs two CPUs in the affinity mask to tell a mask index from a CPU number")
+        }
+        let host = try EventLoop(name: "host")
+        let hostThread = try LoopThread(loop: host, cpu: last)
+        defer {
+            host.initiateShutdown()
+            hostThread.join()
+        }
+        let pinned = try onLoop(host) { () throws -> [String] in
+            XCTAssertEqual(EventLoopGroup.coreCount, 1)
+            let group = try EventLoopGroup(numberOfLoops: 2, name: "masked", pinThreads: true)
+            defer { XCTAssertNoThrow(try group.shutdownGracefully(timeout: .seconds(10))) }
+            return try group.loops.map { loop in try onLoop(loop) { currentThreadInfo()?.allowedCPUs ?? "?" } }
+        }
+        XCTAssertEqual(pinned, ["\(last)", "\(last)"])
+    }
+
     func testShutdownJoinsTheThreads() throws {
         var group: EventLoopGroup? = try EventLoopGroup(numberOfLoops: 2, name: "join")
         weak let first = group?.loops[0]
