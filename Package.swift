@@ -48,17 +48,22 @@ let package = Package(
             name: "loadtest",
             dependencies: ["LoadTest", "EpollLoop", "LoopSocket"]
         ),
+        // Helpers more than one test target needs (listing the process's open descriptors).
+        .target(
+            name: "SharedTestSupport",
+            path: "Tests/SharedTestSupport"
+        ),
         .testTarget(
             name: "EpollLoopTests",
-            dependencies: ["EpollLoop", "CEpollShim"]
+            dependencies: ["EpollLoop", "CEpollShim", "SharedTestSupport"]
         ),
         .testTarget(
             name: "LoopSocketTests",
-            dependencies: ["LoopSocket", "EpollLoop", "CEpollShim"]
+            dependencies: ["LoopSocket", "EpollLoop", "CEpollShim", "SharedTestSupport"]
         ),
         .testTarget(
             name: "LoadTestTests",
-            dependencies: ["LoadTest", "EpollLoop", "LoopSocket"]
+            dependencies: ["LoadTest", "EpollLoop", "LoopSocket", "SharedTestSupport"]
         ),
     ],
     swiftLanguageModes: [.v6]

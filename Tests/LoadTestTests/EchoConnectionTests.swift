@@ -131,17 +131,7 @@ final class EchoConnectionTests: XCTestCase {
     // MARK: Runs against raw servers
 
     private func run(port: UInt16, host: String = "127.0.0.1", _ adjust: (inout LoadConfig) -> Void = { _ in }) throws -> RunResult {
-        var config = LoadConfig(mode: .echo)
-        config.host = host
-        config.port = port
-        config.connections = 4
-        config.duration = 0.4
-        config.warmup = 0.1
-        config.loops = 1
-        config.timeout = 5
-        config.quiet = true
-        adjust(&config)
-        return try LoadRunner(config: config, output: { _ in }).run()
+        try shortRun(.echo, host: host, port: port, connections: 4, duration: 0.4, adjust)
     }
 
     /// Runs `body` with a raw server and checks that the run and the server together left no descriptor open.

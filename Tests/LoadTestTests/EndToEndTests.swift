@@ -96,17 +96,7 @@ final class CorruptingEchoServer: GCDAsyncSocketDelegate, @unchecked Sendable {
 
 final class EndToEndTests: XCTestCase {
     private func run(_ mode: LoadMode, port: UInt16, _ adjust: (inout LoadConfig) -> Void = { _ in }) throws -> RunResult {
-        var config = LoadConfig(mode: mode)
-        config.host = "127.0.0.1"
-        config.port = port
-        config.connections = 10
-        config.duration = 0.5
-        config.warmup = 0.1
-        config.loops = 1
-        config.timeout = 5
-        config.quiet = true
-        adjust(&config)
-        return try LoadRunner(config: config, output: { _ in }).run()
+        try shortRun(mode, port: port, connections: 10, duration: 0.5, adjust)
     }
 
     func testClosedLoopEcho() throws {

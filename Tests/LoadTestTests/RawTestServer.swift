@@ -1,5 +1,6 @@
 import Dispatch
 import Glibc
+import SharedTestSupport
 import XCTest
 
 /// A call the raw test server could not make.
@@ -209,19 +210,5 @@ final class RawTestServer: @unchecked Sendable {
 /// is closed when the loop object is freed, which a loop thread may be finishing just now; every other
 /// descriptor (sockets, epoll, timerfd) is closed deterministically by the run itself.
 func openDescriptorsExceptEventfds() -> [String] {
-    guard let dir = opendir("/proc/self/fd") else { return [] }
-    defer { closedir(dir) }
-    let own = dirfd(dir)
-    var result: [String] = []
-    while let entry = readdir(dir) {
-        let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-            String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
-        }
-        guard let fd = Int32(name), fd != own else { continue }
-        var target = [CChar](repeating: 0, count: 512)
-        let n = readlink("/proc/self/fd/\(name)", &target, target.count - 1)
-        let what = n > 0 ? String(decoding: target[0..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self) : "?"
-        if what != "anon_inode:[eventfd]" { result.append("\(fd) \(what)") }
-    }
-    return result.sorted()
+    openDescriptors().filter { $0.value != "anon_inode:[eventfd]" }.map { "\($0.key) \($0.value)" }.sorted()
 }

@@ -83,8 +83,8 @@ extension EventLoop {
     /// a task its read just resumed, which then writes its reply while that connection's socket, task and
     /// buffers are still in cache. Deferring it to the end of the batch, as the loop first did, cost the
     /// async echo server 22% more user-space CPU per round trip at 1,000 connections (the batch's replies
-    /// all allocated before any was freed, and every connection's state reloaded from memory). The check
-    /// after each event is one load when nothing was queued.
+    /// all allocated before any was freed, and every connection's state reloaded from memory; paired runs
+    /// in docs/benchmarks.md). The check after each event is one load when nothing was queued.
     func dispatchEvents(count: Int) {
         for i in 0..<count {
             let data = cepoll_event_data(events, Int32(i))

@@ -59,6 +59,7 @@ extension AsyncSocket {
         return handler.isWritable
     }
 
+    /// `write` from a task off the socket's loop: queued through the loop, then waits like the loop path.
     @usableFromInline nonisolated(nonsending) func writeFromOtherThread(_ data: Data) async throws {
         let writable = try await onLoopThrowing { [self] () throws -> Bool in try enqueueWriteOnLoop(data) }
         if !writable { try await waitUntilWritable() }

@@ -94,12 +94,11 @@ final class EventLoopGroupTests: XCTestCase {
 
     /// Pinning follows the affinity mask the group is created under, not CPU numbers from 0: a group
     /// started by a thread allowed only the last CPU (as in a container whose cpuset is 4-7) pins every loop
-    /// to that CPU.
+    /// to that CPU. (On a machine whose only CPU is 0 the two readings agree and this cannot tell them
+    /// apart; the project's machines have at least two.)
     func testPinningFollowsTheAffinityMask() throws {
         let allowed = allowedCPUs(try XCTUnwrap(currentThreadInfo()).allowedCPUs)
-        guard let last = allowed.last, last != allowed.first else {
-            throw XCTSkip("needs two CPUs in the affinity mask to tell a mask index from a CPU number")
-        }
+        let last = try XCTUnwrap(allowed.last, "an empty affinity mask")
         let host = try EventLoop(name: "host")
         let hostThread = try LoopThread(loop: host, cpu: last)
         defer {

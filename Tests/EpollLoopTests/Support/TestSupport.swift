@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import Glibc
+import SharedTestSupport
 import XCTest
 
 @testable import EpollLoop
@@ -100,19 +101,8 @@ func isClosed(_ fd: Int32) -> Bool {
     fcntl(fd, F_GETFD) == -1 && errno == EBADF
 }
 
-/// The number of open descriptors of this process (entries of /proc/self/fd, not counting the directory's own).
-func openDescriptorCount() -> Int {
-    guard let dir = opendir("/proc/self/fd") else { return -1 }
-    defer { closedir(dir) }
-    var count = 0
-    while let entry = readdir(dir) {
-        let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-            String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
-        }
-        if name != "." && name != ".." { count += 1 }
-    }
-    return count - 1  // the directory stream itself
-}
+/// The number of open descriptors of this process.
+func openDescriptorCount() -> Int { openDescriptors().count }
 
 /// The whole of a small file (for /proc), or `nil`.
 func readSmallFile(_ path: String) -> String? {

@@ -141,11 +141,7 @@ final class AsyncSocketTests: XCTestCase {
 
             let cancelled = Task { try await reader.read(client, length: 3) }
             cancelled.cancel()
-            do {
-                _ = try await cancelled.value
-                XCTFail("the read should have been cancelled")
-            } catch is CancellationError {
-            }
+            try await Self.assertCancelled(cancelled, "the read")
             Self.send(peer, "def")
             let next = try await reader.read(client, length: 3)
             XCTAssertEqual(next, Data("def".utf8))
@@ -192,11 +188,7 @@ final class AsyncSocketTests: XCTestCase {
             // Let the read take the 3 bytes: it reports progress through the buffer only, so poll the loop.
             try await Self.eventually { await Self.onLoop(client) { client.socket.reads.front({ $0.buffer.count }) == 3 } }
             waiting.cancel()
-            do {
-                _ = try await waiting.value
-                XCTFail("the read should have been cancelled")
-            } catch is CancellationError {
-            }
+            try await Self.assertCancelled(waiting, "the read")
             Self.send(peer, "defghij")
             let all = try await client.read(toLength: 10)
             XCTAssertEqual(all, Data("abcdefghij".utf8))
@@ -217,11 +209,7 @@ final class AsyncSocketTests: XCTestCase {
             let writer = Task { try await client.write(big) }
             try await Self.eventually { await Self.onLoop(client) { client.handler.writableWaiters.count == 1 } }
             writer.cancel()
-            do {
-                try await writer.value
-                XCTFail("the write wait should have been cancelled")
-            } catch is CancellationError {
-            }
+            try await Self.assertCancelled(writer, "the write wait")
             // The data stays queued and is still written: drain it on the peer.
             let received = Self.drain(peer, count: big.count)
             XCTAssertEqual(received, big.count)
@@ -295,6 +283,17 @@ final class AsyncSocketTests: XCTestCase {
             setsockopt(peer, SOL_SOCKET, SO_RCVBUF, &value, socklen_t(MemoryLayout<Int32>.size))
         }
         return (client, peer)
+    }
+
+    /// Fails unless `task` ends by throwing `CancellationError` (any other error is rethrown).
+    private static func assertCancelled<T: Sendable>(
+        _ task: Task<T, any Error>, _ what: String, file: StaticString = #filePath, line: UInt = #line
+    ) async throws {
+        do {
+            _ = try await task.value
+            XCTFail("\(what) should have been cancelled", file: file, line: line)
+        } catch is CancellationError {
+        }
     }
 
     private static func send(_ fd: Int32, _ text: String) {

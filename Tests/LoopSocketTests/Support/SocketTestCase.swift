@@ -1,28 +1,11 @@
 import Dispatch
 import Foundation
 import Glibc
+import SharedTestSupport
 import XCTest
 
 @testable import EpollLoop
 @testable import LoopSocket
-
-/// The process's open descriptors (`/proc/self/fd`), each with what it points at.
-func openDescriptors() -> [Int32: String] {
-    guard let dir = opendir("/proc/self/fd") else { return [:] }
-    defer { closedir(dir) }
-    let own = dirfd(dir)
-    var result: [Int32: String] = [:]
-    while let entry = readdir(dir) {
-        let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-            String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
-        }
-        guard let fd = Int32(name), fd != own else { continue }
-        var target = [CChar](repeating: 0, count: 512)
-        let n = readlink("/proc/self/fd/\(name)", &target, target.count - 1)
-        result[fd] = n > 0 ? String(decoding: target[0..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self) : "?"
-    }
-    return result
-}
 
 /// The base of every LoopSocket test class: a fresh event loop group per test, shut down in `tearDown`,
 /// and the process's open descriptors compared before and after (after the group has shut down), so a
