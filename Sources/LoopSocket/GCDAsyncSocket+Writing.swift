@@ -52,7 +52,35 @@ extension GCDAsyncSocket {
         return Float(op.done) / Float(op.total)
     }
 
-    func enqueueWrite(_ data: Data, timeout: TimeInterval, tag: Int) {
+    /// An ``AsyncSocket``'s write, on the loop: sent within the call when nothing is queued ahead of it, and
+    /// queued for the pump only with what the kernel did not take. A write the kernel takes whole changes
+    /// nothing the pump would look at afterwards (no read to feed, no interest to arm, no timer), so that
+    /// pass is skipped; its completion callback is too: the async handler has none for writes.
+    func sendOrEnqueue(_ data: Data) {
+        let count = data.count
+        guard flags.contains(.pumpsInline), phase == .connected, writes.isEmpty,
+              flags.isDisjoint(with: [.pumping, .writeBlocked, .noNewIO, .shutdownWriteAfterWrites]),
+              count <= config.options.maxQueuedWriteBytes ?? .max
+        else { return enqueueWrite(data, timeout: -1, tag: 0) }
+        let result = data.withUnsafeBytes { raw in
+            Self.result { () throws(SyscallError) in try Syscall.send(fd, raw) }
+        }
+        switch result {
+        case .sent(let sent) where sent == count:
+            return
+        case .sent(let sent):
+            enqueueWrite(data, timeout: -1, tag: 0, alreadySent: sent)
+        case .wouldBlock:
+            flags.insert(.writeBlocked)  // The pump then arms EPOLLOUT without trying the send again.
+            enqueueWrite(data, timeout: -1, tag: 0)
+        case .failed(let error):
+            closeWithError(GCDAsyncSocketError(error))
+        }
+    }
+
+    /// Queues a write (`alreadySent` of its bytes handed to the kernel by ``sendOrEnqueue(_:)``) and asks
+    /// for a pump, or reports at once why it cannot be queued.
+    func enqueueWrite(_ data: Data, timeout: TimeInterval, tag: Int, alreadySent: Int = 0) {
         let count = data.count
         guard phase != .idle, !flags.contains(.noNewIO), !flags.contains(.shutdownWriteAfterWrites) else {
             let error = GCDAsyncSocketError(.badConfigError, phase == .idle
@@ -66,8 +94,10 @@ extension GCDAsyncSocket {
             return
         }
         if timeout >= 0 { flags.insert(.timedOps) }
-        writes.append(WriteOp(data: data, count: count, tag: tag, timeout: timeout, id: reserveOpID()))
-        queuedWriteBytes += count
+        var op = WriteOp(data: data, count: count, tag: tag, timeout: timeout, id: reserveOpID())
+        op.done = alreadySent
+        writes.append(op)
+        queuedWriteBytes += count - alreadySent
         if queuedWriteBytes > config.options.writeHighWaterMark && !flags.contains(.notWritable) {
             flags.insert(.notWritable)
             notify { $0.socket($1, didChangeWritability: false) }

@@ -37,9 +37,12 @@ extension AsyncSocket {
     /// ```
     public var chunks: Chunks { Chunks(socket: self) }
 
-    /// Queues `data` for writing and returns; suspends first while more than the high water mark
-    /// (``SocketOptions/writeHighWaterMark``) is queued, until the queue falls below the low water mark.
-    /// - Throws: the error that closed the connection or failed an earlier write.
+    /// Hands `data` to the kernel, or queues what it does not take, and returns. If that leaves more than
+    /// the high water mark (``SocketOptions/writeHighWaterMark``) queued, it suspends before returning until
+    /// the queue falls below the low water mark (backpressure).
+    /// - Throws: the error that closed the connection or failed an earlier write, or the failure of this
+    ///   write's own send when it was tried within the call. Bytes queued when the connection later fails are
+    ///   reported by the next operation.
     @inlinable nonisolated(nonsending) public func write(_ data: Data) async throws {
         // Inlined into the caller so that the common case, a task on the socket's loop with room in the
         // write queue, runs without an async frame of its own: the data is queued and sent within the call.
@@ -52,10 +55,12 @@ extension AsyncSocket {
         }
     }
 
-    /// Queues `data` (loop only); true while the queue is below its high water mark.
+    /// Sends or queues `data` (loop only); true while the queue is below its high water mark. Throws if the
+    /// connection had already failed, or failed on this write's own send.
     @usableFromInline func enqueueWriteOnLoop(_ data: Data) throws -> Bool {
         if let failure = handler.failure { throw failure }
-        socket.enqueueWrite(data, timeout: -1, tag: 0)
+        socket.sendOrEnqueue(data)
+        if let failure = handler.failure { throw failure }
         return handler.isWritable
     }
 

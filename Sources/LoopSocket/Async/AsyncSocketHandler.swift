@@ -14,7 +14,7 @@ final class AsyncSocketHandler: GCDAsyncSocketDelegate, @unchecked Sendable {
     var disconnected = false
     /// For listeners: where accepted connections go.
     var accepted: AsyncThrowingStream<AsyncSocket, any Error>.Continuation?
-    /// For accepted sockets: the group their handlers' loops come from (unused; kept by the socket).
+    /// False from when the write queue passes its high water mark until it falls below the low one.
     var isWritable = true
 
     func socket(_ sock: GCDAsyncSocket, didConnectToHost host: String, port: UInt16) {

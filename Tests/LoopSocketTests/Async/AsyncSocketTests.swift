@@ -128,6 +128,58 @@ final class AsyncSocketTests: XCTestCase {
         }
     }
 
+    /// Writes the kernel takes only in part (a shrunk send buffer) arrive whole and in order: the first
+    /// write's remainder is queued behind what was sent, later writes queue behind it, and once the queue
+    /// drains writes go straight to the kernel again.
+    func testWritesTheKernelTakesInPartArriveWholeAndInOrder() async throws {
+        var options = SocketOptions()
+        options.sendBufferSize = 4096
+        let (client, peer) = try await connectedPair(options: options)
+        defer { Glibc.close(peer) }
+        var receiveBuffer: Int32 = 1 << 20  // a wide window on the peer: only the sender is short of room
+        setsockopt(peer, SOL_SOCKET, SO_RCVBUF, &receiveBuffer, socklen_t(MemoryLayout<Int32>.size))
+        let chunks = (0..<24).map { i in Data((0..<(i % 4 == 0 ? 200_000 : 1 + i * 37)).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ i) }) }
+        let expected = chunks.reduce(into: Data()) { $0.append($1) }
+        let receiver = Self.receive(peer, count: expected.count)
+        try await withDeadline {
+            try await Task(executorPreference: client.eventLoop) {
+                for chunk in chunks { try await client.write(chunk) }
+            }.value
+            let received = await receiver.value
+            XCTAssertEqual(received.count, expected.count)
+            XCTAssertTrue(received == expected, "the bytes differ from what was written")
+            await client.close()
+        }
+    }
+
+    /// A write whose own send fails (the peer reset the connection) throws that error within the call,
+    /// closes the socket, and every later operation throws.
+    func testWriteThatFailsInItsSendThrowsAtOnce() async throws {
+        let (client, peer) = try await connectedPair()
+        try await withDeadline {
+            try await Task(executorPreference: client.eventLoop) {
+                // Reset from the loop's own thread, so the loop cannot see the RST before the write does.
+                var linger = Glibc.linger(l_onoff: 1, l_linger: 0)
+                setsockopt(peer, SOL_SOCKET, SO_LINGER, &linger, socklen_t(MemoryLayout<Glibc.linger>.size))
+                Glibc.close(peer)
+                do {
+                    try await client.write(Data("into a reset connection".utf8))
+                    XCTFail("the write should have thrown")
+                } catch let error as GCDAsyncSocketError {
+                    XCTAssertTrue(error.errno == .connectionReset || error.errno == .brokenPipe, "\(error)")
+                }
+                XCTAssertTrue(client.handler.disconnected)
+                do {
+                    try await client.write(Data("again".utf8))
+                    XCTFail("a write after the failure should throw")
+                } catch is GCDAsyncSocketError {
+                }
+                let read = try await client.read()
+                XCTAssertNil(read, "a read after the failure reports the end of the stream")
+            }.value
+        }
+    }
+
     /// An actor isolated to the socket's loop reads too: completed, and cancelled, reads behave the same.
     func testReadsFromAnActorOnTheSocketsLoop() async throws {
         let (client, peer) = try await connectedPair()
@@ -313,6 +365,27 @@ final class AsyncSocketTests: XCTestCase {
             got += n
         }
         return got
+    }
+
+    /// Receives `count` bytes from a blocking socket on a thread of its own (bounded by a receive timeout),
+    /// so the sender's tasks and the loop keep running while it waits.
+    private static func receive(_ fd: Int32, count: Int) -> Task<Data, Never> {
+        Task {
+            await withCheckedContinuation { continuation in
+                Thread {
+                    var timeout = timeval(tv_sec: 10, tv_usec: 0)
+                    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+                    var received = Data()
+                    var buffer = [UInt8](repeating: 0, count: 65536)
+                    while received.count < count {
+                        let n = recv(fd, &buffer, buffer.count, 0)
+                        if n <= 0 { break }
+                        received.append(contentsOf: buffer[..<n])
+                    }
+                    continuation.resume(returning: received)
+                }.start()
+            }
+        }
     }
 
     private static func onLoop<T: Sendable>(_ client: AsyncSocket, _ body: @escaping @Sendable () -> T) async -> T {
