@@ -24,7 +24,8 @@ ServerArguments.announce("async-echo-server listening on \(arguments.host ?? "*"
 
 // The accept loop runs in a task on the first loop and each connection in a child task on its own loop, so
 // the server never uses the global concurrent executor. SIGINT/SIGTERM close the listener: the accept
-// loop ends, the connection tasks are cancelled and close their connections, and the group shuts down.
+// loop ends, the connection tasks are cancelled, finish writing what they queued and close their
+// connections, and the group shuts down.
 let finished = DispatchSemaphore(value: 0)
 Task(executorPreference: group.loops[0]) {
     try? await withThrowingDiscardingTaskGroup { tasks in
@@ -35,9 +36,11 @@ Task(executorPreference: group.loops[0]) {
                         try await connection.write(chunk)
                     }
                 } catch {
-                    // Reset by the peer, or cancelled at shutdown: either way the connection is done.
+                    // Reset by the peer, or cancelled at shutdown: no more reading.
                 }
-                await connection.close()
+                // The replies already written go out before the connection closes (cancellation does not
+                // cut this short); the timeout bounds a client that stops reading.
+                try? await connection.closeAfterWriting(timeout: .seconds(5))
             }
         }
         tasks.cancelAll()

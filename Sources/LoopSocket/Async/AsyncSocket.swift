@@ -15,7 +15,7 @@ import FoundationEssentials
 ///             while let chunk = try await connection.read(maxLength: 65536) {
 ///                 try await connection.write(chunk)
 ///             }
-///             await connection.close()
+///             try await connection.closeAfterWriting(timeout: .seconds(5))
 ///         }
 ///     }
 /// }
@@ -24,7 +24,7 @@ import FoundationEssentials
 /// Cancellation: a cancelled read throws `CancellationError` and leaves the socket usable (the bytes of a
 /// partly done read go back to the socket's buffer). A cancelled `write` stops waiting for the write queue
 /// to drain and throws `CancellationError`; its data stays queued and is still written. A cancelled
-/// `connect` closes the socket.
+/// `connect` closes the socket. ``closeAfterWriting(timeout:)`` and ``close()`` do not react to cancellation.
 public final class AsyncSocket: Sendable {
     /// The underlying socket (for options, addresses, and the GCDAsyncSocket API).
     public let socket: GCDAsyncSocket
@@ -112,6 +112,27 @@ public final class AsyncSocket: Sendable {
                 }
             }
             if !queued { continuation.resume() }
+        }
+    }
+
+    /// Closes the connection once everything queued for writing has been written, and waits until it is
+    /// closed: the graceful close, for replies still queued when the peer ends its stream or a server shuts
+    /// down. Waiting reads end (`read(maxLength:)` returns nil, the other reads throw `closedError`); new
+    /// reads and writes are refused.
+    ///
+    /// Task cancellation does not cut it short, so a connection task that was cancelled (a server shutting
+    /// down) still delivers the replies it wrote; `timeout` bounds the wait instead, for a peer that stops
+    /// reading: when it passes, the connection is closed and what is still queued is dropped.
+    /// - Throws: when queued bytes were not all written: ``GCDAsyncSocketError/Code/writeTimeoutError`` if the
+    ///   timeout passed, else the error that ended the connection (a reset by the peer, the loop shutting
+    ///   down, ``close()`` called meanwhile).
+    public func closeAfterWriting(timeout: Duration? = nil) async throws {
+        try await withUnsafeThrowingContinuation { (continuation: UnsafeContinuation<Void, any Error>) in
+            let box = UncheckedSendable(continuation)
+            let queued = socket.onLoop { [socket, handler] in
+                handler.closeAfterWriting(socket, timeout: timeout, box.value)
+            }
+            if !queued { continuation.resume(throwing: GCDAsyncSocketError.loopShutDown) }
         }
     }
 

@@ -7,6 +7,11 @@ import FoundationEssentials
 final class AsyncSocketHandler: GCDAsyncSocketDelegate, @unchecked Sendable {
     var connectContinuation: UnsafeContinuation<Void, any Error>?
     var closeWaiters: [UnsafeContinuation<Void, Never>] = []
+    /// Callers of `closeAfterWriting`, and the timer that bounds their wait.
+    var drainWaiters: [UnsafeContinuation<Void, any Error>] = []
+    var drainTimer: TimerID = .invalid
+    /// Why queued bytes could not be written (the error of the first write the socket failed), if any.
+    var writeFailure: (any Error)?
     var writableWaiters: [(id: UInt64, continuation: UnsafeContinuation<Void, any Error>)] = []
     var nextWaiterID: UInt64 = 0
     /// The first failure seen (a failed write, the disconnect); later operations throw it.
@@ -41,6 +46,7 @@ final class AsyncSocketHandler: GCDAsyncSocketDelegate, @unchecked Sendable {
 
     func socket(_ sock: GCDAsyncSocket, didFailToWriteDataWithTag tag: Int, error: any Error) {
         if failure == nil { failure = error }
+        if writeFailure == nil { writeFailure = error }
     }
 
     func socketDidDisconnect(_ sock: GCDAsyncSocket, withError err: (any Error)?) {
@@ -54,6 +60,13 @@ final class AsyncSocketHandler: GCDAsyncSocketDelegate, @unchecked Sendable {
         let closing = closeWaiters
         closeWaiters = []
         for waiter in closing { waiter.resume() }
+        sock.eventLoop.cancelOnLoop(drainTimer)
+        drainTimer = .invalid
+        let draining = drainWaiters
+        drainWaiters = []
+        for waiter in draining {
+            if let writeFailure { waiter.resume(throwing: writeFailure) } else { waiter.resume() }
+        }
         if let accepted {
             self.accepted = nil
             if err == nil { accepted.finish() } else { accepted.finish(throwing: error) }
@@ -64,6 +77,23 @@ final class AsyncSocketHandler: GCDAsyncSocketDelegate, @unchecked Sendable {
         guard let continuation = connectContinuation else { return }
         connectContinuation = nil
         if let error { continuation.resume(throwing: error) } else { continuation.resume() }
+    }
+
+    /// `AsyncSocket.closeAfterWriting`, on the loop: `disconnectAfterWriting`, its waiter resumed by the
+    /// disconnect, and a timer that closes the connection (failing what is queued) if `timeout` passes first.
+    func closeAfterWriting(_ socket: GCDAsyncSocket, timeout: Duration?, _ waiter: UnsafeContinuation<Void, any Error>) {
+        guard !disconnected else {
+            if let writeFailure { return waiter.resume(throwing: writeFailure) }
+            return waiter.resume()
+        }
+        drainWaiters.append(waiter)
+        if let timeout, drainTimer == .invalid {
+            let deadline = (Deadline.now() + timeout).uptimeNanoseconds
+            drainTimer = socket.eventLoop.scheduleOnLoop(at: deadline) {
+                socket.closeWithError(GCDAsyncSocketError(.writeTimeoutError, "The queued writes were not written within the close timeout"))
+            }
+        }
+        socket.disconnectAfterWriting()
     }
 
     /// Stops waiting for writability (cancellation): the waiter throws `CancellationError`.

@@ -230,6 +230,80 @@ final class AsyncSocketTests: XCTestCase {
         }
     }
 
+    /// A server shutting down the structured way (listener closed, connection tasks cancelled) still delivers
+    /// the replies it had queued: each task ends with `closeAfterWriting`, which cancellation does not cut
+    /// short. Here the whole reply is queued in user space (a shrunk send buffer, a client that reads only
+    /// after the shutdown began); with `close()` instead, the client gets a fraction of it.
+    func testGracefulShutdownDeliversQueuedReplies() async throws {
+        var options = SocketOptions()
+        options.sendBufferSize = 4096
+        options.writeHighWaterMark = 8 << 20  // the echo never waits: the task goes back to reading at once
+        let group = self.group!
+        let listener = try AsyncListener(host: "127.0.0.1", port: 0, group: group, options: options)
+        let total = 1 << 20
+        let (repliesQueued, queuedSignal) = AsyncStream<Void>.makeStream()
+        let server = Task {
+            try await withThrowingDiscardingTaskGroup { tasks in
+                for try await connection in listener.connections {
+                    tasks.addTask(executorPreference: connection.eventLoop) {
+                        var echoed = 0
+                        do {
+                            while let chunk = try await connection.read(maxLength: 65536) {
+                                try await connection.write(chunk)
+                                echoed += chunk.count
+                                if echoed == total { queuedSignal.yield() }
+                            }
+                        } catch {
+                            XCTAssertTrue(error is CancellationError, "\(error)")
+                        }
+                        try await connection.closeAfterWriting(timeout: .seconds(10))
+                    }
+                }
+                tasks.cancelAll()  // the accept loop ended: shut the connections down
+            }
+        }
+        let client = try RawSocket(connectTo: "127.0.0.1", port: listener.localPort, receiveBufferSize: 4096)
+        let request = Data((0..<total).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ $0 >> 8) })
+        try await withDeadline(30) {
+            try client.send(request)
+            var signals = repliesQueued.makeAsyncIterator()
+            _ = await signals.next()  // every byte read by the server and its echo queued
+            listener.close()
+            let (reply, end) = try await Task.detached { try client.receiveToEnd() }.value
+            XCTAssertEqual(end, .eof, "the server closed cleanly after the last byte")
+            XCTAssertEqual(reply.count, total)
+            XCTAssertTrue(reply == request, "the reply differs from the request")
+            try await server.value
+        }
+    }
+
+    /// `closeAfterWriting` throws `writeTimeoutError` when its timeout passes with bytes still queued (a peer
+    /// that does not read), and closes the connection.
+    func testCloseAfterWritingTimesOutOnAPeerThatDoesNotRead() async throws {
+        var options = SocketOptions()
+        options.sendBufferSize = 4096
+        options.writeHighWaterMark = 8 << 20
+        let (client, peer) = try await connectedPair(options: options)
+        defer { Glibc.close(peer) }
+        try await withDeadline {
+            try await client.write(Data(repeating: 1, count: 1 << 20))
+            do {
+                try await client.closeAfterWriting(timeout: .milliseconds(50))
+                XCTFail("closeAfterWriting should have timed out")
+            } catch let error as GCDAsyncSocketError {
+                XCTAssertEqual(error.code, .writeTimeoutError)
+            }
+            XCTAssertTrue(client.socket.isDisconnected)
+            // Already closed: a second call reports the same failure at once.
+            do {
+                try await client.closeAfterWriting()
+                XCTFail("the bytes were dropped: closeAfterWriting should say so again")
+            } catch let error as GCDAsyncSocketError {
+                XCTAssertEqual(error.code, .writeTimeoutError)
+            }
+        }
+    }
+
     /// Cancelling a pending read throws CancellationError and leaves the socket usable, bytes included.
     func testCancelledReadLeavesSocketUsable() async throws {
         let (client, peer) = try await connectedPair()
