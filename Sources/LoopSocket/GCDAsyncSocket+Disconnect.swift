@@ -74,6 +74,7 @@ extension GCDAsyncSocket {
         connecting?.cancel(on: eventLoop)
         connecting = nil
         let failedWrites = writes.removeAll()
+        closeDroppedWrites = !failedWrites.isEmpty
         dropReads(with: error ?? GCDAsyncSocketError(.closedError, "The socket disconnected"))
         pending = []
         pendingStart = 0

@@ -46,6 +46,8 @@ public final class GCDAsyncSocket: @unchecked Sendable {
     @exclusivity(unchecked) var pending: [UInt8] = []
     @exclusivity(unchecked) var pendingStart = 0
     @exclusivity(unchecked) var queuedWriteBytes = 0
+    /// Whether the last close failed queued writes (read by `AsyncSocket.closeAfterWriting`).
+    @exclusivity(unchecked) var closeDroppedWrites = false
     @exclusivity(unchecked) var nextOpID: UInt32 = 0
     @exclusivity(unchecked) var readTimer = TimerID.invalid
     @exclusivity(unchecked) var readTimerOp: UInt32 = .max

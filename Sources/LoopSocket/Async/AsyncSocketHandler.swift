@@ -10,8 +10,8 @@ final class AsyncSocketHandler: GCDAsyncSocketDelegate, @unchecked Sendable {
     /// Callers of `closeAfterWriting`, and the timer that bounds their wait.
     var drainWaiters: [UnsafeContinuation<Void, any Error>] = []
     var drainTimer: TimerID = .invalid
-    /// Why queued bytes could not be written (the error of the first write the socket failed), if any.
-    var writeFailure: (any Error)?
+    /// Why queued bytes were not written, if the close dropped some: what `closeAfterWriting` throws.
+    var droppedWrites: (any Error)?
     var writableWaiters: [(id: UInt64, continuation: UnsafeContinuation<Void, any Error>)] = []
     var nextWaiterID: UInt64 = 0
     /// The first failure seen (a failed write, the disconnect); later operations throw it.
@@ -46,7 +46,6 @@ final class AsyncSocketHandler: GCDAsyncSocketDelegate, @unchecked Sendable {
 
     func socket(_ sock: GCDAsyncSocket, didFailToWriteDataWithTag tag: Int, error: any Error) {
         if failure == nil { failure = error }
-        if writeFailure == nil { writeFailure = error }
     }
 
     func socketDidDisconnect(_ sock: GCDAsyncSocket, withError err: (any Error)?) {
@@ -62,11 +61,12 @@ final class AsyncSocketHandler: GCDAsyncSocketDelegate, @unchecked Sendable {
         for waiter in closing { waiter.resume() }
         sock.eventLoop.cancelOnLoop(drainTimer)
         drainTimer = .invalid
+        if sock.closeDroppedWrites {
+            droppedWrites = err ?? GCDAsyncSocketError(.closedError, "The socket was closed before the queued writes were written")
+        }
         let draining = drainWaiters
         drainWaiters = []
-        for waiter in draining {
-            if let writeFailure { waiter.resume(throwing: writeFailure) } else { waiter.resume() }
-        }
+        for waiter in draining { resumeDrainWaiter(waiter) }
         if let accepted {
             self.accepted = nil
             if err == nil { accepted.finish() } else { accepted.finish(throwing: error) }
@@ -82,10 +82,7 @@ final class AsyncSocketHandler: GCDAsyncSocketDelegate, @unchecked Sendable {
     /// `AsyncSocket.closeAfterWriting`, on the loop: `disconnectAfterWriting`, its waiter resumed by the
     /// disconnect, and a timer that closes the connection (failing what is queued) if `timeout` passes first.
     func closeAfterWriting(_ socket: GCDAsyncSocket, timeout: Duration?, _ waiter: UnsafeContinuation<Void, any Error>) {
-        guard !disconnected else {
-            if let writeFailure { return waiter.resume(throwing: writeFailure) }
-            return waiter.resume()
-        }
+        guard !disconnected else { return resumeDrainWaiter(waiter) }
         drainWaiters.append(waiter)
         if let timeout, drainTimer == .invalid {
             let deadline = (Deadline.now() + timeout).uptimeNanoseconds
@@ -94,6 +91,10 @@ final class AsyncSocketHandler: GCDAsyncSocketDelegate, @unchecked Sendable {
             }
         }
         socket.disconnectAfterWriting()
+    }
+
+    private func resumeDrainWaiter(_ waiter: UnsafeContinuation<Void, any Error>) {
+        if let droppedWrites { waiter.resume(throwing: droppedWrites) } else { waiter.resume() }
     }
 
     /// Stops waiting for writability (cancellation): the waiter throws `CancellationError`.

@@ -277,6 +277,34 @@ final class AsyncSocketTests: XCTestCase {
         }
     }
 
+    /// `closeAfterWriting` returns once what was queued is written, refusing new writes meanwhile (a
+    /// refused write is the writer's error, not the close's), and the peer then reads end of stream.
+    func testCloseAfterWritingWritesEverythingQueuedFirst() async throws {
+        var options = SocketOptions()
+        options.sendBufferSize = 4096
+        options.writeHighWaterMark = 8 << 20
+        let (client, peer) = try await connectedPair(options: options)
+        defer { Glibc.close(peer) }
+        var receiveBuffer: Int32 = 1 << 20  // a wide window once the peer reads: only the sender is short
+        setsockopt(peer, SOL_SOCKET, SO_RCVBUF, &receiveBuffer, socklen_t(MemoryLayout<Int32>.size))
+        let queued = 256 << 10
+        try await withDeadline {
+            try await client.write(Data(repeating: 2, count: queued))  // mostly queued: the peer is not reading
+            let closer = Task { try await client.closeAfterWriting(timeout: .seconds(10)) }
+            try await Self.eventually { await Self.onLoop(client) { client.socket.flags.contains(.noNewIO) } }
+            do {
+                try await client.write(Data("late".utf8))
+                XCTFail("a write after closeAfterWriting should be refused")
+            } catch let error as GCDAsyncSocketError {
+                XCTAssertEqual(error.code, .badConfigError)
+            }
+            let receiver = Self.receive(peer, count: queued + 1)  // one more than was queued: reads to the end
+            let received = await receiver.value
+            XCTAssertEqual(received.count, queued, "everything queued, and nothing else, reached the peer")
+            try await closer.value
+        }
+    }
+
     /// `closeAfterWriting` throws `writeTimeoutError` when its timeout passes with bytes still queued (a peer
     /// that does not read), and closes the connection.
     func testCloseAfterWritingTimesOutOnAPeerThatDoesNotRead() async throws {
