@@ -283,11 +283,11 @@ final class AsyncSocketTests: XCTestCase {
         var options = SocketOptions()
         options.sendBufferSize = 4096
         options.writeHighWaterMark = 8 << 20
-        let (client, peer) = try await connectedPair(options: options)
+        // The peer keeps its default receive buffer (a window of some 64 KiB until it reads), so most of the
+        // 1 MiB stays queued on this side, and drains fast once the peer reads.
+        let (client, peer) = try await connectedPair(options: options, shrinkPeerReceiveBuffer: false)
         defer { Glibc.close(peer) }
-        var receiveBuffer: Int32 = 1 << 20  // a wide window once the peer reads: only the sender is short
-        setsockopt(peer, SOL_SOCKET, SO_RCVBUF, &receiveBuffer, socklen_t(MemoryLayout<Int32>.size))
-        let queued = 256 << 10
+        let queued = 1 << 20
         try await withDeadline {
             try await client.write(Data(repeating: 2, count: queued))  // mostly queued: the peer is not reading
             let closer = Task { try await client.closeAfterWriting(timeout: .seconds(10)) }
@@ -417,8 +417,11 @@ final class AsyncSocketTests: XCTestCase {
 
     // MARK: Helpers
 
-    /// An AsyncSocket connected to a plain blocking socket on the other end.
-    private func connectedPair(options: SocketOptions = SocketOptions()) async throws -> (AsyncSocket, Int32) {
+    /// An AsyncSocket connected to a plain blocking socket on the other end; with `options.sendBufferSize` set,
+    /// the peer's receive buffer is shrunk to the same size (so little fits in the kernels) unless told not to.
+    private func connectedPair(
+        options: SocketOptions = SocketOptions(), shrinkPeerReceiveBuffer: Bool = true
+    ) async throws -> (AsyncSocket, Int32) {
         let listenFD = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
@@ -432,7 +435,7 @@ final class AsyncSocketTests: XCTestCase {
         let peer = accept(listenFD, nil, nil)
         Glibc.close(listenFD)
         XCTAssertGreaterThanOrEqual(peer, 0)
-        if let size = options.sendBufferSize {
+        if let size = options.sendBufferSize, shrinkPeerReceiveBuffer {
             var value = size
             setsockopt(peer, SOL_SOCKET, SO_RCVBUF, &value, socklen_t(MemoryLayout<Int32>.size))
         }
