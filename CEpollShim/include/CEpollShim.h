@@ -3,8 +3,9 @@
 // Only what Swift cannot reach lives here: `struct epoll_event` (packed on x86_64, so its fields are read
 // through accessors), flag-taking variants (`accept4`, `eventfd`), constants that are macros or enum members
 // Swift imports awkwardly, errno, and thread naming/affinity. Everything else is called from Swift through
-// the EpollLoop syscall seam. (CEpollShim.c also holds two forwarders to the Swift concurrency runtime's
-// cancellation-record entry points, whose names Swift reserves; they are not declared here.)
+// the EpollLoop syscall seam. (CEpollShim.c also holds three forwarders to the Swift concurrency runtime,
+// for the task's cancellation record and the current task, whose names Swift reserves; they are not
+// declared here.)
 #ifndef CEPOLL_SHIM_H
 #define CEPOLL_SHIM_H
 

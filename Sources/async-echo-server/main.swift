@@ -31,16 +31,14 @@ Task(executorPreference: group.loops[0]) {
     try? await withThrowingDiscardingTaskGroup { tasks in
         for try await connection in listener.connections {
             tasks.addTask(executorPreference: connection.eventLoop) {
-                do {
+                // Ends with a graceful close, also when the task is cancelled at shutdown: the replies already
+                // written go out first (within 5 s, for a client that stops reading). An error here is a
+                // reset by the peer or that cancellation: either way the connection is done.
+                try? await connection.executeThenClose(closeTimeout: .seconds(5)) { connection in
                     while let chunk = try await connection.read(maxLength: 65536) {
                         try await connection.write(chunk)
                     }
-                } catch {
-                    // Reset by the peer, or cancelled at shutdown: no more reading.
                 }
-                // The replies already written go out before the connection closes (cancellation does not
-                // cut this short); the timeout bounds a client that stops reading.
-                try? await connection.closeAfterWriting(timeout: .seconds(5))
             }
         }
         tasks.cancelAll()

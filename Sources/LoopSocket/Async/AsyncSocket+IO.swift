@@ -101,6 +101,9 @@ extension AsyncSocket {
         try Task.checkCancellation()
         if eventLoop.inEventLoop {
             if let data = try socket.readImmediately(kind, maxLength: maxLength) { return data }
+            if let scope = handler.readScope, scope.isCurrentTask {
+                return try await readInScope(scope, kind, maxLength: maxLength)
+            }
             return try await readOnLoop(kind, maxLength: maxLength)
         }
         return try await readFromOtherThread(kind, maxLength: maxLength)

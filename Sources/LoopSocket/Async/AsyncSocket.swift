@@ -12,10 +12,11 @@ import FoundationEssentials
 /// try await withThrowingDiscardingTaskGroup { tasks in
 ///     for try await connection in listener.connections {
 ///         tasks.addTask(executorPreference: connection.eventLoop) {
-///             while let chunk = try await connection.read(maxLength: 65536) {
-///                 try await connection.write(chunk)
+///             try await connection.executeThenClose { connection in
+///                 while let chunk = try await connection.read(maxLength: 65536) {
+///                     try await connection.write(chunk)
+///                 }
 ///             }
-///             try await connection.closeAfterWriting(timeout: .seconds(5))
 ///         }
 ///     }
 /// }

@@ -21,6 +21,8 @@ final class AsyncSocketHandler: GCDAsyncSocketDelegate, @unchecked Sendable {
     var accepted: AsyncThrowingStream<AsyncSocket, any Error>.Continuation?
     /// False from when the write queue passes its high water mark until it falls below the low one.
     var isWritable = true
+    /// The `executeThenClose` running on the loop, whose task's reads use its cancellation registration.
+    var readScope: ReadScope?
 
     func socket(_ sock: GCDAsyncSocket, didConnectToHost host: String, port: UInt16) {
         resumeConnect(nil)

@@ -6,28 +6,37 @@ import Synchronization
 import XCTest
 
 /// Fails the test instead of hanging: runs `body` with a deadline (a bound on the wait, not synchronization).
-private func withDeadline<T: Sendable>(
+/// On timeout the test fails and `body` is cancelled but not waited for, so a body stuck in a wait that
+/// ignores cancellation (a `Task`'s value, a lost continuation) still cannot hang the test run.
+func withDeadline<T: Sendable>(
     _ seconds: Double = 10, file: StaticString = #filePath, line: UInt = #line,
     _ body: @escaping @Sendable () async throws -> T
 ) async throws -> T {
-    try await withThrowingTaskGroup(of: T?.self) { group in
-        group.addTask { try await body() }
-        group.addTask {
-            try await Task.sleep(for: .seconds(seconds))
-            return nil
+    let work = Task { try await body() }
+    let decided = Mutex(false)
+    let outcome: Result<T, any Error> = await withCheckedContinuation { continuation in
+        let finish = { @Sendable (result: Result<T, any Error>) -> Bool in
+            guard decided.withLock({ done in defer { done = true }; return !done }) else { return false }
+            continuation.resume(returning: result)
+            return true
         }
-        guard let first = try await group.next(), let value = first else {
-            group.cancelAll()
-            XCTFail("timed out after \(seconds) s", file: file, line: line)
-            throw CancellationError()
+        let timer = Task {
+            try? await Task.sleep(for: .seconds(seconds))
+            if !Task.isCancelled, finish(.failure(CancellationError())) {
+                XCTFail("timed out after \(seconds) s", file: file, line: line)
+                work.cancel()
+            }
         }
-        group.cancelAll()
-        return value
+        Task {
+            let result = await work.result
+            if finish(result) { timer.cancel() }
+        }
     }
+    return try outcome.get()
 }
 
 final class AsyncSocketTests: XCTestCase {
-    private var group: EventLoopGroup!
+    var group: EventLoopGroup!
 
     override func setUpWithError() throws {
         group = try EventLoopGroup(numberOfLoops: 2, name: "async")
@@ -419,7 +428,7 @@ final class AsyncSocketTests: XCTestCase {
 
     /// An AsyncSocket connected to a plain blocking socket on the other end; with `options.sendBufferSize` set,
     /// the peer's receive buffer is shrunk to the same size (so little fits in the kernels) unless told not to.
-    private func connectedPair(
+    func connectedPair(
         options: SocketOptions = SocketOptions(), shrinkPeerReceiveBuffer: Bool = true
     ) async throws -> (AsyncSocket, Int32) {
         let listenFD = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
@@ -443,7 +452,7 @@ final class AsyncSocketTests: XCTestCase {
     }
 
     /// Fails unless `task` ends by throwing `CancellationError` (any other error is rethrown).
-    private static func assertCancelled<T: Sendable>(
+    static func assertCancelled<T: Sendable>(
         _ task: Task<T, any Error>, _ what: String, file: StaticString = #filePath, line: UInt = #line
     ) async throws {
         do {
@@ -453,13 +462,13 @@ final class AsyncSocketTests: XCTestCase {
         }
     }
 
-    private static func send(_ fd: Int32, _ text: String) {
+    static func send(_ fd: Int32, _ text: String) {
         let bytes = Array(text.utf8)
         XCTAssertEqual(Glibc.send(fd, bytes, bytes.count, Int32(MSG_NOSIGNAL)), bytes.count)
     }
 
     /// Reads `count` bytes from a blocking socket (bounded by a receive timeout); returns how many arrived.
-    private static func drain(_ fd: Int32, count: Int) -> Int {
+    static func drain(_ fd: Int32, count: Int) -> Int {
         var timeout = timeval(tv_sec: 10, tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         var buffer = [UInt8](repeating: 0, count: 65536)
@@ -474,7 +483,7 @@ final class AsyncSocketTests: XCTestCase {
 
     /// Receives `count` bytes from a blocking socket on a thread of its own (bounded by a receive timeout),
     /// so the sender's tasks and the loop keep running while it waits.
-    private static func receive(_ fd: Int32, count: Int) -> Task<Data, Never> {
+    static func receive(_ fd: Int32, count: Int) -> Task<Data, Never> {
         Task {
             await withCheckedContinuation { continuation in
                 Thread {
@@ -493,12 +502,12 @@ final class AsyncSocketTests: XCTestCase {
         }
     }
 
-    private static func onLoop<T: Sendable>(_ client: AsyncSocket, _ body: @escaping @Sendable () -> T) async -> T {
+    static func onLoop<T: Sendable>(_ client: AsyncSocket, _ body: @escaping @Sendable () -> T) async -> T {
         await Task(executorPreference: client.eventLoop) { body() }.value
     }
 
     /// Polls `condition` (each poll is a round trip through the loop, not a sleep) until it holds.
-    private static func eventually(_ condition: @escaping @Sendable () async -> Bool) async throws {
+    static func eventually(_ condition: @escaping @Sendable () async -> Bool) async throws {
         while !(await condition()) {
             try Task.checkCancellation()
             await Task.yield()
