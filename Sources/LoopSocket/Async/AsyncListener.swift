@@ -11,7 +11,8 @@ import FoundationEssentials
 public final class AsyncListener: Sendable {
     /// The underlying listening socket.
     public let socket: GCDAsyncSocket
-    /// Accepted connections, until ``close()``.
+    /// Accepted connections, until ``close()``. One consumer; when its iteration is cancelled the listener
+    /// closes (a connection accepted but never taken from the sequence is closed too).
     public let connections: AsyncThrowingStream<AsyncSocket, any Error>
     private let handler: AsyncSocketHandler
 
@@ -33,6 +34,9 @@ public final class AsyncListener: Sendable {
         socket.options = options
         socket.autoDisconnectOnClosedReadStream = false  // inherited: end of stream is a nil read
         try start(socket)
+        // Nobody iterates `connections` any more (the task was cancelled, or the stream finished): stop
+        // listening, so the kernel does not go on accepting connections nobody will serve.
+        continuation.onTermination = { _ in socket.disconnect() }
         self.socket = socket
         self.handler = handler
         self.connections = stream

@@ -25,7 +25,8 @@ extension AsyncSocket {
     /// Cancellation behaves exactly as for any read.
     ///
     /// - Parameters:
-    ///   - closeTimeout: bounds the close (a peer that stops reading); nil waits as long as it takes.
+    ///   - closeTimeout: bounds the close, for a peer that stops reading (30 s unless given; nil waits as long
+    ///     as it takes).
     ///   - body: what to do with the connection.
     /// - Returns: what `body` returns.
     /// - Throws: what `body` throws; else, if the close had to drop queued bytes, its error (see

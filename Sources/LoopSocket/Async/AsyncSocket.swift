@@ -39,6 +39,13 @@ public final class AsyncSocket: Sendable {
         socket.onLoop { socket.flags.insert(.pumpsInline) }
     }
 
+    /// Nothing can read or write through this connection any more: it is closed, like a file handle, so a
+    /// connection dropped unread (say, one still buffered in a listener's finished `connections`) does not
+    /// keep its descriptor open. Queued writes are dropped, as with ``close()``.
+    deinit {
+        socket.disconnect()
+    }
+
     /// The loop this connection lives on: prefer it for the task that uses the connection.
     public var eventLoop: EventLoop { socket.eventLoop }
 

@@ -122,6 +122,48 @@ final class AsyncSocketTests: XCTestCase {
         }
     }
 
+    /// Cancelling the task that iterates `listener.connections` ends the iteration and closes the listener:
+    /// new connections are refused instead of piling up in a backlog nobody serves.
+    func testCancellingTheAcceptLoopClosesTheListener() async throws {
+        let listener = try AsyncListener(host: "127.0.0.1", port: 0, group: group)
+        let port = listener.localPort
+        try await withDeadline {
+            let acceptor = Task { () throws -> Int in
+                var accepted = 0
+                for try await connection in listener.connections {
+                    accepted += 1
+                    await connection.close()
+                }
+                return accepted
+            }
+            let first = try RawSocket(connectTo: "127.0.0.1", port: port)
+            let (_, end) = try await Task.detached { try first.receiveToEnd() }.value  // closed by the acceptor
+            XCTAssertEqual(end, .eof)
+            acceptor.cancel()
+            let accepted = try await acceptor.value
+            XCTAssertEqual(accepted, 1)
+            try await Self.eventually { listener.socket.isDisconnected }
+            XCTAssertThrowsError(try RawSocket(connectTo: "127.0.0.1", port: port), "the listener is closed") { error in
+                XCTAssertEqual((error as? RawSocketError)?.errno, ECONNREFUSED)
+            }
+        }
+    }
+
+    /// An `AsyncSocket` dropped without a close closes its connection (its descriptor is not left open).
+    func testDroppingAnAsyncSocketClosesItsConnection() async throws {
+        // Only the underlying socket is kept: the AsyncSocket is released when the helper returns.
+        let (socket, peer) = try await { () async throws -> (GCDAsyncSocket, Int32) in
+            let (client, peer) = try await self.connectedPair()
+            return (client.socket, peer)
+        }()
+        defer { Glibc.close(peer) }
+        try await withDeadline {
+            let end = await Self.receive(peer, count: 1).value
+            XCTAssertTrue(end.isEmpty, "the peer reads end of stream")
+            try await Self.eventually { socket.isDisconnected }
+        }
+    }
+
     /// On the socket's loop, a write reaches the kernel within the call (no loop iteration in between).
     func testWriteOnTheLoopIsSentWithinTheCall() async throws {
         let (client, peer) = try await connectedPair()
