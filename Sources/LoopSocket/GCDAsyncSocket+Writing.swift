@@ -94,9 +94,7 @@ extension GCDAsyncSocket {
             return
         }
         if timeout >= 0 { flags.insert(.timedOps) }
-        var op = WriteOp(data: data, count: count, tag: tag, timeout: timeout, id: reserveOpID())
-        op.done = alreadySent
-        writes.append(op)
+        writes.append(WriteOp(data: data, count: count, done: alreadySent, tag: tag, timeout: timeout, id: reserveOpID()))
         queuedWriteBytes += count - alreadySent
         if queuedWriteBytes > config.options.writeHighWaterMark && !flags.contains(.notWritable) {
             flags.insert(.notWritable)

@@ -135,14 +135,15 @@ struct WriteOp {
     /// `data.count`, kept here: each `Data.count` goes through a runtime exclusivity check in Foundation's
     /// inlined code, and the write path asks for the length several times per operation.
     let count: Int
-    var done = 0
+    var done: Int
     var tag: Int
     var timeout: TimeInterval
     var id: UInt32
 
-    init(data: Data, count: Int, tag: Int, timeout: TimeInterval, id: UInt32) {
+    init(data: Data, count: Int, done: Int = 0, tag: Int, timeout: TimeInterval, id: UInt32) {
         self.data = data
         self.count = count
+        self.done = done
         self.tag = tag
         self.timeout = timeout
         self.id = id
