@@ -80,8 +80,9 @@ extension AsyncSocket {
         }
     }
 
-    /// A read of the scope's own task, on the loop: queued with its id recorded in the scope, where the
-    /// scope's cancellation handler finds it. Otherwise the same as `readOnLoop`.
+    /// A read of the scope's own task, on the loop (`read` checked, with no suspension since): queued with
+    /// its id recorded in the scope, where the scope's cancellation handler finds it. Otherwise the same as
+    /// `readOnLoop`.
     @inline(__always) nonisolated(nonsending) func readInScope(_ scope: ReadScope, _ kind: ReadOp.Kind, maxLength: Int) async throws -> Data {
         let socket = self.socket
         let id = socket.reserveOpID()
