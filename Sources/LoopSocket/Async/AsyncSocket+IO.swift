@@ -48,7 +48,7 @@ extension AsyncSocket {
         // write queue, runs without an async frame of its own: the data is queued and sent within the call.
         guard !data.isEmpty else { return }
         if eventLoop.inEventLoop {
-            if try enqueueWriteOnLoop(data) { return }
+            if try writeOnLoop(data) { return }
             try await waitUntilWritable()
         } else {
             try await writeFromOtherThread(data)
@@ -57,7 +57,7 @@ extension AsyncSocket {
 
     /// Sends or queues `data` (loop only); true while the queue is below its high water mark. Throws if the
     /// connection had already failed, or failed on this write's own send.
-    @usableFromInline func enqueueWriteOnLoop(_ data: Data) throws -> Bool {
+    @usableFromInline func writeOnLoop(_ data: Data) throws -> Bool {
         if let failure = handler.failure { throw failure }
         socket.sendOrEnqueue(data)
         if let failure = handler.failure { throw failure }
@@ -66,7 +66,7 @@ extension AsyncSocket {
 
     /// `write` from a task off the socket's loop: queued through the loop, then waits like the loop path.
     @usableFromInline nonisolated(nonsending) func writeFromOtherThread(_ data: Data) async throws {
-        let writable = try await onLoopThrowing { [self] () throws -> Bool in try enqueueWriteOnLoop(data) }
+        let writable = try await onLoopThrowing { [self] () throws -> Bool in try writeOnLoop(data) }
         if !writable { try await waitUntilWritable() }
     }
 
@@ -101,9 +101,6 @@ extension AsyncSocket {
         try Task.checkCancellation()
         if eventLoop.inEventLoop {
             if let data = try socket.readImmediately(kind, maxLength: maxLength) { return data }
-            if let scope = handler.readScope, scope.isCurrentTask {
-                return try await readInScope(scope, kind, maxLength: maxLength)
-            }
             return try await readOnLoop(kind, maxLength: maxLength)
         }
         return try await readFromOtherThread(kind, maxLength: maxLength)
@@ -112,30 +109,43 @@ extension AsyncSocket {
     /// The common server case, a task running on the socket's loop: the read is queued synchronously before
     /// the task suspends, with its continuation stored in the operation, so a read allocates no object and
     /// queues no closure. Only a cancellation (which may come from any thread) goes through the loop's queue,
-    /// and finds the read by its operation id, reserved here.
+    /// and finds the read by its operation id, reserved here: through the read's own cancellation handler,
+    /// or, for the task running an `executeThenClose` body, through that scope's one handler, which finds
+    /// the id recorded in the scope.
     @inline(__always) nonisolated(nonsending) private func readOnLoop(_ kind: ReadOp.Kind, maxLength: Int) async throws -> Data {
         let socket = self.socket
         let id = socket.reserveOpID()
+        if let scope = handler.readScope, scope.isCurrentTask {
+            scope.readID = id
+            defer { scope.readID = nil }
+            return try await queueReadAndWait(kind, maxLength: maxLength, id: id)
+        }
         return try await withCancellationHandler {
-            try await _unsafeInheritExecutor_withUnsafeThrowingContinuation { (continuation: ReadContinuation) in
-                let op = ReadOp(kind: kind, maxLength: maxLength, tag: 0, timeout: -1, id: id, continuation: continuation)
-                guard socket.eventLoop.inEventLoop else {
-                    // Reached only if the task left the loop on the way here (a caller isolated to an actor
-                    // that is not the loop's). Both posts come from this thread, so a cancellation posted here
-                    // reaches the loop after the read; a later one goes through the handler below.
-                    let box = UncheckedSendable(op)
-                    let queued = socket.onLoop { socket.enqueueAsyncRead(box.value) }
-                    if !queued { return continuation.resume(throwing: GCDAsyncSocketError.loopShutDown) }
-                    if Task.isCancelled { socket.onLoop { socket.cancelRead(id: id) } }
-                    return
-                }
-                socket.enqueueAsyncRead(op)
-                // A cancellation that arrived before the handler below was installed ran that handler at once,
-                // when the read was not queued yet: it is seen here. A later one finds the read by its id.
-                if Task.isCancelled { socket.cancelRead(id: id) }
-            }
+            try await queueReadAndWait(kind, maxLength: maxLength, id: id)
         } onCancel: {
             socket.onLoop { socket.cancelRead(id: id) }
+        }
+    }
+
+    /// Queues the read with id `id` and suspends until its operation resumes it.
+    @inline(__always) nonisolated(nonsending) private func queueReadAndWait(_ kind: ReadOp.Kind, maxLength: Int, id: UInt32) async throws -> Data {
+        let socket = self.socket
+        return try await _unsafeInheritExecutor_withUnsafeThrowingContinuation { (continuation: ReadContinuation) in
+            let op = ReadOp(kind: kind, maxLength: maxLength, tag: 0, timeout: -1, id: id, continuation: continuation)
+            guard socket.eventLoop.inEventLoop else {
+                // Reached only if the task left the loop on the way here (a caller isolated to an actor
+                // that is not the loop's). Both posts come from this thread, so a cancellation posted here
+                // reaches the loop after the read; a later one goes through the cancellation handler.
+                let box = UncheckedSendable(op)
+                let queued = socket.onLoop { socket.enqueueAsyncRead(box.value) }
+                if !queued { return continuation.resume(throwing: GCDAsyncSocketError.loopShutDown) }
+                if Task.isCancelled { socket.onLoop { socket.cancelRead(id: id) } }
+                return
+            }
+            socket.enqueueAsyncRead(op)
+            // A cancellation that arrived before the read was queued (its handler ran and found no read) is
+            // seen here. A later one finds the read by its id.
+            if Task.isCancelled { socket.cancelRead(id: id) }
         }
     }
 

@@ -79,22 +79,6 @@ extension AsyncSocket {
             if handler.readScope === scope { handler.readScope = nil }
         }
     }
-
-    /// A read of the scope's own task, on the loop (`read` checked, with no suspension since): queued with
-    /// its id recorded in the scope, where the scope's cancellation handler finds it. Otherwise the same as
-    /// `readOnLoop`.
-    @inline(__always) nonisolated(nonsending) func readInScope(_ scope: ReadScope, _ kind: ReadOp.Kind, maxLength: Int) async throws -> Data {
-        let socket = self.socket
-        let id = socket.reserveOpID()
-        scope.readID = id
-        defer { scope.readID = nil }
-        return try await _unsafeInheritExecutor_withUnsafeThrowingContinuation { (continuation: ReadContinuation) in
-            let op = ReadOp(kind: kind, maxLength: maxLength, tag: 0, timeout: -1, id: id, continuation: continuation)
-            socket.enqueueAsyncRead(op)
-            // A cancellation that came before the read was queued found no read to cancel: it is seen here.
-            if Task.isCancelled { socket.cancelRead(id: id) }
-        }
-    }
 }
 
 /// One `executeThenClose` on the loop: the task running it (compared, never used) and the id of the read it

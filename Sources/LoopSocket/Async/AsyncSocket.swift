@@ -109,18 +109,7 @@ public final class AsyncSocket: Sendable {
 
     /// Closes the connection (queued writes are dropped) and waits until it is closed.
     public func close() async {
-        await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
-            let box = UncheckedSendable(continuation)
-            let queued = socket.onLoop { [socket, handler] in
-                if handler.disconnected {
-                    box.value.resume()
-                } else {
-                    handler.closeWaiters.append(box.value)
-                    socket.closeWithError(nil)
-                }
-            }
-            if !queued { continuation.resume() }
-        }
+        try? await closeAndWait { socket, _ in socket.closeWithError(nil) }
     }
 
     /// Closes the connection once everything queued for writing has been written, and waits until it is
@@ -135,10 +124,21 @@ public final class AsyncSocket: Sendable {
     ///   timeout passed, else the error that ended the connection (a reset by the peer, the loop shutting
     ///   down, ``close()`` called meanwhile).
     public func closeAfterWriting(timeout: Duration? = nil) async throws {
+        try await closeAndWait { socket, handler in
+            if let timeout { handler.closeAfter(timeout, socket) }
+            socket.disconnectAfterWriting()
+        }
+    }
+
+    /// Starts a close on the loop (unless the socket is closed already) and waits for the disconnect.
+    /// - Throws: the error of the writes the close dropped, if it dropped some; `loopShutDown`.
+    private func closeAndWait(_ start: @escaping @Sendable (GCDAsyncSocket, AsyncSocketHandler) -> Void) async throws {
         try await withUnsafeThrowingContinuation { (continuation: UnsafeContinuation<Void, any Error>) in
             let box = UncheckedSendable(continuation)
             let queued = socket.onLoop { [socket, handler] in
-                handler.closeAfterWriting(socket, timeout: timeout, box.value)
+                if handler.disconnected { return handler.resumeCloseWaiter(box.value) }
+                handler.closeWaiters.append(box.value)
+                start(socket, handler)
             }
             if !queued { continuation.resume(throwing: GCDAsyncSocketError.loopShutDown) }
         }

@@ -6,10 +6,10 @@ import FoundationEssentials
 /// Every stored property is confined to the socket's loop, where the callbacks run (no delegate queue).
 final class AsyncSocketHandler: GCDAsyncSocketDelegate, @unchecked Sendable {
     var connectContinuation: UnsafeContinuation<Void, any Error>?
-    var closeWaiters: [UnsafeContinuation<Void, Never>] = []
-    /// Callers of `closeAfterWriting`, and the timer that bounds their wait.
-    var drainWaiters: [UnsafeContinuation<Void, any Error>] = []
-    var drainTimer: TimerID = .invalid
+    /// Callers of `close` and `closeAfterWriting`, resumed by the disconnect; and the timer that bounds
+    /// `closeAfterWriting`.
+    var closeWaiters: [UnsafeContinuation<Void, any Error>] = []
+    var closeTimer: TimerID = .invalid
     /// Why queued bytes were not written, if the close dropped some: what `closeAfterWriting` throws.
     var droppedWrites: (any Error)?
     var writableWaiters: [(id: UInt64, continuation: UnsafeContinuation<Void, any Error>)] = []
@@ -58,17 +58,14 @@ final class AsyncSocketHandler: GCDAsyncSocketDelegate, @unchecked Sendable {
         let waiters = writableWaiters
         writableWaiters = []
         for waiter in waiters { waiter.continuation.resume(throwing: error) }
-        let closing = closeWaiters
-        closeWaiters = []
-        for waiter in closing { waiter.resume() }
-        sock.eventLoop.cancelOnLoop(drainTimer)
-        drainTimer = .invalid
+        sock.eventLoop.cancelOnLoop(closeTimer)
+        closeTimer = .invalid
         if sock.closeDroppedWrites {
             droppedWrites = err ?? GCDAsyncSocketError(.closedError, "The socket was closed before the queued writes were written")
         }
-        let draining = drainWaiters
-        drainWaiters = []
-        for waiter in draining { resumeDrainWaiter(waiter) }
+        let closing = closeWaiters
+        closeWaiters = []
+        for waiter in closing { resumeCloseWaiter(waiter) }
         if let accepted {
             self.accepted = nil
             if err == nil { accepted.finish() } else { accepted.finish(throwing: error) }
@@ -81,21 +78,17 @@ final class AsyncSocketHandler: GCDAsyncSocketDelegate, @unchecked Sendable {
         if let error { continuation.resume(throwing: error) } else { continuation.resume() }
     }
 
-    /// `AsyncSocket.closeAfterWriting`, on the loop: `disconnectAfterWriting`, its waiter resumed by the
-    /// disconnect, and a timer that closes the connection (failing what is queued) if `timeout` passes first.
-    func closeAfterWriting(_ socket: GCDAsyncSocket, timeout: Duration?, _ waiter: UnsafeContinuation<Void, any Error>) {
-        guard !disconnected else { return resumeDrainWaiter(waiter) }
-        drainWaiters.append(waiter)
-        if let timeout, drainTimer == .invalid {
-            let deadline = (Deadline.now() + timeout).uptimeNanoseconds
-            drainTimer = socket.eventLoop.scheduleOnLoop(at: deadline) {
-                socket.closeWithError(GCDAsyncSocketError(.writeTimeoutError, "The queued writes were not written within the close timeout"))
-            }
+    /// Closes the connection, failing what is still queued, if it is still open after `timeout` (the bound
+    /// of `closeAfterWriting`; the first caller's timeout stands). Loop only.
+    func closeAfter(_ timeout: Duration, _ socket: GCDAsyncSocket) {
+        guard closeTimer == .invalid else { return }
+        closeTimer = socket.eventLoop.scheduleOnLoop(at: (Deadline.now() + timeout).uptimeNanoseconds) {
+            socket.closeWithError(GCDAsyncSocketError(.writeTimeoutError, "The queued writes were not written within the close timeout"))
         }
-        socket.disconnectAfterWriting()
     }
 
-    private func resumeDrainWaiter(_ waiter: UnsafeContinuation<Void, any Error>) {
+    /// Resumes a close waiter: with the error of the dropped writes, if the close dropped some.
+    func resumeCloseWaiter(_ waiter: UnsafeContinuation<Void, any Error>) {
         if let droppedWrites { waiter.resume(throwing: droppedWrites) } else { waiter.resume() }
     }
 
