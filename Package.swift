@@ -2,7 +2,8 @@
 import PackageDescription
 
 // The root package depends on no other Swift package: only the toolchain's Glibc, Synchronization,
-// Dispatch and FoundationEssentials. Benchmarks/ is a separate package with its own dependencies.
+// Dispatch and FoundationEssentials, and the system OpenSSL 3 for TLS (headers: Debian's libssl-dev).
+// Benchmarks/ is a separate package with its own dependencies.
 let package = Package(
     name: "EpollLoop",
     products: [
@@ -19,9 +20,15 @@ let package = Package(
             name: "EpollLoop",
             dependencies: ["CEpollShim"]
         ),
+        // The system OpenSSL 3 (libssl, libcrypto) and the few C pieces TLS needs (macros, callbacks, the BIO).
+        .target(
+            name: "COpenSSL",
+            path: "Sources/COpenSSL",
+            linkerSettings: [.linkedLibrary("ssl"), .linkedLibrary("crypto")]
+        ),
         .target(
             name: "LoopSocket",
-            dependencies: ["EpollLoop", "CEpollShim"]
+            dependencies: ["EpollLoop", "CEpollShim", "COpenSSL"]
         ),
         .target(
             name: "ExampleSupport",

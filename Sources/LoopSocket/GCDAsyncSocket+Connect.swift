@@ -26,7 +26,9 @@ extension GCDAsyncSocket {
     ///   (unknown host, refused, timeout) arrive in `socketDidDisconnect(_:withError:)`.
     public func connect(toHost host: String, onPort port: UInt16, viaInterface interface: String?, withTimeout timeout: TimeInterval) throws {
         guard !host.isEmpty else { throw GCDAsyncSocketError(.badParamError, "Invalid host parameter (nil or \"\"). Should be a domain name or IP address string.") }
-        let configuration = try beginStarting(as: .connecting)
+        var started = try beginStarting(as: .connecting)
+        started.connectHost = host
+        let configuration = started
         let local: [SocketAddress]
         do {
             local = try Self.localBindAddresses(interface, configuration)

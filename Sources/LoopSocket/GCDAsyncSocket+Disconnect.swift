@@ -61,6 +61,7 @@ extension GCDAsyncSocket {
         connectTimer = .invalid
         readTimerOp = .max
         writeTimerOp = .max
+        if let tls { endTLS(tls, error: error) }
         if fd >= 0 {
             try? eventLoop.close(fd: fd)
             fd = -1

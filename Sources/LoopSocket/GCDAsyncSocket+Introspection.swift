@@ -48,9 +48,6 @@ extension GCDAsyncSocket {
         }
     }
 
-    /// Always false: TLS is not part of this release.
-    public var isSecure: Bool { false }
-
     /// Publishes the status and addresses the getters return; with `claim`, only if no newer connect or
     /// accept has claimed the socket since (the loop passes the claim of the connection it serves).
     func publish(
@@ -63,6 +60,7 @@ extension GCDAsyncSocket {
             $0.localAddress = local
             $0.peerAddress = peer
             $0.listenAddresses = listening
+            $0.tls = nil
         }
     }
 

@@ -60,6 +60,12 @@ extension GCDAsyncSocket: IOEventHandler {
         repeat {
             flags.remove(.pumpAgain)
             guard phase == .connected else { break }
+            if let tls, tls.state != .established {
+                // Handshake messages only: queued reads and writes wait behind it.
+                advanceHandshake(tls)
+                guard phase == .connected else { break }
+                if tls.state != .established { continue }
+            }
             readLoop()
             guard phase == .connected else { break }
             writeLoop()
@@ -86,10 +92,12 @@ extension GCDAsyncSocket: IOEventHandler {
         if !flags.contains(.readEOF) {
             if !flags.contains(.readTimeoutAsking) && (wantsBytes ? pendingCount == 0 : !flags.contains(.readIdleWake)) {
                 interest.insert(.readable)
+            } else if let tls, tls.state == .handshaking {
+                interest.insert(.readable)
             }
             if !flags.contains(.peerHungUp) { interest.insert(.readHangup) }
         }
-        if flags.contains(.writeBlocked) && !writes.isEmpty { interest.insert(.writable) }
+        if flags.contains(.writeBlocked) && (!writes.isEmpty || tls?.hasOutput == true) { interest.insert(.writable) }
         if interest.isEmpty && flags.contains(.readEOF) && flags.contains(.writeShutDown) {
             // Both directions are over (the peer's FIN and our shutdown): the kernel now reports EPOLLHUP,
             // which no interest mask can turn off, at every wait until the descriptor closes: a busy loop.
@@ -109,7 +117,7 @@ extension GCDAsyncSocket: IOEventHandler {
         let afterWrites = flags.contains(.disconnectAfterWrites) || flags.contains(.closeAfterWritesAtEOF)
         guard afterReads || afterWrites else { return }
         if afterReads && !reads.isEmpty { return }
-        if afterWrites && !writes.isEmpty { return }
+        if afterWrites && (!writes.isEmpty || tls?.hasOutput == true) { return }
         closeWithError(flags.contains(.closeAfterWritesAtEOF) && !afterReads ? GCDAsyncSocketError.closedByPeer : nil)
     }
 }

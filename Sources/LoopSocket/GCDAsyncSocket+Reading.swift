@@ -100,6 +100,10 @@ extension GCDAsyncSocket {
     /// Satisfies reads from the prebuffer, then from the socket while it is readable.
     func readLoop() {
         while phase == .connected && !flags.contains(.readTimeoutAsking) {
+            if flags.contains(.tlsQueued) && reads.front({ $0.isStartTLS }) == true {
+                beginTLSIfBothQueuesReady()
+                return
+            }
             if !wantsBytes {
                 // Nobody reads: leave data in the kernel (backpressure) unless the peer has hung up, in which
                 // case what it sent is drained so the end of the stream is seen now, not at the next read.
@@ -119,13 +123,17 @@ extension GCDAsyncSocket {
                 if handleEndOfStream() { continue }
                 return
             }
-            guard flags.contains(.readReady) else { return }
+            guard flags.contains(.readReady) || tls?.stash.isEmpty == false else { return }
             receive(intoPrebufferOnly: false)
         }
     }
 
     /// One `recv` into the loop's shared buffer, fed straight to the reads; leftovers go to the prebuffer.
     private func receive(intoPrebufferOnly: Bool) {
+        if let tls {
+            receiveTLS(tls, intoPrebufferOnly: intoPrebufferOnly)
+            return
+        }
         let buffer = context.receiveBuffer
         let result: IOResult<Int>
         do {
@@ -192,7 +200,7 @@ extension GCDAsyncSocket {
 
     /// Feeds `bytes` to the queued reads, completing as many as they satisfy; returns the bytes used.
     /// Delegate callbacks run in here, and may queue reads, write, or disconnect.
-    private func feed(_ bytes: UnsafeRawBufferPointer) -> Int {
+    func feed(_ bytes: UnsafeRawBufferPointer) -> Int {
         var offset = 0
         while offset < bytes.count && phase == .connected && !flags.contains(.readTimeoutAsking) {
             let rest = UnsafeRawBufferPointer(rebasing: bytes[offset...])
@@ -215,6 +223,8 @@ extension GCDAsyncSocket {
                 finishRead(reads.removeFirst(), with: .success(data))
             case .maxedOut:
                 closeWithError(GCDAsyncSocketError.readMaxedOut)
+                return offset
+            case .blocked:
                 return offset
             }
         }

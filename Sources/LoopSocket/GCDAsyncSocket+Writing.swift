@@ -58,7 +58,7 @@ extension GCDAsyncSocket {
     /// pass is skipped; its completion callback is too: the async handler has none for writes.
     func sendOrEnqueue(_ data: Data) {
         let count = data.count
-        guard flags.contains(.pumpsInline), phase == .connected, writes.isEmpty,
+        guard flags.contains(.pumpsInline), phase == .connected, writes.isEmpty, tls == nil,
               flags.isDisjoint(with: [.pumping, .writeBlocked, .noNewIO, .shutdownWriteAfterWrites]),
               count <= config.options.maxQueuedWriteBytes ?? .max
         else { return enqueueWrite(data, timeout: -1, tag: 0) }
@@ -113,8 +113,16 @@ extension GCDAsyncSocket {
 
     /// Writes queued data until the queue is empty or the kernel buffer is full.
     func writeLoop() {
+        if let tls {
+            writeLoopTLS(tls)
+            return
+        }
         while phase == .connected && !writes.isEmpty && !flags.contains(.writeBlocked)
             && !flags.contains(.writeTimeoutAsking) {
+            if flags.contains(.tlsQueued) && writes.front({ $0.isStartTLS }) == true {
+                beginTLSIfBothQueuesReady()
+                return
+            }
             switch sendQueued() {
             case .wouldBlock:
                 flags.insert(.writeBlocked)
@@ -126,6 +134,11 @@ extension GCDAsyncSocket {
             }
         }
         guard phase == .connected, writes.isEmpty else { return }
+        shutDownWriteSideIfAsked()
+    }
+
+    /// `closeWriteStream`'s `shutdown(SHUT_WR)`, once the queued writes are all written.
+    func shutDownWriteSideIfAsked() {
         if flags.contains(.shutdownWriteAfterWrites) && !flags.contains(.writeShutDown) {
             flags.insert(.writeShutDown)
             do {
@@ -138,7 +151,11 @@ extension GCDAsyncSocket {
 
     /// Hands the first queued writes to the kernel: one `send`, or one `sendmsg` gathering up to 64.
     private func sendQueued() -> SendResult {
-        let count = min(writes.count, LoopContext.maxGather)
+        var count = min(writes.count, LoopContext.maxGather)
+        if flags.contains(.tlsQueued) {
+            // Nothing behind startTLS's marker goes out in plaintext.
+            count = (0..<count).first { i in writes.at(i) { $0.isStartTLS } } ?? count
+        }
         if count == 1 {
             return writes.front { op in
                 op.data.withUnsafeBytes { raw in
@@ -165,7 +182,7 @@ extension GCDAsyncSocket {
         }
     }
 
-    private static func result(_ body: () throws(SyscallError) -> IOResult<Int>) -> SendResult {
+    static func result(_ body: () throws(SyscallError) -> IOResult<Int>) -> SendResult {
         do {
             switch try body() {
             case .processed(let n): return .sent(n)
@@ -178,7 +195,7 @@ extension GCDAsyncSocket {
 
     /// Accounts `count` written bytes to the queued writes, then tells the delegate. All accounting happens
     /// first, so a callback that disconnects cannot report a written write as failed.
-    private func completeWrites(_ count: Int) {
+    func completeWrites(_ count: Int) {
         var left = count
         var firstTag: Int?
         var moreTags: [Int] = []

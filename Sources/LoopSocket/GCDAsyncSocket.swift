@@ -58,6 +58,8 @@ public final class GCDAsyncSocket: @unchecked Sendable {
     @exclusivity(unchecked) var connecting: ConnectAttempts?
     @exclusivity(unchecked) var unixListenPath: String?
     @exclusivity(unchecked) var cachedContext: LoopContext?
+    /// The TLS layer between the engine and the kernel, from the start of the handshake to the close.
+    @exclusivity(unchecked) var tls: TLSConnection?
 
     /// A socket on `loop`, or on the next loop of `group`, or of the shared default group.
     ///
@@ -180,6 +182,8 @@ extension GCDAsyncSocket {
         /// Calls from outside a callback pump at once instead of deferring to the next iteration (sockets
         /// behind an ``AsyncSocket``, whose delegate is internal and never re-enters the caller).
         static let pumpsInline = Flags(rawValue: 1 << 21)
+        /// `startTLS`'s markers are in the queues: reads and writes stop at them.
+        static let tlsQueued = Flags(rawValue: 1 << 22)
     }
 
     /// What any thread may read or set, under `shared`'s mutex.
@@ -194,6 +198,8 @@ extension GCDAsyncSocket {
         var peerAddress: SocketAddress?
         var listenAddresses: [SocketAddress] = []
         var continuousTag = 0
+        /// What the TLS handshake negotiated, once the socket is secure.
+        var tls: TLSConnectionInfo?
         /// Bumped by every connect, accept or adoption: the loop publishes status only for the one it serves,
         /// so closing a connection after `disconnect()` from another thread cannot overwrite the status of a
         /// connect made right after it.
@@ -217,5 +223,7 @@ extension GCDAsyncSocket {
         var options = SocketOptions()
         /// The ``SharedState/claim`` of the connect or accept this copy was made for.
         var claim: UInt64 = 0
+        /// The host given to `connect(toHost:)`: a TLS client verifies it unless told another name.
+        var connectHost: String?
     }
 }

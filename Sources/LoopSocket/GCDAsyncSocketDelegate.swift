@@ -46,8 +46,13 @@ public protocol GCDAsyncSocketDelegate: AnyObject {
     func socketDidCloseReadStream(_ sock: GCDAsyncSocket)
     /// The socket disconnected: `err` is `nil` for a disconnect you asked for. Always the last callback.
     func socketDidDisconnect(_ sock: GCDAsyncSocket, withError err: Error?)
-    /// Never called: TLS is not part of this release.
+    /// The TLS handshake started by `startTLS` completed: reads and writes now go over TLS.
     func socketDidSecure(_ sock: GCDAsyncSocket)
+    /// Manual trust evaluation (`GCDAsyncSocketManuallyEvaluateTrust`): decide whether to trust the peer's
+    /// chain and call `completionHandler` once, from any thread. The handshake (on a server, any data) waits
+    /// for the answer, within the handshake timeout. Linux has no `SecTrust`: ``TLSTrust`` carries the chain
+    /// and ``TLSTrust/evaluate()`` makes the checks automatic verification would. The default rejects.
+    func socket(_ sock: GCDAsyncSocket, didReceive trust: TLSTrust, completionHandler: @escaping @Sendable (Bool) -> Void)
 
     // Additions of this library.
 
@@ -91,6 +96,10 @@ extension GCDAsyncSocketDelegate {
     public func socketDidDisconnect(_ sock: GCDAsyncSocket, withError err: Error?) {}
     /// Does nothing.
     public func socketDidSecure(_ sock: GCDAsyncSocket) {}
+    /// Rejects: a delegate that asked for manual trust evaluation must decide.
+    public func socket(_ sock: GCDAsyncSocket, didReceive trust: TLSTrust, completionHandler: @escaping @Sendable (Bool) -> Void) {
+        completionHandler(false)
+    }
     /// Does nothing.
     public func socket(_ sock: GCDAsyncSocket, didChangeWritability isWritable: Bool) {}
     /// Does nothing.

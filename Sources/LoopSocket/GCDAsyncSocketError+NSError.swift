@@ -19,3 +19,14 @@ extension GCDAsyncSocketError: CustomNSError {
 
 /// GCDAsyncSocket's error domain, `"GCDAsyncSocketErrorDomain"`.
 public let GCDAsyncSocketErrorDomain = "GCDAsyncSocketErrorDomain"
+
+/// `(error as NSError)` reads as GCDAsyncSocket's TLS errors: the domain `kCFStreamErrorDomainSSL`, the
+/// SecureTransport `OSStatus` of the same failure as the code, the message as the localized description.
+extension TLSError: CustomNSError {
+    /// `"kCFStreamErrorDomainSSL"`, GCDAsyncSocket's domain for TLS failures.
+    public static var errorDomain: String { "kCFStreamErrorDomainSSL" }
+    /// ``secureTransportCode``.
+    public var errorCode: Int { secureTransportCode }
+    /// The message, under `NSLocalizedDescriptionKey`.
+    public var errorUserInfo: [String: Any] { [NSLocalizedDescriptionKey: message] }
+}

@@ -39,6 +39,8 @@ final class ReadOpTests: XCTestCase {
                 run.leftover.append(contentsOf: chunk[used...])
             case .maxedOut:
                 run.maxedOut = true
+            case .blocked:
+                XCTFail("only startTLS's marker blocks")
             }
         }
         return run

@@ -216,7 +216,7 @@ extension GCDAsyncSocket {
                 pendingStart = 0
             }
             return data
-        case .needMore, .maxedOut:
+        case .needMore, .maxedOut, .blocked:
             return nil  // Nothing consumed: `op` was a scratch copy; the queued read will take the bytes.
         }
     }

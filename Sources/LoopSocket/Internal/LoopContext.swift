@@ -23,6 +23,8 @@ final class LoopContext {
     @exclusivity(unchecked) var reserveFD: Int32
     @exclusivity(unchecked) private var deferredPumps: [GCDAsyncSocket] = []
     @exclusivity(unchecked) private var spareDeferredPumps: [GCDAsyncSocket] = []
+    /// Where TLS connections decrypt into (one record, at most 16 KiB, per `SSL_read`); made on first use.
+    @exclusivity(unchecked) private var plaintextBuffer: UnsafeMutableRawBufferPointer?
 
     private init(loop: EventLoop) {
         self.loop = loop
@@ -32,6 +34,7 @@ final class LoopContext {
     }
 
     deinit {
+        plaintextBuffer?.deallocate()
         free(receiveBuffer.baseAddress)
         iovecs.deallocate()
         if reserveFD >= 0 { try? Syscall.close(reserveFD) }
@@ -50,6 +53,14 @@ final class LoopContext {
         let owned = realloc(base, count) ?? base
         receiveBuffer = Self.allocateReceiveBuffer()
         return Data(bytesNoCopy: owned, count: count, deallocator: .free)
+    }
+
+    /// The buffer TLS connections decrypt into.
+    var tlsPlaintextBuffer: UnsafeMutableRawBufferPointer {
+        if let plaintextBuffer { return plaintextBuffer }
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 16 * 1024, alignment: 16)
+        plaintextBuffer = buffer
+        return buffer
     }
 
     /// The context of `loop`, created on first use. Call on the loop.

@@ -10,6 +10,8 @@ struct ReadOp {
         case length(Int)
         /// Up to and including the separator; fails the connection past `maxLength` when it is not 0.
         case separator(Data)
+        /// Not a read: `startTLS`'s place in the read queue. Reads behind it wait for the handshake.
+        case startTLS(TLSStart)
     }
 
     var kind: Kind
@@ -28,6 +30,12 @@ struct ReadOp {
     /// the loop, by whoever removes the operation from the queue (completion, failure, cancellation, close).
     var continuation: ReadContinuation?
 
+    /// Whether this is `startTLS`'s marker rather than a read.
+    var isStartTLS: Bool {
+        if case .startTLS = kind { return true }
+        return false
+    }
+
     /// What feeding bytes to a read did.
     enum Outcome {
         /// `used` bytes were taken and the read wants more.
@@ -36,6 +44,8 @@ struct ReadOp {
         case complete(used: Int, data: Data)
         /// A separator read hit its maxLength without finding the separator.
         case maxedOut
+        /// The front is `startTLS`'s marker: no bytes go to the reads behind it until the handshake is done.
+        case blocked
     }
 
     /// Takes what this read needs from `bytes`. Never calls out; the caller delivers the outcome.
@@ -61,6 +71,9 @@ struct ReadOp {
 
         case .separator(let separator):
             return feedSeparated(bytes, separator: separator)
+
+        case .startTLS:
+            return .blocked
         }
     }
 
@@ -125,6 +138,7 @@ struct ReadOp {
         case .available: return (buffer.count, 0)
         case .length(let length): return (buffer.count, length)
         case .separator: return (buffer.count, maxLength)
+        case .startTLS: return (0, 0)
         }
     }
 }
@@ -150,6 +164,9 @@ struct WriteOp {
     }
 
     var remaining: Int { count - done }
+
+    /// `startTLS`'s place in the write queue (no real write is empty): writes behind it go over TLS.
+    var isStartTLS: Bool { count == 0 }
 }
 
 /// What an `async` read suspends on: stored in its ``ReadOp`` (no object per read).

@@ -20,6 +20,8 @@ enum SocketEvent: CustomStringConvertible {
     case failedWrite(tag: Int, any Error)
     case failedRead(tag: Int, any Error)
     case failedAccept(any Error)
+    case secured
+    case trust(TLSTrust)
 
     var description: String {
         switch self {
@@ -38,6 +40,8 @@ enum SocketEvent: CustomStringConvertible {
         case .failedWrite(let tag, let error): return "failedWrite(tag \(tag), \(error))"
         case .failedRead(let tag, let error): return "failedRead(tag \(tag), \(error))"
         case .failedAccept(let error): return "failedAccept(\(error))"
+        case .secured: return "secured"
+        case .trust(let trust): return "trust(\(trust.certificates))"
         }
     }
 
@@ -77,6 +81,8 @@ final class RecordingDelegate: GCDAsyncSocketDelegate, @unchecked Sendable {
         var readTimeout: ((Int, TimeInterval, UInt) -> TimeInterval)?
         var writeTimeout: ((Int, TimeInterval, UInt) -> TimeInterval)?
         var newSocketQueue: DispatchQueue?
+        var secured: ((GCDAsyncSocket) -> Void)?
+        var trust: ((GCDAsyncSocket, TLSTrust, @escaping @Sendable (Bool) -> Void) -> Void)?
     }
 
     let name: String
@@ -289,6 +295,16 @@ final class RecordingDelegate: GCDAsyncSocketDelegate, @unchecked Sendable {
     func socketDidCloseReadStream(_ sock: GCDAsyncSocket) {
         record(sock, .closedReadStream)
         hooks.closedReadStream?(sock)
+    }
+
+    func socketDidSecure(_ sock: GCDAsyncSocket) {
+        record(sock, .secured)
+        hooks.secured?(sock)
+    }
+
+    func socket(_ sock: GCDAsyncSocket, didReceive trust: TLSTrust, completionHandler: @escaping @Sendable (Bool) -> Void) {
+        record(sock, .trust(trust))
+        if let hook = hooks.trust { hook(sock, trust, completionHandler) } else { completionHandler(false) }
     }
 
     func socketDidDisconnect(_ sock: GCDAsyncSocket, withError err: (any Error)?) {

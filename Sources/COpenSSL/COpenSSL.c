@@ -1,0 +1,397 @@
+#include "COpenSSL.h"
+
+#include <arpa/inet.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+// MARK: Process-wide set-up (once)
+
+static BIO_METHOD *lsock_bio_method;
+static int lsock_ssl_index = -1;   // SSL ex_data: the connection's lsock_tls
+static int lsock_sni_index = -1;   // SSL_CTX ex_data: the server name table
+static int lsock_alpn_index = -1;  // SSL_CTX ex_data: the server's ALPN list
+static pthread_once_t lsock_once = PTHREAD_ONCE_INIT;
+
+typedef struct {
+    int count;
+    char **names;
+    SSL_CTX **contexts;
+} lsock_sni_table;
+
+typedef struct {
+    size_t length;
+    uint8_t wire[];
+} lsock_alpn_list;
+
+static void lsock_sni_free(void *parent, void *ptr, CRYPTO_EX_DATA *ad, int idx, long argl, void *argp) {
+    (void)parent; (void)ad; (void)idx; (void)argl; (void)argp;
+    lsock_sni_table *table = ptr;
+    if (!table) return;
+    for (int i = 0; i < table->count; i++) {
+        free(table->names[i]);
+        SSL_CTX_free(table->contexts[i]);
+    }
+    free(table->names);
+    free(table->contexts);
+    free(table);
+}
+
+static void lsock_plain_free(void *parent, void *ptr, CRYPTO_EX_DATA *ad, int idx, long argl, void *argp) {
+    (void)parent; (void)ad; (void)idx; (void)argl; (void)argp;
+    free(ptr);
+}
+
+// MARK: The BIO: ciphertext in from the engine's receive buffer, out into the connection's own buffer
+
+static int lsock_bio_write(BIO *bio, const char *data, int length) {
+    lsock_tls *tls = BIO_get_data(bio);
+    BIO_clear_retry_flags(bio);
+    if (!tls || length < 0) return -1;
+    size_t need = tls->out_len + (size_t)length;
+    if (need > tls->out_cap) {
+        // One full record with its overhead fits the first allocation.
+        size_t capacity = tls->out_cap ? tls->out_cap * 2 : 16 * 1024 + 512;
+        while (capacity < need) capacity *= 2;
+        uint8_t *grown = realloc(tls->out, capacity);
+        if (!grown) return -1;
+        tls->out = grown;
+        tls->out_cap = capacity;
+    }
+    memcpy(tls->out + tls->out_len, data, (size_t)length);
+    tls->out_len = need;
+    return length;
+}
+
+static int lsock_bio_read(BIO *bio, char *buffer, int length) {
+    lsock_tls *tls = BIO_get_data(bio);
+    BIO_clear_retry_flags(bio);
+    if (!tls || length < 0) return -1;
+    if (tls->in_len == 0) {
+        // Nothing buffered: OpenSSL reports SSL_ERROR_WANT_READ and the loop waits for EPOLLIN.
+        BIO_set_retry_read(bio);
+        return -1;
+    }
+    size_t count = (size_t)length < tls->in_len ? (size_t)length : tls->in_len;
+    memcpy(buffer, tls->in, count);
+    tls->in += count;
+    tls->in_len -= count;
+    return (int)count;
+}
+
+static long lsock_bio_ctrl(BIO *bio, int command, long number, void *pointer) {
+    (void)number; (void)pointer;
+    lsock_tls *tls = BIO_get_data(bio);
+    switch (command) {
+    case BIO_CTRL_FLUSH:
+        return 1;  // Output leaves through the engine's send, which the pump drives.
+    case BIO_CTRL_PENDING:
+        return tls ? (long)tls->in_len : 0;
+    case BIO_CTRL_WPENDING:
+        return tls ? (long)(tls->out_len - tls->out_sent) : 0;
+    default:
+        return 0;
+    }
+}
+
+static int lsock_bio_create(BIO *bio) {
+    BIO_set_init(bio, 1);
+    return 1;
+}
+
+static int lsock_bio_destroy(BIO *bio) {
+    BIO_set_data(bio, NULL);
+    return 1;
+}
+
+static void lsock_setup(void) {
+    lsock_bio_method = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK, "loopsocket");
+    BIO_meth_set_write(lsock_bio_method, lsock_bio_write);
+    BIO_meth_set_read(lsock_bio_method, lsock_bio_read);
+    BIO_meth_set_ctrl(lsock_bio_method, lsock_bio_ctrl);
+    BIO_meth_set_create(lsock_bio_method, lsock_bio_create);
+    BIO_meth_set_destroy(lsock_bio_method, lsock_bio_destroy);
+    lsock_ssl_index = SSL_get_ex_new_index(0, NULL, NULL, NULL, NULL);
+    lsock_sni_index = SSL_CTX_get_ex_new_index(0, NULL, NULL, NULL, lsock_sni_free);
+    lsock_alpn_index = SSL_CTX_get_ex_new_index(0, NULL, NULL, NULL, lsock_plain_free);
+}
+
+// MARK: Callbacks
+
+static int lsock_new_session(SSL *ssl, SSL_SESSION *session) {
+    lsock_tls *tls = SSL_get_ex_data(ssl, lsock_ssl_index);
+    if (!tls || !SSL_SESSION_is_resumable(session)) return 0;
+    if (tls->new_session) SSL_SESSION_free(tls->new_session);
+    tls->new_session = session;
+    return 1;  // The reference is ours now.
+}
+
+static int lsock_server_name(SSL *ssl, int *alert, void *arg) {
+    (void)alert; (void)arg;
+    const char *name = SSL_get_servername(ssl, TLSEXT_NAMETYPE_host_name);
+    lsock_sni_table *table = SSL_CTX_get_ex_data(SSL_get_SSL_CTX(ssl), lsock_sni_index);
+    if (!name || !table) return SSL_TLSEXT_ERR_OK;
+    const char *dot = strchr(name, '.');
+    for (int i = 0; i < table->count; i++) {
+        const char *candidate = table->names[i];
+        int match = strcasecmp(candidate, name) == 0
+            || (candidate[0] == '*' && candidate[1] == '.' && dot && strcasecmp(candidate + 1, dot) == 0);
+        if (match) {
+            SSL_set_SSL_CTX(ssl, table->contexts[i]);
+            return SSL_TLSEXT_ERR_OK;
+        }
+    }
+    return SSL_TLSEXT_ERR_OK;  // Unknown names get the default certificate, as nginx's default server.
+}
+
+static int lsock_alpn_select(SSL *ssl, const unsigned char **out, unsigned char *out_length,
+                             const unsigned char *in, unsigned int in_length, void *arg) {
+    (void)arg;
+    lsock_alpn_list *list = SSL_CTX_get_ex_data(SSL_get_SSL_CTX(ssl), lsock_alpn_index);
+    if (!list) return SSL_TLSEXT_ERR_NOACK;
+    unsigned char *selected = NULL;
+    if (SSL_select_next_proto(&selected, out_length, list->wire, (unsigned int)list->length, in, in_length)
+        == OPENSSL_NPN_NEGOTIATED) {
+        *out = selected;
+        return SSL_TLSEXT_ERR_OK;
+    }
+    return SSL_TLSEXT_ERR_ALERT_FATAL;  // RFC 7301: no_application_protocol.
+}
+
+/// Manual trust: the first call pauses a client's handshake (`SSL_ERROR_WANT_RETRY_VERIFY`) until the
+/// delegate answered; the call after the answer returns it. Servers accept here and decide after the
+/// handshake, before any application data is taken or sent (OpenSSL cannot pause a server there).
+static int lsock_manual_verify(X509_STORE_CTX *store, void *arg) {
+    (void)arg;
+    SSL *ssl = X509_STORE_CTX_get_ex_data(store, SSL_get_ex_data_X509_STORE_CTX_idx());
+    lsock_tls *tls = ssl ? SSL_get_ex_data(ssl, lsock_ssl_index) : NULL;
+    if (!tls) return 0;
+    switch (tls->trust) {
+    case 3:
+        X509_STORE_CTX_set_error(store, X509_V_OK);
+        return 1;
+    case 4:
+        X509_STORE_CTX_set_error(store, X509_V_ERR_APPLICATION_VERIFICATION);
+        return 0;
+    case 1:
+        if (!SSL_is_server(ssl)) {
+            tls->trust = 2;
+            SSL_set_retry_verify(ssl);
+        }
+        return 1;
+    default:
+        return 1;
+    }
+}
+
+// MARK: Connections
+
+lsock_tls *lsock_tls_new(SSL_CTX *ctx, int server) {
+    pthread_once(&lsock_once, lsock_setup);
+    lsock_tls *tls = calloc(1, sizeof(lsock_tls));
+    if (!tls) return NULL;
+    tls->ssl = SSL_new(ctx);
+    BIO *bio = tls->ssl ? BIO_new(lsock_bio_method) : NULL;
+    if (!bio) {
+        SSL_free(tls->ssl);
+        free(tls);
+        return NULL;
+    }
+    BIO_set_data(bio, tls);
+    SSL_set_bio(tls->ssl, bio, bio);
+    SSL_set_ex_data(tls->ssl, lsock_ssl_index, tls);
+    if (server) SSL_set_accept_state(tls->ssl); else SSL_set_connect_state(tls->ssl);
+    return tls;
+}
+
+void lsock_tls_free(lsock_tls *tls) {
+    if (!tls) return;
+    SSL_free(tls->ssl);
+    free(tls->out);
+    if (tls->new_session) SSL_SESSION_free(tls->new_session);
+    free(tls);
+}
+
+void lsock_tls_output_consumed(lsock_tls *tls, size_t count) {
+    tls->out_sent += count;
+    if (tls->out_sent >= tls->out_len) {
+        free(tls->out);
+        tls->out = NULL;
+        tls->out_len = 0;
+        tls->out_sent = 0;
+        tls->out_cap = 0;
+    }
+}
+
+SSL_SESSION *lsock_tls_take_session(lsock_tls *tls) {
+    SSL_SESSION *session = tls->new_session;
+    tls->new_session = NULL;
+    return session;
+}
+
+// MARK: Contexts
+
+SSL_CTX *lsock_ctx_new(int server) {
+    pthread_once(&lsock_once, lsock_setup);
+    SSL_CTX *ctx = SSL_CTX_new(server ? TLS_server_method() : TLS_client_method());
+    if (!ctx) return NULL;
+    uint64_t options = SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_COMPRESSION;
+    if (server) options |= SSL_OP_CIPHER_SERVER_PREFERENCE;
+    SSL_CTX_set_options(ctx, options);
+    SSL_CTX_set_mode(ctx, SSL_MODE_RELEASE_BUFFERS | SSL_MODE_ENABLE_PARTIAL_WRITE
+                              | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+    SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+    if (server) {
+        SSL_CTX_set_tlsext_servername_callback(ctx, lsock_server_name);
+    } else {
+        SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_CLIENT | SSL_SESS_CACHE_NO_INTERNAL_STORE);
+        SSL_CTX_sess_set_new_cb(ctx, lsock_new_session);
+    }
+    return ctx;
+}
+
+int lsock_ctx_set_versions(SSL_CTX *ctx, int min_version, int max_version) {
+    if (!SSL_CTX_set_min_proto_version(ctx, min_version)) return 0;
+    return (int)SSL_CTX_set_max_proto_version(ctx, max_version);
+}
+
+void lsock_ctx_set_manual_trust(SSL_CTX *ctx, int server) {
+    // A server asks for a client certificate but does not demand one; the delegate decides.
+    SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
+    (void)server;
+    SSL_CTX_set_cert_verify_callback(ctx, lsock_manual_verify, NULL);
+}
+
+int lsock_ctx_set_sni(SSL_CTX *ctx, const char *const *names, SSL_CTX *const *contexts, int count) {
+    lsock_sni_table *table = calloc(1, sizeof(lsock_sni_table));
+    if (!table) return 0;
+    table->names = calloc((size_t)count, sizeof(char *));
+    table->contexts = calloc((size_t)count, sizeof(SSL_CTX *));
+    if (!table->names || !table->contexts) {
+        lsock_sni_free(NULL, table, NULL, 0, 0, NULL);
+        return 0;
+    }
+    for (int i = 0; i < count; i++) {
+        table->names[i] = strdup(names[i]);
+        SSL_CTX_up_ref(contexts[i]);
+        table->contexts[i] = contexts[i];
+        table->count = i + 1;
+    }
+    return SSL_CTX_set_ex_data(ctx, lsock_sni_index, table);
+}
+
+int lsock_ctx_set_alpn_server(SSL_CTX *ctx, const uint8_t *wire, size_t length) {
+    lsock_alpn_list *list = malloc(sizeof(lsock_alpn_list) + length);
+    if (!list) return 0;
+    list->length = length;
+    memcpy(list->wire, wire, length);
+    if (!SSL_CTX_set_ex_data(ctx, lsock_alpn_index, list)) {
+        free(list);
+        return 0;
+    }
+    SSL_CTX_set_alpn_select_cb(ctx, lsock_alpn_select, NULL);
+    return 1;
+}
+
+void lsock_ctx_set_server_session_cache(SSL_CTX *ctx, int enabled, const uint8_t *sid_ctx, unsigned int sid_length) {
+    SSL_CTX_set_session_cache_mode(ctx, enabled ? SSL_SESS_CACHE_SERVER : SSL_SESS_CACHE_OFF);
+    if (!enabled) {
+        SSL_CTX_set_options(ctx, SSL_OP_NO_TICKET);
+        SSL_CTX_set_num_tickets(ctx, 0);
+    }
+    SSL_CTX_set_session_id_context(ctx, sid_ctx, sid_length);
+}
+
+int lsock_ctx_add_chain_cert(SSL_CTX *ctx, X509 *cert) {
+    return (int)SSL_CTX_add1_chain_cert(ctx, cert);
+}
+
+int lsock_ssl_add_chain_cert(SSL *ssl, X509 *cert) {
+    return (int)SSL_add1_chain_cert(ssl, cert);
+}
+
+// MARK: Connections
+
+static int lsock_is_ip(const char *host) {
+    unsigned char address[16];
+    return inet_pton(AF_INET, host, address) == 1 || inet_pton(AF_INET6, host, address) == 1;
+}
+
+int lsock_ssl_set_sni(SSL *ssl, const char *name) {
+    if (lsock_is_ip(name)) return 1;  // RFC 6066: literal addresses are not sent as SNI.
+    return (int)SSL_set_tlsext_host_name(ssl, name);
+}
+
+int lsock_ssl_set_verify_host(SSL *ssl, const char *host) {
+    X509_VERIFY_PARAM *param = SSL_get0_param(ssl);
+    if (lsock_is_ip(host)) return X509_VERIFY_PARAM_set1_ip_asc(param, host);
+    X509_VERIFY_PARAM_set_hostflags(param, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
+    return X509_VERIFY_PARAM_set1_host(param, host, 0);
+}
+
+int lsock_ssl_alpn(const SSL *ssl, char *buffer, int capacity) {
+    const unsigned char *data = NULL;
+    unsigned int length = 0;
+    SSL_get0_alpn_selected(ssl, &data, &length);
+    if (!data || length == 0 || (int)length >= capacity) return 0;
+    memcpy(buffer, data, length);
+    buffer[length] = 0;
+    return (int)length;
+}
+
+const char *lsock_ssl_server_name(const SSL *ssl) {
+    return SSL_get_servername(ssl, TLSEXT_NAMETYPE_host_name);
+}
+
+// MARK: Errors
+
+unsigned long lsock_drain_errors(char *buffer, size_t capacity) {
+    unsigned long first = 0, code;
+    if (capacity) buffer[0] = 0;
+    while ((code = ERR_get_error()) != 0) {
+        if (first) continue;
+        first = code;
+        const char *reason = ERR_reason_error_string(code);
+        if (capacity) snprintf(buffer, capacity, "%s", reason ? reason : "unknown OpenSSL error");
+    }
+    return first;
+}
+
+int lsock_error_reason(unsigned long code) { return ERR_GET_REASON(code); }
+int lsock_error_library(unsigned long code) { return ERR_GET_LIB(code); }
+
+// MARK: Trust evaluation
+
+long lsock_verify_chain(X509_STORE *store, X509 *leaf, STACK_OF(X509) *chain, const char *host) {
+    X509_STORE_CTX *ctx = X509_STORE_CTX_new();
+    if (!ctx) return X509_V_ERR_OUT_OF_MEM;
+    if (!X509_STORE_CTX_init(ctx, store, leaf, chain)) {
+        X509_STORE_CTX_free(ctx);
+        return X509_V_ERR_UNSPECIFIED;
+    }
+    X509_STORE_CTX_set_default(ctx, "ssl_server");
+    if (host) {
+        X509_VERIFY_PARAM *param = X509_STORE_CTX_get0_param(ctx);
+        if (lsock_is_ip(host)) X509_VERIFY_PARAM_set1_ip_asc(param, host);
+        else X509_VERIFY_PARAM_set1_host(param, host, 0);
+    }
+    long result = X509_verify_cert(ctx) == 1 ? X509_V_OK : X509_STORE_CTX_get_error(ctx);
+    if (result == X509_V_OK && X509_STORE_CTX_get_error(ctx) != X509_V_OK) result = X509_STORE_CTX_get_error(ctx);
+    X509_STORE_CTX_free(ctx);
+    return result;
+}
+
+int lsock_chain_count(const STACK_OF(X509) *chain) { return chain ? sk_X509_num(chain) : 0; }
+X509 *lsock_chain_at(const STACK_OF(X509) *chain, int index) { return sk_X509_value(chain, index); }
+STACK_OF(X509) *lsock_chain_new(void) { return sk_X509_new_null(); }
+int lsock_chain_push(STACK_OF(X509) *chain, X509 *cert) {
+    if (!X509_up_ref(cert)) return 0;
+    if (!sk_X509_push(chain, cert)) {
+        X509_free(cert);
+        return 0;
+    }
+    return 1;
+}
+void lsock_chain_free(STACK_OF(X509) *chain) { sk_X509_pop_free(chain, X509_free); }

@@ -1,0 +1,109 @@
+// COpenSSL: the system OpenSSL 3 (libssl, libcrypto) as LoopSocket's TLS layer needs it.
+//
+// Only what Swift cannot call directly lives here: OpenSSL's function-like macros (`SSL_CTX_set_mode`,
+// `SSL_set_tlsext_host_name`, ...), the C callbacks OpenSSL calls back into (the memory BIO, server name and
+// ALPN selection, the verify hook that pauses a handshake for manual trust, the client session hook), and
+// the loop-owned transport state (`lsock_tls`) that the BIO reads ciphertext from and writes ciphertext to.
+// Every byte still moves through the socket engine's own `recv`/`send`, on its syscall seam: OpenSSL never
+// sees the descriptor.
+//
+// Headers: Debian/Ubuntu `libssl-dev`, Fedora/RHEL `openssl-devel`, Alpine `openssl-dev`.
+#ifndef COPENSSL_H
+#define COPENSSL_H
+
+#include <openssl/ssl.h>
+#include <openssl/err.h>
+#include <openssl/x509.h>
+#include <openssl/x509v3.h>
+#include <openssl/pem.h>
+#include <openssl/pkcs12.h>
+#include <openssl/opensslv.h>
+#include <stddef.h>
+#include <stdint.h>
+
+// MARK: One TLS connection's transport
+
+/// One connection: its `SSL`, the ciphertext OpenSSL may read (`in`, borrowed from the caller for the
+/// duration of one call), and the ciphertext OpenSSL wrote (`out`, owned, freed when drained).
+typedef struct lsock_tls {
+    SSL *ssl;
+    const uint8_t *in;
+    size_t in_len;
+    uint8_t *out;
+    size_t out_len;
+    size_t out_sent;
+    size_t out_cap;
+    /// Manual trust: 0 automatic, 1 ask (not yet asked), 2 asked (waiting), 3 accepted, 4 rejected.
+    int trust;
+    /// A resumable session handed over by OpenSSL's new-session callback (clients), or NULL.
+    SSL_SESSION *new_session;
+} lsock_tls;
+
+/// A connection over `ctx`; `server` picks the accept or connect state. NULL if OpenSSL is out of memory.
+lsock_tls *lsock_tls_new(SSL_CTX *ctx, int server);
+/// Frees the SSL, the output buffer and any held session.
+void lsock_tls_free(lsock_tls *tls);
+/// Drops the output buffer once everything in it was sent (an idle connection keeps no buffer).
+void lsock_tls_output_consumed(lsock_tls *tls, size_t count);
+
+/// Takes the session the new-session callback stored (the caller owns the reference), or NULL.
+SSL_SESSION *lsock_tls_take_session(lsock_tls *tls);
+
+// MARK: Contexts
+
+/// A context with the loop's callbacks installed: server name selection (when `server`), the client
+/// session hook, renegotiation off, buffers released while idle, partial writes enabled.
+SSL_CTX *lsock_ctx_new(int server);
+/// `SSL_CTX_set_min_proto_version` / `max` (macros).
+int lsock_ctx_set_versions(SSL_CTX *ctx, int min_version, int max_version);
+/// Installs the verify hook that pauses the handshake for the delegate's trust decision (manual trust).
+void lsock_ctx_set_manual_trust(SSL_CTX *ctx, int server);
+/// The server name callback's table: `count` names with their contexts. The arrays are copied; the contexts
+/// are referenced (`SSL_CTX_up_ref`).
+int lsock_ctx_set_sni(SSL_CTX *ctx, const char *const *names, SSL_CTX *const *contexts, int count);
+/// The server's ALPN preference list, in wire format (length-prefixed names).
+int lsock_ctx_set_alpn_server(SSL_CTX *ctx, const uint8_t *wire, size_t length);
+/// `SSL_CTX_set_session_cache_mode` and the session id context (macro and function).
+void lsock_ctx_set_server_session_cache(SSL_CTX *ctx, int enabled, const uint8_t *sid_ctx, unsigned int sid_length);
+/// Adds an extra chain certificate (`SSL_CTX_add1_chain_cert`, a macro).
+int lsock_ctx_add_chain_cert(SSL_CTX *ctx, X509 *cert);
+/// Adds an extra chain certificate to a connection's own chain (`SSL_add1_chain_cert`).
+int lsock_ssl_add_chain_cert(SSL *ssl, X509 *cert);
+
+// MARK: Connections
+
+/// `SSL_set_tlsext_host_name` (a macro): the SNI name a client sends.
+int lsock_ssl_set_sni(SSL *ssl, const char *name);
+/// Makes the handshake verify `host` (a DNS name, or an IP literal checked against the IP SANs).
+int lsock_ssl_set_verify_host(SSL *ssl, const char *host);
+/// The negotiated ALPN protocol into `buffer` (NUL-terminated); its length, 0 if none.
+int lsock_ssl_alpn(const SSL *ssl, char *buffer, int capacity);
+/// The SNI name a server received, or NULL.
+const char *lsock_ssl_server_name(const SSL *ssl);
+
+/// `XN_FLAG_RFC2253` (a macro of macros): one-line distinguished names.
+static const unsigned long LSOCK_XN_FLAG_RFC2253 = XN_FLAG_RFC2253;
+
+// MARK: Errors
+
+/// Pops OpenSSL's error queue into `buffer` ("reason: ..."), returning the first packed error code (0 if none).
+unsigned long lsock_drain_errors(char *buffer, size_t capacity);
+/// The reason code part of a packed error (`ERR_GET_REASON`, a macro).
+int lsock_error_reason(unsigned long code);
+/// The library code part of a packed error (`ERR_GET_LIB`, a macro).
+int lsock_error_library(unsigned long code);
+
+// MARK: Trust evaluation
+
+/// Verifies `leaf` with its `chain` against `store`, for `host` (a DNS name or an IP literal; NULL for none).
+/// Returns `X509_V_OK` or the verification error (`X509_verify_cert_error_string` names it).
+long lsock_verify_chain(X509_STORE *store, X509 *leaf, STACK_OF(X509) *chain, const char *host);
+/// `sk_X509_num` / `sk_X509_value` (macros).
+int lsock_chain_count(const STACK_OF(X509) *chain);
+X509 *lsock_chain_at(const STACK_OF(X509) *chain, int index);
+/// A new empty chain; pushes with a reference taken.
+STACK_OF(X509) *lsock_chain_new(void);
+int lsock_chain_push(STACK_OF(X509) *chain, X509 *cert);
+void lsock_chain_free(STACK_OF(X509) *chain);
+
+#endif

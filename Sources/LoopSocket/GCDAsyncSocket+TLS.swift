@@ -1,0 +1,376 @@
+import COpenSSL
+import EpollLoop
+import FoundationEssentials
+import Glibc
+
+/// TLS, GCDAsyncSocket's way: `startTLS` queues a marker in both queues; when both queues reach it the
+/// handshake starts, and every read and write queued after it goes over TLS.
+///
+/// ```swift
+/// // Server, in didAcceptNewSocket:
+/// newSocket.startTLS([kCFStreamSSLIsServer: true, kCFStreamSSLCertificates: [identity]])
+/// newSocket.readData(to: Data("\r\n\r\n".utf8), withTimeout: 30, tag: 0)   // read over TLS
+/// // Client, in didConnectToHost (verifies the host it connected to):
+/// sock.startTLS(nil)
+/// ```
+extension GCDAsyncSocket {
+    /// Starts TLS with GCDAsyncSocket's settings dictionary (see docs/tls.md for every key), or `nil` for a
+    /// client with the secure defaults. Invalid settings (or a legacy key GCDAsyncSocket rejects) close
+    /// the socket with an error when the handshake would start, as GCDAsyncSocket does.
+    public func startTLS(_ tlsSettings: [String: Any]?) {
+        let start: TLSStart
+        do {
+            start = TLSStart(try TLSConfiguration(gcdAsyncSocketSettings: tlsSettings ?? [:]))
+        } catch {
+            start = TLSStart(error)
+        }
+        queueStartTLS(start)
+    }
+
+    /// Starts TLS with a typed configuration; queued like ``startTLS(_:)-([String:Any]?)``.
+    public func startTLS(_ configuration: TLSConfiguration) {
+        queueStartTLS(TLSStart(configuration))
+    }
+
+    /// Whether the TLS handshake has completed (and the connection is still open). Any thread.
+    public var isSecure: Bool { shared.withLock { $0.tls != nil } }
+
+    /// What the TLS handshake negotiated: version, cipher, ALPN protocol, server name, resumption, the
+    /// peer's certificates. Nil before the handshake completes. Any thread.
+    public var tlsInfo: TLSConnectionInfo? { shared.withLock { $0.tls } }
+
+    /// Accepted while a connection is being made or is open, once, and not after a `disconnectAfter…`
+    /// (GCDAsyncSocket's rules; other calls are ignored, as there).
+    func queueStartTLS(_ start: TLSStart) {
+        let box = UncheckedSendable(start)
+        onLoop { [self] in
+            guard phase == .connecting || phase == .connected, tls == nil,
+                  flags.isDisjoint(with: [.tlsQueued, .noNewIO]) else { return }
+            flags.insert(.tlsQueued)
+            reads.append(ReadOp(kind: .startTLS(box.value), maxLength: 0, tag: 0, timeout: -1, id: reserveOpID()))
+            writes.append(WriteOp(data: Data(), count: 0, tag: 0, timeout: -1, id: reserveOpID()))
+            flags.remove(.readIdleWake)
+            if phase == .connected { requestPump() }
+        }
+    }
+
+    /// Starts the handshake if both queues have reached `startTLS`'s marker.
+    func beginTLSIfBothQueuesReady() {
+        guard reads.front({ $0.isStartTLS }) == true, writes.front({ $0.isStartTLS }) == true else { return }
+        let marker = reads.removeFirst()
+        writes.removeFirst()
+        flags.remove(.tlsQueued)
+        guard case .startTLS(let start) = marker.kind else { return }
+        let connection: TLSConnection
+        let configuration: TLSConfiguration
+        do {
+            configuration = try start.configuration.get()
+            connection = try makeTLSConnection(configuration)
+        } catch {
+            closeWithError(error)
+            return
+        }
+        // Bytes that arrived behind the plaintext the reads took are the peer's first handshake bytes.
+        if pendingCount > 0 {
+            connection.stash = Array(pending[pendingStart...])
+            pending = []
+            pendingStart = 0
+        }
+        tls = connection
+        let index = stateIndex
+        // The timeout is per connection: the shared context's copy of the settings leaves it out.
+        let timeout = configuration.handshakeTimeout
+        let seconds = Double(timeout.components.seconds) + Double(timeout.components.attoseconds) / 1e18
+        connection.handshakeTimer = eventLoop.scheduleOnLoop(at: Self.deadline(after: seconds)) { [self] in
+            guard stateIndex == index, let tls, tls.state != .established else { return }
+            tls.handshakeTimer = .invalid
+            closeWithError(TLSError.handshakeTimedOut)
+        }
+        requestPump()
+    }
+
+    private func makeTLSConnection(_ configuration: TLSConfiguration) throws -> TLSConnection {
+        let context = try TLSContext.shared(for: configuration)
+        guard configuration.role == .client else {
+            return try TLSConnection(context: context, serverName: nil, sessionKey: nil)
+        }
+        let peer = shared.withLock { $0.peerAddress }
+        guard let name = configuration.serverName ?? config.connectHost ?? peer?.host else {
+            throw TLSError(.badConfiguration, "No server name to verify: set kCFStreamSSLPeerName (serverName)")
+        }
+        let key = configuration.sessionKey ?? Data("\(name):\(peer?.port ?? 0)".utf8)
+        return try TLSConnection(context: context, serverName: name, sessionKey: key)
+    }
+
+    // MARK: The handshake
+
+    /// Runs the handshake as far as the bytes at hand allow: sends what OpenSSL wrote, reads what it needs.
+    func advanceHandshake(_ tls: TLSConnection) {
+        while phase == .connected && tls.state == .handshaking {
+            guard flushTLSOutput(tls) else { return }
+            let step = tls.withInput(nil, { tls.handshake() })
+            switch step {
+            case .done:
+                guard flushTLSOutput(tls) else { return }
+                handshakeCompleted(tls)
+                return
+            case .needsTrust:
+                askDelegateForTrust(tls)
+                return
+            case .failed(let error):
+                _ = flushTLSOutput(tls)  // the alert, if the kernel takes it
+                closeWithError(error)
+                return
+            case .needsInput:
+                guard flushTLSOutput(tls), flags.contains(.readReady) else { return }
+                guard receiveHandshakeBytes(tls) else { return }
+            }
+        }
+    }
+
+    /// One `recv` of handshake bytes into the stash; false when there was nothing (or the socket closed).
+    private func receiveHandshakeBytes(_ tls: TLSConnection) -> Bool {
+        let buffer = context.receiveBuffer
+        do {
+            switch try Syscall.recv(fd, buffer) {
+            case .wouldBlock:
+                flags.remove(.readReady)
+                return false
+            case .processed(0):
+                flags.remove(.readReady)
+                closeWithError(TLSError.closedInHandshake)
+                return false
+            case .processed(let count):
+                if count < buffer.count { flags.remove(.readReady) }
+                tls.stash.append(contentsOf: UnsafeRawBufferPointer(rebasing: buffer[0..<count]))
+                return true
+            }
+        } catch {
+            closeWithError(GCDAsyncSocketError(error))
+            return false
+        }
+    }
+
+    private func handshakeCompleted(_ tls: TLSConnection) {
+        tls.keepNewSession()
+        if tls.isServer && tls.context.configuration.manualTrustEvaluation {
+            // OpenSSL cannot pause a server's handshake for the answer: no application data moves until it comes.
+            askDelegateForTrust(tls)
+            return
+        }
+        establish(tls)
+    }
+
+    private func establish(_ tls: TLSConnection) {
+        tls.state = .established
+        eventLoop.cancelOnLoop(tls.handshakeTimer)
+        tls.handshakeTimer = .invalid
+        let info = tls.info
+        shared.withLock { $0.tls = info }
+        notify { $0.socketDidSecure($1) }
+        requestPump()
+    }
+
+    /// Hands the peer's chain to the delegate; the handshake (or, on a server, the data) waits for its answer,
+    /// within the handshake timeout. The completion handler may be called from any thread, once (later
+    /// calls, and calls after the socket closed, do nothing).
+    private func askDelegateForTrust(_ tls: TLSConnection) {
+        tls.state = .awaitingTrust
+        let trust = TLSTrust(certificates: tls.peerCertificates, hostName: tls.serverName, context: tls.context)
+        let index = stateIndex
+        let once = OneShot()
+        let handler: @Sendable (Bool) -> Void = { [self] trusted in
+            guard once.claim() else { return }
+            onLoop { [self] in
+                guard stateIndex == index, let current = self.tls, current.state == .awaitingTrust else { return }
+                trustDecided(current, trusted)
+            }
+        }
+        guard loopDelegate != nil else {
+            handler(false)  // Nobody to ask: not trusted.
+            return
+        }
+        notify { $0.socket($1, didReceive: trust, completionHandler: handler) }
+    }
+
+    private func trustDecided(_ tls: TLSConnection, _ trusted: Bool) {
+        tls.decideTrust(trusted)
+        guard tls.isServer else {
+            tls.state = .handshaking  // The next handshake step returns the answer to OpenSSL.
+            requestPump()
+            return
+        }
+        guard trusted else {
+            closeWithError(TLSError(.trustRejected, "The delegate did not trust the peer's certificate"))
+            return
+        }
+        establish(tls)
+    }
+
+    // MARK: Application data
+
+    /// `receive`'s TLS path: one `recv` of ciphertext (or the stash), decrypted record by record straight into
+    /// the reads; what they do not take goes to the prebuffer, as in plaintext.
+    func receiveTLS(_ tls: TLSConnection, intoPrebufferOnly: Bool) {
+        var input: UnsafeRawBufferPointer?
+        if tls.stash.isEmpty {
+            let buffer = context.receiveBuffer
+            let result: IOResult<Int>
+            do {
+                result = try Syscall.recv(fd, buffer)
+            } catch {
+                closeWithError(GCDAsyncSocketError(error))
+                return
+            }
+            switch result {
+            case .wouldBlock:
+                flags.remove(.readReady)
+                return
+            case .processed(0):
+                flags.remove(.readReady)
+                guard tls.closeNotifyReceived else {
+                    closeWithError(TLSError.cutWithoutNotify)
+                    return
+                }
+                flags.insert(.readEOF)
+                return
+            case .processed(let count):
+                if count < buffer.count && !flags.contains(.peerHungUp) { flags.remove(.readReady) }
+                input = UnsafeRawBufferPointer(rebasing: buffer[0..<count])
+            }
+        }
+        tls.withInput(input) { decrypt(tls, intoPrebufferOnly: intoPrebufferOnly) }
+        if phase == .connected && !tls.isServer { tls.keepNewSession() }
+    }
+
+    private func decrypt(_ tls: TLSConnection, intoPrebufferOnly: Bool) {
+        let plaintext = context.tlsPlaintextBuffer
+        while phase == .connected {
+            let count = Int(SSL_read(tls.ssl, plaintext.baseAddress, Int32(plaintext.count)))
+            if count > 0 {
+                let bytes = UnsafeRawBufferPointer(rebasing: plaintext[0..<count])
+                let used = intoPrebufferOnly ? 0 : feed(bytes)
+                if used < count && phase == .connected {
+                    pending.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[used...]))
+                }
+                continue
+            }
+            switch SSL_get_error(tls.ssl, Int32(count)) {
+            case SSL_ERROR_WANT_READ, SSL_ERROR_WANT_WRITE:
+                return
+            case SSL_ERROR_ZERO_RETURN:
+                // close_notify: the peer's clean end of stream.
+                tls.closeNotifyReceived = true
+                flags.insert(.readEOF)
+                flags.remove(.readReady)
+                return
+            default:
+                closeWithError(TLSError.fromQueue(.protocolError, "TLS record error"))
+                return
+            }
+        }
+    }
+
+    /// `writeLoop`'s TLS path: encrypts queued writes (up to ``tlsWriteBatch`` bytes at a time) into one
+    /// buffer that leaves in as few `send`s as the kernel allows; the writes complete once their ciphertext
+    /// has all gone to the kernel, so water marks and `didWriteDataWithTag` mean what they mean in plaintext.
+    func writeLoopTLS(_ tls: TLSConnection) {
+        while phase == .connected {
+            guard flushTLSOutput(tls), !tls.hasOutput else { return }
+            if tls.encryptedPlaintext > 0 {
+                let count = tls.encryptedPlaintext
+                tls.encryptedPlaintext = 0
+                completeWrites(count)
+                continue
+            }
+            guard tls.state == .established, !writes.isEmpty, !flags.contains(.writeTimeoutAsking) else { break }
+            guard let count = encryptQueuedWrites(tls) else { return }
+            tls.encryptedPlaintext = count
+        }
+        guard phase == .connected, writes.isEmpty, flags.contains(.shutdownWriteAfterWrites) else { return }
+        if !tls.closeNotifySent {
+            tls.shutdown()
+            guard flushTLSOutput(tls), !tls.hasOutput else { return }
+        }
+        shutDownWriteSideIfAsked()
+    }
+
+    /// Plaintext encrypted per pass: enough for several records per `send`, small enough that a connection
+    /// whose peer does not read holds at most this much ciphertext beside its queued writes.
+    static let tlsWriteBatch = 64 * 1024
+
+    /// Encrypts the front writes' unwritten bytes, up to the batch size; nil if the connection failed.
+    private func encryptQueuedWrites(_ tls: TLSConnection) -> Int? {
+        var total = 0
+        var i = 0
+        while i < writes.count && total < Self.tlsWriteBatch {
+            let written = writes.at(i) { op -> Int in
+                let take = min(op.remaining, Self.tlsWriteBatch - total)
+                return op.data.withUnsafeBytes { raw in
+                    Int(SSL_write(tls.ssl, raw.baseAddress! + op.done, Int32(take)))
+                }
+            }
+            guard written > 0 else {
+                closeWithError(TLSError.fromQueue(.protocolError, "TLS write failed"))
+                return nil
+            }
+            total += written
+            i += 1
+        }
+        return total
+    }
+
+    /// Sends the ciphertext OpenSSL wrote until it is all sent or the kernel is full; false if the socket
+    /// closed on a send error.
+    func flushTLSOutput(_ tls: TLSConnection) -> Bool {
+        while tls.hasOutput && !flags.contains(.writeBlocked) {
+            switch Self.result({ () throws(SyscallError) in try Syscall.send(fd, tls.output) }) {
+            case .sent(let count):
+                tls.outputSent(count)
+            case .wouldBlock:
+                flags.insert(.writeBlocked)
+            case .failed(let error):
+                closeWithError(GCDAsyncSocketError(error))
+                return false
+            }
+        }
+        return true
+    }
+
+    /// Part of every close: a close_notify when the session is up and the close is not itself a TLS failure
+    /// (one nonblocking `send`, so closing never waits on the peer), then the layer goes.
+    func endTLS(_ tls: TLSConnection, error: (any Error)?) {
+        eventLoop.cancelOnLoop(tls.handshakeTimer)
+        tls.handshakeTimer = .invalid
+        if tls.state == .established && !(error is TLSError) && fd >= 0 && !flags.contains(.writeShutDown) {
+            tls.shutdown()
+            if tls.hasOutput { _ = try? Syscall.send(fd, tls.output) }
+        }
+        self.tls = nil
+    }
+}
+
+/// `startTLS`'s settings, carried by its read-queue marker until the handshake starts.
+final class TLSStart {
+    let configuration: Result<TLSConfiguration, any Error>
+
+    init(_ configuration: TLSConfiguration) {
+        self.configuration = .success(configuration)
+    }
+
+    init(_ error: any Error) {
+        self.configuration = .failure(error)
+    }
+}
+
+/// True for the first ``claim()`` only, from any thread.
+final class OneShot: Sendable {
+    private let claimed = Locked(false)
+
+    func claim() -> Bool {
+        claimed.withLock { claimed in
+            defer { claimed = true }
+            return !claimed
+        }
+    }
+}

@@ -1,0 +1,141 @@
+import COpenSSL
+import FoundationEssentials
+
+/// A TLS protocol version.
+public enum TLSVersion: Int, Comparable, Hashable, Sendable, CaseIterable {
+    /// TLS 1.2 (RFC 5246).
+    case v1_2 = 0x0303
+    /// TLS 1.3 (RFC 8446).
+    case v1_3 = 0x0304
+
+    /// Orders by protocol version.
+    public static func < (lhs: TLSVersion, rhs: TLSVersion) -> Bool { lhs.rawValue < rhs.rawValue }
+
+    /// "TLSv1.2", "TLSv1.3", as OpenSSL names them.
+    public var name: String { self == .v1_2 ? "TLSv1.2" : "TLSv1.3" }
+}
+
+/// Everything about one side of a TLS connection, as a typed value; GCDAsyncSocket's settings dictionary
+/// maps onto it (see ``GCDAsyncSocket/startTLS(_:)-([String:Any]?)``).
+///
+/// Secure by default: TLS 1.2 at least, 1.3 preferred; a client verifies the server's chain against the
+/// system's trust store and checks the host name it connected to (GCDAsyncSocket checks no name unless
+/// `kCFStreamSSLPeerName` is given); renegotiation is off; sessions resume.
+///
+/// ```swift
+/// // A server:
+/// let identity = try TLSIdentity(certificateChainFile: "cert.pem", privateKeyFile: "key.pem")
+/// let serverTLS = TLSConfiguration.server(identity: identity)
+/// // A client that trusts a private CA and offers HTTP/1.1 by ALPN:
+/// var clientTLS = TLSConfiguration.client()
+/// clientTLS.trustRoots = .certificates(try TLSCertificate.certificates(pemFile: "ca.pem"))
+/// clientTLS.alpn = ["http/1.1"]
+/// ```
+public struct TLSConfiguration: Hashable, Sendable {
+    /// Which side of the handshake.
+    public enum Role: Hashable, Sendable {
+        case client
+        case server
+    }
+
+    /// How the peer's certificate is checked.
+    public enum CertificateVerification: Hashable, Sendable {
+        /// The chain up to a trusted root, and on clients the host name (the default).
+        case fullVerification
+        /// The chain only: any name is accepted.
+        case noHostnameVerification
+        /// Nothing: any certificate, or none, is accepted. For tests and for manual checks only.
+        case none
+    }
+
+    /// Where trusted root certificates come from.
+    public enum TrustRoots: Hashable, Sendable {
+        /// The system's trust store (OpenSSL's default paths: Debian's ca-certificates).
+        case system
+        /// These certificates only.
+        case certificates([TLSCertificate])
+        /// A PEM file (a bundle of roots).
+        case file(String)
+    }
+
+    /// Whether a server asks for a client certificate.
+    public enum ClientAuthentication: Hashable, Sendable {
+        /// Not asked for (the default).
+        case none
+        /// Asked for and verified if sent; a client without one is accepted.
+        case optional
+        /// Asked for and required: a client without a valid one fails the handshake.
+        case required
+    }
+
+    /// Client or server.
+    public var role: Role
+    /// The certificate chain and key presented: a server's, or a client's when the server asks.
+    public var identity: TLSIdentity?
+    /// Servers: an identity per server name (SNI), chosen by the name the client asks for. Names may be
+    /// wildcards (`*.example.com`); clients asking for another name, or none, get ``identity``.
+    public var serverNameIdentities: [String: TLSIdentity] = [:]
+    /// Where trusted roots come from (used to verify servers, and clients with ``clientAuthentication``).
+    public var trustRoots: TrustRoots = .system
+    /// How the peer's certificate is verified.
+    public var certificateVerification: CertificateVerification = .fullVerification
+    /// Servers: whether to ask clients for a certificate.
+    public var clientAuthentication: ClientAuthentication = .none
+    /// The lowest version accepted (TLS 1.2; 1.0 and 1.1 are not supported).
+    public var minimumVersion: TLSVersion = .v1_2
+    /// The highest version offered or accepted.
+    public var maximumVersion: TLSVersion = .v1_3
+    /// Application protocols (ALPN), most preferred first: offered by clients, chosen from by servers.
+    public var alpn: [String] = []
+    /// Clients: the name sent as SNI and verified in the server's certificate. `nil` uses the host given to
+    /// `connect`; an IP address is verified against the certificate's IP addresses and not sent as SNI.
+    public var serverName: String?
+    /// Whether sessions are resumed: servers issue tickets and cache sessions, clients offer the session of
+    /// their last connection to the same peer (see ``sessionKey``).
+    public var sessionResumption = true
+    /// Clients: the key under which a session is kept for resumption (GCDAsyncSocket's
+    /// `GCDAsyncSocketSSLPeerID`); `nil` uses the server name and port.
+    public var sessionKey: Data?
+    /// How long the handshake may take before the connection is closed with ``TLSError/Code/handshakeTimeout``.
+    public var handshakeTimeout: Duration = .seconds(10)
+    /// OpenSSL cipher list for TLS 1.2 (`ECDHE+AESGCM:...`); nil keeps OpenSSL's secure default.
+    public var cipherList: String?
+    /// OpenSSL cipher suites for TLS 1.3 (`TLS_AES_128_GCM_SHA256:...`); nil keeps OpenSSL's default.
+    public var cipherSuites: String?
+    /// Certificates sent after ``identity``'s own chain (from `kCFStreamSSLCertificates`).
+    var extraChainCertificates: [TLSCertificate] = []
+    /// The delegate decides whether to trust the peer (`socket(_:didReceive:completionHandler:)`), instead
+    /// of ``certificateVerification``. GCDAsyncSocket's `GCDAsyncSocketManuallyEvaluateTrust`.
+    public var manualTrustEvaluation = false
+
+    /// A configuration for `role` with the defaults.
+    public init(role: Role) {
+        self.role = role
+    }
+
+    /// A client configuration: verifies the server against the system's roots and the host name.
+    public static func client(serverName: String? = nil, alpn: [String] = []) -> TLSConfiguration {
+        var configuration = TLSConfiguration(role: .client)
+        configuration.serverName = serverName
+        configuration.alpn = alpn
+        return configuration
+    }
+
+    /// A server configuration presenting `identity`.
+    public static func server(identity: TLSIdentity, alpn: [String] = []) -> TLSConfiguration {
+        var configuration = TLSConfiguration(role: .server)
+        configuration.identity = identity
+        configuration.alpn = alpn
+        return configuration
+    }
+
+    /// The parts that shape the `SSL_CTX` (everything but the per-connection name, key and timeout), so
+    /// connections with the same settings share one context, its session cache and its ticket keys.
+    var contextKey: TLSConfiguration {
+        var key = self
+        key.serverName = nil
+        key.sessionKey = nil
+        key.handshakeTimeout = .zero
+        return key
+    }
+}

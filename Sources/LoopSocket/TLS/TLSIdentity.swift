@@ -1,0 +1,92 @@
+import COpenSSL
+import FoundationEssentials
+
+/// A certificate chain and its private key: what a server (or a client asked for a certificate) presents.
+///
+/// Linux has no keychain and no `SecIdentity`; a `TLSIdentity` takes its place, including as the first
+/// element of GCDAsyncSocket's `kCFStreamSSLCertificates` array:
+///
+/// ```swift
+/// let identity = try TLSIdentity(certificateChainFile: "server.pem", privateKeyFile: "server.key")
+/// sock.startTLS([kCFStreamSSLIsServer: true, kCFStreamSSLCertificates: [identity]])
+/// ```
+public final class TLSIdentity: @unchecked Sendable, Hashable {
+    // Thread-safety: immutable after init; OpenSSL's reference counts are atomic.
+    /// The leaf first, then the intermediates, as they are sent.
+    public let certificates: [TLSCertificate]
+    let privateKey: OpaquePointer
+
+    private init(certificates: [TLSCertificate], privateKey: OpaquePointer) throws(TLSError) {
+        guard !certificates.isEmpty else {
+            EVP_PKEY_free(privateKey)
+            throw TLSError(.badConfiguration, "An identity needs a certificate")
+        }
+        guard X509_check_private_key(certificates[0].x509, privateKey) == 1 else {
+            EVP_PKEY_free(privateKey)
+            throw TLSError.fromQueue(.badConfiguration, "The private key does not match the certificate")
+        }
+        self.certificates = certificates
+        self.privateKey = privateKey
+    }
+
+    deinit {
+        EVP_PKEY_free(privateKey)
+    }
+
+    /// An identity from PEM text: the certificate chain (leaf first) and the private key (PKCS#8, PKCS#1
+    /// or SEC1; encrypted keys need `password`).
+    public convenience init(certificateChainPEM: Data, privateKeyPEM: Data, password: String? = nil) throws(TLSError) {
+        let chain = try TLSCertificate.certificates(pem: certificateChainPEM)
+        let key = try withMemoryBIO(privateKeyPEM) { bio throws(TLSError) -> OpaquePointer in
+            let key: OpaquePointer? = password.withOptionalCString { pass in
+                PEM_read_bio_PrivateKey(bio, nil, nil, UnsafeMutableRawPointer(mutating: pass))
+            }
+            guard let key else { throw TLSError.fromQueue(.badConfiguration, "Cannot read the private key") }
+            return key
+        }
+        try self.init(certificates: chain, privateKey: key)
+    }
+
+    /// An identity from a PEM certificate (chain) file and a PEM key file, as nginx's
+    /// `ssl_certificate` and `ssl_certificate_key` take them.
+    public convenience init(certificateChainFile: String, privateKeyFile: String, password: String? = nil) throws(TLSError) {
+        try self.init(
+            certificateChainPEM: readFile(certificateChainFile), privateKeyPEM: readFile(privateKeyFile), password: password)
+    }
+
+    /// An identity from PKCS#12 data and its password, as `SecPKCS12Import` takes it on Apple systems.
+    public convenience init(pkcs12: Data, password: String) throws(TLSError) {
+        var key: OpaquePointer?
+        var leaf: OpaquePointer?
+        var extra: OpaquePointer?
+        let parsed = try withMemoryBIO(pkcs12) { bio throws(TLSError) -> Bool in
+            guard let p12 = d2i_PKCS12_bio(bio, nil) else {
+                throw TLSError.fromQueue(.badConfiguration, "Not PKCS#12 data")
+            }
+            defer { PKCS12_free(p12) }
+            return PKCS12_parse(p12, password, &key, &leaf, &extra) == 1
+        }
+        guard parsed, let key, let leaf else {
+            throw TLSError.fromQueue(.badConfiguration, "Cannot open the PKCS#12 data (wrong password?)")
+        }
+        var chain = [TLSCertificate(owning: leaf)]
+        for i in 0..<lsock_chain_count(extra) {
+            if let cert = lsock_chain_at(extra, i), X509_up_ref(cert) == 1 { chain.append(TLSCertificate(owning: cert)) }
+        }
+        lsock_chain_free(extra)
+        try self.init(certificates: chain, privateKey: key)
+    }
+
+    /// Identity: two loads of the same files are different objects.
+    public static func == (lhs: TLSIdentity, rhs: TLSIdentity) -> Bool { lhs === rhs }
+
+    /// Hashes the identity.
+    public func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }
+}
+
+extension Optional where Wrapped == String {
+    func withOptionalCString<R>(_ body: (UnsafePointer<CChar>?) -> R) -> R {
+        guard let self else { return body(nil) }
+        return self.withCString(body)
+    }
+}
