@@ -256,7 +256,10 @@ extension GCDAsyncSocket {
             $0.peerAddress = peer
             $0.localAddress = local
         }
-        let adopted = socket.onLoop { socket.adopt(child, configuration: configuration, isUnix: local?.isUnix ?? false) }
+        let adopted = socket.onLoop {
+            socket.flags.insert(.accepted)
+            socket.adopt(child, configuration: configuration, isUnix: local?.isUnix ?? false)
+        }
         guard adopted else {
             try? Syscall.close(child)
             return

@@ -12,6 +12,7 @@ extension GCDAsyncSocket: IOEventHandler {
     /// Readiness of the connected descriptor. Part of the ``IOEventHandler`` conformance; not for users.
     public func handleIO(_ events: IOEvents) {
         guard phase == .connected else { return }
+        readBudget = max(1, config.options.maxReadsPerWakeup)
         if events.contains(.error) {
             let code = (try? Syscall.option(fd, level: SOL_SOCKET, name: SO_ERROR)) ?? 0
             if code != 0 {
@@ -80,11 +81,13 @@ extension GCDAsyncSocket: IOEventHandler {
     /// otherwise cost an `epoll_ctl` to drop EPOLLIN and another to add it back on every read; the bytes
     /// stay in the kernel, so TCP still pushes back on the peer after that one wake-up.
     /// EPOLLRDHUP until the end of the stream is seen, so a vanished peer is noticed even with no read
-    /// queued; EPOLLOUT only after a send hit EAGAIN.
+    /// queued; EPOLLOUT only after a send hit EAGAIN. No EPOLLIN while reads are paused for backpressure;
+    /// EPOLLIN kept when the read budget ran out with bytes left, so the next wakeup reads on.
     func updateInterest() {
         var interest: IOEvents = []
         if !flags.contains(.readEOF) {
-            if !flags.contains(.readTimeoutAsking) && (wantsBytes ? pendingCount == 0 : !flags.contains(.readIdleWake)) {
+            if flags.isDisjoint(with: [.readTimeoutAsking, .readsPaused]) && (wantsBytes ? pendingCount == 0
+                : !flags.contains(.readIdleWake) || (readBudget <= 0 && flags.contains(.readReady))) {
                 interest.insert(.readable)
             }
             if !flags.contains(.peerHungUp) { interest.insert(.readHangup) }

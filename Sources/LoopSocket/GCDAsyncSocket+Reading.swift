@@ -97,9 +97,10 @@ extension GCDAsyncSocket {
     /// Whether reads should be fed (a read is queued, or continuous mode is on).
     var wantsBytes: Bool { !reads.isEmpty || flags.contains(.continuousRead) }
 
-    /// Satisfies reads from the prebuffer, then from the socket while it is readable.
+    /// Satisfies reads from the prebuffer, then from the socket while it is readable, for at most the
+    /// wakeup's read budget; nothing while writes back up (``SocketOptions/ReadBackpressure``).
     func readLoop() {
-        while phase == .connected && !flags.contains(.readTimeoutAsking) {
+        while phase == .connected && flags.isDisjoint(with: [.readTimeoutAsking, .readsPaused]) {
             if !wantsBytes {
                 // Nobody reads: leave data in the kernel (backpressure) unless the peer has hung up, in which
                 // case what it sent is drained so the end of the stream is seen now, not at the next read.
@@ -107,7 +108,7 @@ extension GCDAsyncSocket {
                     if pendingCount == 0 && !flags.contains(.readStreamClosed) { _ = handleEndOfStream() }
                     return
                 }
-                guard flags.contains(.peerHungUp), flags.contains(.readReady) else { return }
+                guard flags.contains(.peerHungUp), flags.contains(.readReady), readBudget > 0 else { return }
                 receive(intoPrebufferOnly: true)
                 continue
             }
@@ -119,7 +120,7 @@ extension GCDAsyncSocket {
                 if handleEndOfStream() { continue }
                 return
             }
-            guard flags.contains(.readReady) else { return }
+            guard flags.contains(.readReady), readBudget > 0 else { return }
             receive(intoPrebufferOnly: false)
         }
     }
@@ -141,6 +142,7 @@ extension GCDAsyncSocket {
             flags.insert(.readEOF)
             flags.remove(.readReady)
         case .processed(let count):
+            readBudget -= 1
             // A short read drained the socket; level-triggered epoll says when more arrives. Once the peer
             // has hung up, read on instead: the next `recv` returns 0 and the end of the stream is seen now
             // (EPOLLIN is not watched while no read is queued, so nothing else would report it).

@@ -46,6 +46,9 @@ public final class GCDAsyncSocket: @unchecked Sendable {
     @exclusivity(unchecked) var pending: [UInt8] = []
     @exclusivity(unchecked) var pendingStart = 0
     @exclusivity(unchecked) var queuedWriteBytes = 0
+    /// `recv` calls left before this wakeup's turn ends (``SocketOptions/maxReadsPerWakeup``, reset by
+    /// `handleIO`): one flooding peer cannot keep the loop from its other descriptors.
+    @exclusivity(unchecked) var readBudget = SocketOptions().maxReadsPerWakeup
     /// Whether the last close failed queued writes (read by `AsyncSocket.closeAfterWriting`).
     @exclusivity(unchecked) var closeDroppedWrites = false
     @exclusivity(unchecked) var nextOpID: UInt32 = 0
@@ -180,6 +183,11 @@ extension GCDAsyncSocket {
         /// Calls from outside a callback pump at once instead of deferring to the next iteration (sockets
         /// behind an ``AsyncSocket``, whose delegate is internal and never re-enters the caller).
         static let pumpsInline = Flags(rawValue: 1 << 21)
+        /// Created by `accept` (``SocketOptions/ReadBackpressure/acceptedSockets`` applies).
+        static let accepted = Flags(rawValue: 1 << 22)
+        /// Writes are over the high water mark and read backpressure applies: reading waits for them to
+        /// drain to the low water mark.
+        static let readsPaused = Flags(rawValue: 1 << 23)
     }
 
     /// What any thread may read or set, under `shared`'s mutex.
