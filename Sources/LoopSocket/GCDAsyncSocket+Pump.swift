@@ -8,9 +8,9 @@ import Glibc
 /// and writes a delegate chains (GCDAsyncSocket's stack overflows, #102 and #216, cannot happen). A call
 /// made on the loop outside a callback defers the pump to the next loop iteration, so a callback is never
 /// delivered from inside the caller's own call.
-extension GCDAsyncSocket: IOEventHandler {
-    /// Readiness of the connected descriptor. Part of the ``IOEventHandler`` conformance; not for users.
-    public func handleIO(_ events: IOEvents) {
+extension GCDAsyncSocket: LoopIOHandler {
+    /// Readiness of the connected descriptor (the loop calls it; not public API).
+    package func handleIO(_ events: IOEvents) {
         guard phase == .connected else { return }
         readBudget = max(1, config.options.maxReadsPerWakeup)
         if events.contains(.error) {
@@ -30,7 +30,7 @@ extension GCDAsyncSocket: IOEventHandler {
     }
 
     /// The loop is shutting down: the connection ends with an error saying so.
-    public func loopWillShutDown() {
+    package func loopWillShutDown() {
         closeWithError(GCDAsyncSocketError.loopShutDown)
     }
 

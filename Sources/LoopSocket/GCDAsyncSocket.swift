@@ -1,6 +1,7 @@
 import Dispatch
 import EpollLoop
 import FoundationEssentials
+import Glibc
 
 /// A TCP (or Unix-domain) socket with GCDAsyncSocket's API, pinned to one event loop.
 ///
@@ -79,6 +80,25 @@ public final class GCDAsyncSocket: @unchecked Sendable {
         self.shared = Locked(SharedState(delegate: delegate, delegateQueue: delegateQueue))
         self.loopDelegate = delegate
         self.loopDelegateQueue = delegateQueue
+    }
+
+    /// GCDAsyncSocket closes its socket when it is deallocated, and ported code stops a server by releasing
+    /// its listening socket. The loop holds a connected socket while its descriptor is open, so only a
+    /// listening socket gets here open: its descriptors belong to handlers that do not keep it alive, and
+    /// are closed on the loop (a Unix socket's file removed).
+    deinit {
+        let open = shared.withLock { $0.openListeners }
+        guard !open.handlers.isEmpty else { return }
+        let loop = eventLoop
+        let close = UncheckedSendable {
+            for handler in open.handlers { handler.close(on: loop) }
+            if let path = open.unixPath { unlink(path) }
+        }
+        if loop.inEventLoop {
+            close.value()
+        } else {
+            try? loop.execute { close.value() }
+        }
     }
 
     /// GCDAsyncSocket's designated initialiser; the socket queue is ignored (the event loop takes its place).
@@ -206,6 +226,8 @@ extension GCDAsyncSocket {
         /// so closing a connection after `disconnect()` from another thread cannot overwrite the status of a
         /// connect made right after it.
         var claim: UInt64 = 0
+        /// The listening handlers and Unix socket path, for `deinit` (which may run on any thread).
+        var openListeners: (handlers: [ListenHandler], unixPath: String?) = ([], nil)
 
         init(delegate: (any GCDAsyncSocketDelegate)?, delegateQueue: DispatchQueue?) {
             self.delegate = delegate
