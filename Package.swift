@@ -43,9 +43,14 @@ let package = Package(
             name: "async-echo-server",
             dependencies: ["EpollLoop", "LoopSocket", "ExampleSupport"]
         ),
+        // http-hello's HTTP/1.1 handling (request parsing, bodies, responses), testable on its own.
+        .target(
+            name: "HTTPHello",
+            dependencies: ["LoopSocket"]
+        ),
         .executableTarget(
             name: "http-hello",
-            dependencies: ["EpollLoop", "LoopSocket", "ExampleSupport"]
+            dependencies: ["EpollLoop", "LoopSocket", "ExampleSupport", "HTTPHello"]
         ),
         .target(
             name: "LoadTest",
@@ -67,6 +72,10 @@ let package = Package(
         .testTarget(
             name: "LoopSocketTests",
             dependencies: ["LoopSocket", "EpollLoop", "CEpollShim", "SharedTestSupport"]
+        ),
+        .testTarget(
+            name: "HTTPHelloTests",
+            dependencies: ["HTTPHello", "LoopSocket", "EpollLoop"]
         ),
         .testTarget(
             name: "LoadTestTests",

@@ -3,11 +3,13 @@ import EpollLoop
 import Glibc
 
 /// The command line of the example servers: `--port P [--host H] [--loops N]`, and their SIGINT/SIGTERM handling.
+/// They listen on 127.0.0.1 unless `--host` names another interface (or `*` for all).
 public struct ServerArguments: Sendable {
     /// The port to listen on (0: any free port, printed at start).
     public var port: UInt16 = 0
-    /// The interface to listen on; nil for all.
-    public var host: String?
+    /// The interface to listen on: the loopback address unless `--host` says otherwise (`--host '*'`: every
+    /// interface, nil), so that trying an example exposes nothing to the network.
+    public var host: String? = "127.0.0.1"
     /// Event loops to run (default: one per core).
     public var loops = EventLoopGroup.coreCount
 
@@ -25,12 +27,13 @@ public struct ServerArguments: Sendable {
                 guard let port = UInt16(value(flag)) else { fail("--port takes a number from 0 to 65535") }
                 result.port = port
             case "--host":
-                result.host = value(flag)
+                let host = value(flag)
+                result.host = host == "*" ? nil : host
             case "--loops":
                 guard let loops = Int(value(flag)), loops >= 1, loops <= 1024 else { fail("--loops takes a number from 1 to 1024") }
                 result.loops = loops
             case "--help", "-h":
-                print("usage: \(name) --port P [--host H] [--loops N]")
+                print("usage: \(name) --port P [--host H (default 127.0.0.1; '*' for all)] [--loops N]")
                 exit(0)
             default:
                 fail("unknown option \(flag) (try --help)")

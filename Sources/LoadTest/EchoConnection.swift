@@ -16,7 +16,7 @@ import Glibc
 /// by the worker's sweep (``expireRequests(sentBefore:)``), the connect by a loop timer.
 ///
 /// Every failure closes the descriptor through the loop, once, and is counted by ``ErrorKind``.
-final class EchoConnection: IOEventHandler, PacedConnection, SweptConnection {
+final class EchoConnection: LoopIOHandler, PacedConnection, SweptConnection {
     // The worker outlives its connections (it holds them), hence unowned(unsafe): no reference counting.
     // (The hot path goes through `workerRef` instead: even an unowned(unsafe) reference is retained and
     // released around the code that uses it, which `_withUnsafeGuaranteedRef` avoids.)
@@ -157,7 +157,7 @@ final class EchoConnection: IOEventHandler, PacedConnection, SweptConnection {
         flush()
     }
 
-    // MARK: IOEventHandler
+    // MARK: LoopIOHandler
 
     func handleIO(_ events: IOEvents) {
         switch state {

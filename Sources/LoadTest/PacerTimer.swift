@@ -4,7 +4,7 @@ import Glibc
 /// A one-shot, nanosecond-resolution timer on an event loop, for open-loop pacing: a `timerfd` registered
 /// with the loop (the loop's own timer wheel ticks in milliseconds, too coarse for request schedules that
 /// are microseconds apart). Falls back to the wheel where `timerfd` is unavailable. Loop-confined.
-final class PacerTimer: IOEventHandler {
+final class PacerTimer: LoopIOHandler {
     private typealias Create = @convention(c) (Int32, Int32) -> Int32
     private typealias SetTime = @convention(c) (Int32, Int32, UnsafePointer<itimerspec>, UnsafeMutablePointer<itimerspec>?) -> Int32
 

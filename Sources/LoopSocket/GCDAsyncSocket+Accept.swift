@@ -66,6 +66,10 @@ extension GCDAsyncSocket {
     /// Checks that the socket is idle and claims it for connecting or accepting, so a second call fails fast.
     func beginStarting(as phase: Phase) throws -> Configuration {
         let outcome = shared.withLock { state -> Result<Configuration, GCDAsyncSocketError> in
+            // GCDAsyncSocket's first check, with its message: the outcome of a connect has nowhere to go.
+            guard phase != .connecting || state.delegate != nil else {
+                return .failure(GCDAsyncSocketError(.badConfigError, "Attempting to connect without a delegate. Set a delegate first."))
+            }
             guard state.status == .idle else {
                 return .failure(GCDAsyncSocketError(.badConfigError,
                     "Attempting to connect or accept while connected, connecting or accepting. Disconnect first."))
@@ -97,6 +101,8 @@ extension GCDAsyncSocket {
                 do {
                     try eventLoop.register(fd: fd, interest: .readable, handler: listener)
                     listeners.append(listener)
+                    let open = (listeners, unixPath)
+                    shared.withLock { $0.openListeners = open }
                 } catch {
                     try? Syscall.close(fd)
                     closeWithError(GCDAsyncSocketError(.otherError, "\(error)"))
@@ -256,7 +262,10 @@ extension GCDAsyncSocket {
             $0.peerAddress = peer
             $0.localAddress = local
         }
-        let adopted = socket.onLoop { socket.adopt(child, configuration: configuration, isUnix: local?.isUnix ?? false) }
+        let adopted = socket.onLoop {
+            socket.flags.insert(.accepted)
+            socket.adopt(child, configuration: configuration, isUnix: local?.isUnix ?? false)
+        }
         guard adopted else {
             try? Syscall.close(child)
             return
@@ -284,10 +293,12 @@ extension GCDAsyncSocket {
 }
 
 /// The handler of one listening descriptor (a socket listening on IPv4 and IPv6 has two).
-final class ListenHandler: IOEventHandler {
+final class ListenHandler: LoopIOHandler {
     let fd: Int32
     let address: SocketAddress
-    let owner: GCDAsyncSocket
+    /// Weak, as GCDAsyncSocket's owner holds it: a listening socket its owner releases is deallocated,
+    /// and its deinit closes this descriptor (the loop holds the handler, not the socket).
+    weak var owner: GCDAsyncSocket?
 
     init(fd: Int32, address: SocketAddress, owner: GCDAsyncSocket) {
         self.fd = fd
@@ -296,11 +307,11 @@ final class ListenHandler: IOEventHandler {
     }
 
     func handleIO(_ events: IOEvents) {
-        owner.acceptConnections(from: self)
+        owner?.acceptConnections(from: self)
     }
 
     func loopWillShutDown() {
-        owner.closeWithError(GCDAsyncSocketError.loopShutDown)
+        owner?.closeWithError(GCDAsyncSocketError.loopShutDown)
     }
 
     func close(on loop: EventLoop) {

@@ -288,7 +288,7 @@ final class ConnectAttempts {
 }
 
 /// The handler of one nonblocking connect in flight.
-final class ConnectAttempt: IOEventHandler {
+final class ConnectAttempt: LoopIOHandler {
     let fd: Int32
     let address: SocketAddress
     let owner: GCDAsyncSocket

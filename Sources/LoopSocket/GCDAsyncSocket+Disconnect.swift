@@ -67,6 +67,7 @@ extension GCDAsyncSocket {
             fd = -1
         }
         for listener in listeners { listener.close(on: eventLoop) }
+        if !listeners.isEmpty { shared.withLock { $0.openListeners = ([], nil) } }
         listeners = []
         if let path = unixListenPath {
             unlink(path)

@@ -8,10 +8,11 @@ import Glibc
 /// and writes a delegate chains (GCDAsyncSocket's stack overflows, #102 and #216, cannot happen). A call
 /// made on the loop outside a callback defers the pump to the next loop iteration, so a callback is never
 /// delivered from inside the caller's own call.
-extension GCDAsyncSocket: IOEventHandler {
-    /// Readiness of the connected descriptor. Part of the ``IOEventHandler`` conformance; not for users.
-    public func handleIO(_ events: IOEvents) {
+extension GCDAsyncSocket: LoopIOHandler {
+    /// Readiness of the connected descriptor (the loop calls it; not public API).
+    package func handleIO(_ events: IOEvents) {
         guard phase == .connected else { return }
+        readBudget = max(1, config.options.maxReadsPerWakeup)
         if events.contains(.error) {
             let code = (try? Syscall.option(fd, level: SOL_SOCKET, name: SO_ERROR)) ?? 0
             if code != 0 {
@@ -29,7 +30,7 @@ extension GCDAsyncSocket: IOEventHandler {
     }
 
     /// The loop is shutting down: the connection ends with an error saying so.
-    public func loopWillShutDown() {
+    package func loopWillShutDown() {
         closeWithError(GCDAsyncSocketError.loopShutDown)
     }
 
@@ -86,11 +87,13 @@ extension GCDAsyncSocket: IOEventHandler {
     /// otherwise cost an `epoll_ctl` to drop EPOLLIN and another to add it back on every read; the bytes
     /// stay in the kernel, so TCP still pushes back on the peer after that one wake-up.
     /// EPOLLRDHUP until the end of the stream is seen, so a vanished peer is noticed even with no read
-    /// queued; EPOLLOUT only after a send hit EAGAIN.
+    /// queued; EPOLLOUT only after a send hit EAGAIN. No EPOLLIN while reads are paused for backpressure;
+    /// EPOLLIN kept when the read budget ran out with bytes left, so the next wakeup reads on.
     func updateInterest() {
         var interest: IOEvents = []
         if !flags.contains(.readEOF) {
-            if !flags.contains(.readTimeoutAsking) && (wantsBytes ? pendingCount == 0 : !flags.contains(.readIdleWake)) {
+            if flags.isDisjoint(with: [.readTimeoutAsking, .readsPaused]) && (wantsBytes ? pendingCount == 0
+                : !flags.contains(.readIdleWake) || (readBudget <= 0 && flags.contains(.readReady))) {
                 interest.insert(.readable)
             } else if let tls, tls.state == .handshaking {
                 interest.insert(.readable)

@@ -97,9 +97,10 @@ extension GCDAsyncSocket {
     /// Whether reads should be fed (a read is queued, or continuous mode is on).
     var wantsBytes: Bool { !reads.isEmpty || flags.contains(.continuousRead) }
 
-    /// Satisfies reads from the prebuffer, then from the socket while it is readable.
+    /// Satisfies reads from the prebuffer, then from the socket while it is readable, for at most the
+    /// wakeup's read budget; nothing while writes back up (``SocketOptions/ReadBackpressure``).
     func readLoop() {
-        while phase == .connected && !flags.contains(.readTimeoutAsking) {
+        while phase == .connected && flags.isDisjoint(with: [.readTimeoutAsking, .readsPaused]) {
             if flags.contains(.tlsQueued) && reads.front({ $0.isStartTLS }) == true {
                 beginTLSIfBothQueuesReady()
                 return
@@ -111,7 +112,7 @@ extension GCDAsyncSocket {
                     if pendingCount == 0 && !flags.contains(.readStreamClosed) { _ = handleEndOfStream() }
                     return
                 }
-                guard flags.contains(.peerHungUp), flags.contains(.readReady) else { return }
+                guard flags.contains(.peerHungUp), flags.contains(.readReady), readBudget > 0 else { return }
                 receive(intoPrebufferOnly: true)
                 continue
             }
@@ -123,7 +124,7 @@ extension GCDAsyncSocket {
                 if handleEndOfStream() { continue }
                 return
             }
-            guard flags.contains(.readReady) || tls?.stash.isEmpty == false else { return }
+            guard readBudget > 0, flags.contains(.readReady) || tls?.stash.isEmpty == false else { return }
             receive(intoPrebufferOnly: false)
         }
     }
@@ -135,24 +136,12 @@ extension GCDAsyncSocket {
             return
         }
         let buffer = context.receiveBuffer
-        let result: IOResult<Int>
-        do {
-            result = try Syscall.recv(fd, buffer)
-        } catch {
-            closeWithError(GCDAsyncSocketError(error))
-            return
-        }
-        switch result {
-        case .wouldBlock:
-            flags.remove(.readReady)
-        case .processed(0):
+        switch receiveChunk() {
+        case .nothing:
+            break
+        case .endOfStream:
             flags.insert(.readEOF)
-            flags.remove(.readReady)
-        case .processed(let count):
-            // A short read drained the socket; level-triggered epoll says when more arrives. Once the peer
-            // has hung up, read on instead: the next `recv` returns 0 and the end of the stream is seen now
-            // (EPOLLIN is not watched while no read is queued, so nothing else would report it).
-            if count < buffer.count && !flags.contains(.peerHungUp) { flags.remove(.readReady) }
+        case .bytes(let count):
             if !intoPrebufferOnly && count >= LoopContext.handOffThreshold && frontReadTakesAll(count) {
                 deliverWhole(context.handOffReceiveBuffer(count: count))
                 return
@@ -162,6 +151,43 @@ extension GCDAsyncSocket {
             if used < count && phase == .connected {
                 pending.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[used...]))
             }
+        }
+    }
+
+    /// What one `recv` into the loop's receive buffer brought.
+    enum Chunk {
+        /// Nothing to read now, or the socket closed with the error.
+        case nothing
+        case endOfStream
+        /// That many bytes at the start of `context.receiveBuffer`.
+        case bytes(Int)
+    }
+
+    /// One `recv` into the loop's receive buffer, counted against the wakeup's read budget; a failure
+    /// closes the socket. The one receive path for plaintext, handshake and TLS records.
+    func receiveChunk() -> Chunk {
+        let buffer = context.receiveBuffer
+        let result: IOResult<Int>
+        do {
+            result = try Syscall.recv(fd, buffer)
+        } catch {
+            closeWithError(GCDAsyncSocketError(error))
+            return .nothing
+        }
+        switch result {
+        case .wouldBlock:
+            flags.remove(.readReady)
+            return .nothing
+        case .processed(0):
+            flags.remove(.readReady)
+            return .endOfStream
+        case .processed(let count):
+            readBudget -= 1
+            // A short read drained the socket; level-triggered epoll says when more arrives. Once the peer
+            // has hung up, read on instead: the next `recv` returns 0 and the end of the stream is seen now
+            // (EPOLLIN is not watched while no read is queued, so nothing else would report it).
+            if count < buffer.count && !flags.contains(.peerHungUp) { flags.remove(.readReady) }
+            return .bytes(count)
         }
     }
 

@@ -130,24 +130,15 @@ extension GCDAsyncSocket {
 
     /// One `recv` of handshake bytes into the stash; false when there was nothing (or the socket closed).
     private func receiveHandshakeBytes(_ tls: TLSConnection) -> Bool {
-        let buffer = context.receiveBuffer
-        do {
-            switch try Syscall.recv(fd, buffer) {
-            case .wouldBlock:
-                flags.remove(.readReady)
-                return false
-            case .processed(0):
-                flags.remove(.readReady)
-                closeWithError(TLSError.closedInHandshake)
-                return false
-            case .processed(let count):
-                if count < buffer.count { flags.remove(.readReady) }
-                tls.stash.append(contentsOf: UnsafeRawBufferPointer(rebasing: buffer[0..<count]))
-                return true
-            }
-        } catch {
-            closeWithError(GCDAsyncSocketError(error))
+        switch receiveChunk() {
+        case .nothing:
             return false
+        case .endOfStream:
+            closeWithError(TLSError.closedInHandshake)
+            return false
+        case .bytes(let count):
+            tls.stash.append(contentsOf: UnsafeRawBufferPointer(rebasing: context.receiveBuffer[0..<count]))
+            return true
         }
     }
 
@@ -214,29 +205,18 @@ extension GCDAsyncSocket {
     func receiveTLS(_ tls: TLSConnection, intoPrebufferOnly: Bool) {
         var input: UnsafeRawBufferPointer?
         if tls.stash.isEmpty {
-            let buffer = context.receiveBuffer
-            let result: IOResult<Int>
-            do {
-                result = try Syscall.recv(fd, buffer)
-            } catch {
-                closeWithError(GCDAsyncSocketError(error))
+            switch receiveChunk() {
+            case .nothing:
                 return
-            }
-            switch result {
-            case .wouldBlock:
-                flags.remove(.readReady)
-                return
-            case .processed(0):
-                flags.remove(.readReady)
+            case .endOfStream:
                 guard tls.closeNotifyReceived else {
                     closeWithError(TLSError.cutWithoutNotify)
                     return
                 }
                 flags.insert(.readEOF)
                 return
-            case .processed(let count):
-                if count < buffer.count && !flags.contains(.peerHungUp) { flags.remove(.readReady) }
-                input = UnsafeRawBufferPointer(rebasing: buffer[0..<count])
+            case .bytes(let count):
+                input = UnsafeRawBufferPointer(rebasing: context.receiveBuffer[0..<count])
             }
         }
         tls.withInput(input) { decrypt(tls, intoPrebufferOnly: intoPrebufferOnly) }

@@ -97,10 +97,19 @@ extension GCDAsyncSocket {
         writes.append(WriteOp(data: data, count: count, done: alreadySent, tag: tag, timeout: timeout, id: reserveOpID()))
         queuedWriteBytes += count - alreadySent
         if queuedWriteBytes > config.options.writeHighWaterMark && !flags.contains(.notWritable) {
-            flags.insert(.notWritable)
+            flags.insert(pausesReadsWhileNotWritable ? [.notWritable, .readsPaused] : .notWritable)
             notify { $0.socket($1, didChangeWritability: false) }
         }
         requestPump()
+    }
+
+    /// Whether going over the high water mark pauses reading (``SocketOptions/ReadBackpressure``).
+    var pausesReadsWhileNotWritable: Bool {
+        switch config.options.readBackpressure {
+        case .acceptedSockets: flags.contains(.accepted)
+        case .always: true
+        case .never: false
+        }
     }
 
     // MARK: The write engine
@@ -213,7 +222,9 @@ extension GCDAsyncSocket {
         }
         queuedWriteBytes -= count
         if flags.contains(.notWritable) && queuedWriteBytes <= config.options.writeLowWaterMark {
-            flags.remove(.notWritable)
+            // Reads paused for backpressure go on in this pump's next round.
+            if flags.contains(.readsPaused) { requestPump() }
+            flags.remove([.notWritable, .readsPaused])
             notify { $0.socket($1, didChangeWritability: true) }
         }
         if let firstTag { notifyDidWrite(tag: firstTag) }

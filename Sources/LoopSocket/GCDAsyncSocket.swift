@@ -1,6 +1,7 @@
 import Dispatch
 import EpollLoop
 import FoundationEssentials
+import Glibc
 
 /// A TCP (or Unix-domain) socket with GCDAsyncSocket's API, pinned to one event loop.
 ///
@@ -46,6 +47,9 @@ public final class GCDAsyncSocket: @unchecked Sendable {
     @exclusivity(unchecked) var pending: [UInt8] = []
     @exclusivity(unchecked) var pendingStart = 0
     @exclusivity(unchecked) var queuedWriteBytes = 0
+    /// `recv` calls left before this wakeup's turn ends (``SocketOptions/maxReadsPerWakeup``, reset by
+    /// `handleIO`): one flooding peer cannot keep the loop from its other descriptors.
+    @exclusivity(unchecked) var readBudget = SocketOptions().maxReadsPerWakeup
     /// Whether the last close failed queued writes (read by `AsyncSocket.closeAfterWriting`).
     @exclusivity(unchecked) var closeDroppedWrites = false
     @exclusivity(unchecked) var nextOpID: UInt32 = 0
@@ -78,6 +82,25 @@ public final class GCDAsyncSocket: @unchecked Sendable {
         self.shared = Locked(SharedState(delegate: delegate, delegateQueue: delegateQueue))
         self.loopDelegate = delegate
         self.loopDelegateQueue = delegateQueue
+    }
+
+    /// GCDAsyncSocket closes its socket when it is deallocated, and ported code stops a server by releasing
+    /// its listening socket. The loop holds a connected socket while its descriptor is open, so only a
+    /// listening socket gets here open: its descriptors belong to handlers that do not keep it alive, and
+    /// are closed on the loop (a Unix socket's file removed).
+    deinit {
+        let open = shared.withLock { $0.openListeners }
+        guard !open.handlers.isEmpty else { return }
+        let loop = eventLoop
+        let close = UncheckedSendable {
+            for handler in open.handlers { handler.close(on: loop) }
+            if let path = open.unixPath { unlink(path) }
+        }
+        if loop.inEventLoop {
+            close.value()
+        } else {
+            try? loop.execute { close.value() }
+        }
     }
 
     /// GCDAsyncSocket's designated initialiser; the socket queue is ignored (the event loop takes its place).
@@ -182,8 +205,13 @@ extension GCDAsyncSocket {
         /// Calls from outside a callback pump at once instead of deferring to the next iteration (sockets
         /// behind an ``AsyncSocket``, whose delegate is internal and never re-enters the caller).
         static let pumpsInline = Flags(rawValue: 1 << 21)
+        /// Created by `accept` (``SocketOptions/ReadBackpressure/acceptedSockets`` applies).
+        static let accepted = Flags(rawValue: 1 << 22)
+        /// Writes are over the high water mark and read backpressure applies: reading waits for them to
+        /// drain to the low water mark.
+        static let readsPaused = Flags(rawValue: 1 << 23)
         /// `startTLS`'s markers are in the queues: reads and writes stop at them.
-        static let tlsQueued = Flags(rawValue: 1 << 22)
+        static let tlsQueued = Flags(rawValue: 1 << 24)
     }
 
     /// What any thread may read or set, under `shared`'s mutex.
@@ -204,6 +232,8 @@ extension GCDAsyncSocket {
         /// so closing a connection after `disconnect()` from another thread cannot overwrite the status of a
         /// connect made right after it.
         var claim: UInt64 = 0
+        /// The listening handlers and Unix socket path, for `deinit` (which may run on any thread).
+        var openListeners: (handlers: [ListenHandler], unixPath: String?) = ([], nil)
 
         init(delegate: (any GCDAsyncSocketDelegate)?, delegateQueue: DispatchQueue?) {
             self.delegate = delegate

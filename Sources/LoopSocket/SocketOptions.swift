@@ -47,12 +47,42 @@ public struct SocketOptions: Hashable, Sendable {
     public var writeHighWaterMark = 1024 * 1024
     /// Bytes queued for writing below which the socket reports itself writable again.
     public var writeLowWaterMark = 256 * 1024
+    /// Whether the socket stops reading while its writes back up (see ``ReadBackpressure``). The default
+    /// pauses sockets created by `accept` and leaves sockets that connect reading.
+    public var readBackpressure = ReadBackpressure.acceptedSockets
+    /// The most `recv` calls (of up to 64 KiB each) a socket makes per readiness event before the loop
+    /// serves its other descriptors, as SwiftNIO's `maxMessagesPerRead`: one peer that sends without pause
+    /// delays the others on its loop by at most this many reads. Values below 1 count as 1.
+    public var maxReadsPerWakeup = 4
     /// A hard cap on bytes queued for writing: a write that would exceed it fails with `didFailToWriteDataWithTag`
     /// instead of growing memory without bound. nil (the default) means no cap, as GCDAsyncSocket.
     public var maxQueuedWriteBytes: Int?
 
     /// The defaults.
     public init() {}
+
+    /// When a socket stops taking bytes from the kernel because its own writes back up.
+    ///
+    /// A socket whose queued writes rise above ``SocketOptions/writeHighWaterMark`` (the moment it reports
+    /// `didChangeWritability(false)`) stops reading: EPOLLIN is dropped, queued reads wait, bytes already
+    /// read are not delivered. Once the queue falls to ``SocketOptions/writeLowWaterMark`` reading resumes.
+    /// The peer's unread bytes then stay in the kernel, its TCP window closes and it is pushed back, so a
+    /// client that sends requests and never reads the replies cannot grow the server's memory beyond the
+    /// high water mark plus one read's worth of replies. A reader whose own writes stay under the high
+    /// water mark is never paused.
+    ///
+    /// Pausing is safe when the peer keeps reading while it writes; two peers that both pause while
+    /// both have more than the high water mark queued would wait for each other. Hence the default: a
+    /// server's accepted sockets pause, a client's connecting socket does not, so a full-duplex transfer
+    /// between a paused server and any client completes.
+    public enum ReadBackpressure: Hashable, Sendable {
+        /// Sockets created by `accept` pause; sockets that connect (or adopt a descriptor) do not.
+        case acceptedSockets
+        /// Every socket pauses.
+        case always
+        /// No socket pauses: reads go on whatever is queued for writing (GCDAsyncSocket's behaviour).
+        case never
+    }
 
     /// Applies the options that matter for a connected (or connecting) stream socket.
     func applyToStream(_ fd: Int32, isUnix: Bool) throws(SyscallError) {

@@ -16,7 +16,8 @@ do {
 }
 let listener: AsyncListener
 do {
-    listener = try AsyncListener(host: arguments.host, port: arguments.port, group: group)
+    let acceptFailures = AcceptFailureLog(server: "async-echo-server")
+    listener = try AsyncListener(host: arguments.host, port: arguments.port, group: group, acceptFailed: { acceptFailures.report($0) })
 } catch {
     ServerArguments.fail("cannot listen on \(arguments.host ?? "*"):\(arguments.port): \(error)")
 }

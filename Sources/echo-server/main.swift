@@ -18,7 +18,14 @@ final class EchoDelegate: GCDAsyncSocketDelegate {
         sock.write(data, withTimeout: -1, tag: 0)
         sock.readData(withTimeout: -1, tag: 0)
     }
+
+    /// At the descriptor limit connections are shed: say so, once a second at most.
+    func socket(_ sock: GCDAsyncSocket, didFailToAcceptWithError error: Error) {
+        acceptFailures.report(error)
+    }
 }
+
+let acceptFailures = AcceptFailureLog(server: "echo-server")
 
 let arguments = ServerArguments.parse(name: "echo-server")
 let group: EventLoopGroup

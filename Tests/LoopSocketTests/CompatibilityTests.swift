@@ -242,7 +242,8 @@ final class CompatibilityTests: SocketTestCase {
         defer { tcp.disconnect() }
         let addresses = try GCDAsyncSocket.lookupHost("::1", port: tcp.localPort)
         XCTAssertTrue(GCDAsyncSocket.isIPv6Address(addresses[0]))
-        let client = GCDAsyncSocket(delegate: nil, delegateQueue: nil)
+        let quiet = RecordingDelegate("raw-address client")  // GCDAsyncSocket connects only with a delegate
+        let client = GCDAsyncSocket(delegate: quiet, delegateQueue: nil)
         try client.connect(toAddress: addresses[0])
         XCTAssertEqual(GCDAsyncSocket.host(fromAddress: addresses[0]), "::1")
         XCTAssertEqual(GCDAsyncSocket.port(fromAddress: addresses[0]), tcp.localPort)

@@ -120,11 +120,16 @@ final class DelegateQueueTests: SocketTestCase {
         XCTAssertTrue(client.delegate === second && client.delegateQueue === queue)
     }
 
+    /// Connecting needs a delegate (GCDAsyncSocket's rule, FidelityTests); a socket whose delegate is
+    /// gone afterwards goes on working.
     func testWithoutADelegateEverythingStillWorks() throws {
         let listener = try RawListener()
-        let client = makeSocket(nil)
+        let delegate = makeDelegate("gone")
+        let client = makeSocket(delegate)
         try client.connect(toHost: "127.0.0.1", onPort: listener.port)
         let peer = try listener.accept()
+        delegate.waitForConnect()
+        client.delegate = nil
         client.write(Data("no delegate".utf8), withTimeout: -1, tag: 1)
         XCTAssertEqual(try peer.receive(exactly: 11), Data("no delegate".utf8))
         client.readData(withTimeout: 0.01, tag: 2)  // Times out with nobody to ask: the socket closes.

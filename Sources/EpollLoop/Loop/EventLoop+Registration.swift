@@ -6,6 +6,11 @@ extension EventLoop {
     /// The loop owns the descriptor from now on: it is closed by ``close(fd:)``, or by the loop at shutdown,
     /// exactly once. ``IOEvents/error`` and ``IOEvents/hangup`` are always reported.
     public func register(fd: Int32, interest: IOEvents, handler: any IOEventHandler) throws(EventLoopError) {
+        try register(fd: fd, interest: interest, handler: IOEventHandlerBox(handler))
+    }
+
+    /// ``register(fd:interest:handler:)`` for the package's own handlers, called without a box.
+    package func register(fd: Int32, interest: IOEvents, handler: any LoopIOHandler) throws(EventLoopError) {
         preconditionInEventLoop()
         guard !isShutDownOnLoop else { throw .shutDown }
         guard fd >= 0 else { throw .system(SyscallError(.epollCtl, errno: .badFileDescriptor)) }

@@ -46,3 +46,31 @@ extension IOEventHandler {
     /// Does nothing: the loop closes the descriptor.
     public func loopWillShutDown() {}
 }
+
+/// What the loop itself calls for a registered descriptor: the same two methods as ``IOEventHandler``, at
+/// `package` level. LoopSocket's sockets and the load generator's connections conform to it, so the loop
+/// calls them directly while their `handleIO` and `loopWillShutDown` stay out of their public API (a
+/// `GCDAsyncSocket` user has no business calling them). A user's ``IOEventHandler`` is reached through
+/// ``IOEventHandlerBox``.
+package protocol LoopIOHandler: AnyObject {
+    /// The descriptor is ready for `events`.
+    func handleIO(_ events: IOEvents)
+    /// The loop is shutting down.
+    func loopWillShutDown()
+}
+
+extension LoopIOHandler {
+    /// Does nothing: the loop closes the descriptor.
+    package func loopWillShutDown() {}
+}
+
+/// A user's ``IOEventHandler`` as the loop calls it.
+final class IOEventHandlerBox: LoopIOHandler {
+    let handler: any IOEventHandler
+
+    init(_ handler: any IOEventHandler) { self.handler = handler }
+
+    func handleIO(_ events: IOEvents) { handler.handleIO(events) }
+
+    func loopWillShutDown() { handler.loopWillShutDown() }
+}

@@ -5,7 +5,7 @@
 /// reused) earlier in the same `epoll_wait` batch no longer matches and is dropped.
 struct RegistrationTable {
     struct Slot {
-        var handler: (any IOEventHandler)?
+        var handler: (any LoopIOHandler)?
         var interest: IOEvents = []
         var generation: UInt32 = 0
     }
@@ -16,7 +16,7 @@ struct RegistrationTable {
 
     /// The handler for an event tagged (`fd`, `generation`), or `nil` if the event is stale.
     @inline(__always)
-    func handler(fd: Int32, generation: UInt32) -> (any IOEventHandler)? {
+    func handler(fd: Int32, generation: UInt32) -> (any LoopIOHandler)? {
         let i = Int(fd)
         guard i >= 0, i < slots.count, slots[i].generation == generation else { return nil }
         return slots[i].handler
@@ -32,7 +32,7 @@ struct RegistrationTable {
     }
 
     /// Claims the slot for `fd`; returns the generation to tag its events with.
-    mutating func add(_ fd: Int32, interest: IOEvents, handler: any IOEventHandler) -> UInt32 {
+    mutating func add(_ fd: Int32, interest: IOEvents, handler: any LoopIOHandler) -> UInt32 {
         let i = Int(fd)
         if i >= slots.count {
             slots.append(contentsOf: repeatElement(Slot(), count: max(i + 1 - slots.count, slots.count)))
@@ -52,7 +52,7 @@ struct RegistrationTable {
 
     /// Frees the slot; events already fetched for it become stale. Returns the handler it held.
     @discardableResult
-    mutating func remove(_ fd: Int32) -> (any IOEventHandler)? {
+    mutating func remove(_ fd: Int32) -> (any LoopIOHandler)? {
         let i = Int(fd)
         let handler = slots[i].handler
         slots[i].handler = nil

@@ -17,8 +17,13 @@ public final class AsyncListener: Sendable {
     private let handler: AsyncSocketHandler
 
     /// Listens on `host` (nil: every interface, IPv4 and IPv6) and `port` (0: any; see ``localPort``).
-    public convenience init(host: String?, port: UInt16, group: EventLoopGroup? = nil, options: SocketOptions = SocketOptions()) throws {
-        try self.init(group: group, options: options) { try $0.accept(onInterface: host, port: port) }
+    /// `acceptFailed` hears of connections that could not be accepted (at the descriptor limit the loop
+    /// sheds them), on the listener's loop.
+    public convenience init(
+        host: String?, port: UInt16, group: EventLoopGroup? = nil, options: SocketOptions = SocketOptions(),
+        acceptFailed: (@Sendable (any Error) -> Void)? = nil
+    ) throws {
+        try self.init(group: group, options: options, acceptFailed: acceptFailed) { try $0.accept(onInterface: host, port: port) }
     }
 
     /// Listens on a Unix-domain socket at `path`.
@@ -26,8 +31,12 @@ public final class AsyncListener: Sendable {
         try self.init(group: group, options: options) { try $0.accept(onUrl: URL(fileURLWithPath: path)) }
     }
 
-    private init(group: EventLoopGroup?, options: SocketOptions, start: (GCDAsyncSocket) throws -> Void) throws {
+    private init(
+        group: EventLoopGroup?, options: SocketOptions, acceptFailed: (@Sendable (any Error) -> Void)? = nil,
+        start: (GCDAsyncSocket) throws -> Void
+    ) throws {
         let handler = AsyncSocketHandler()
+        handler.acceptFailed = acceptFailed
         let (stream, continuation) = AsyncThrowingStream<AsyncSocket, any Error>.makeStream()
         handler.accepted = continuation
         let socket = GCDAsyncSocket(delegate: handler, delegateQueue: nil, group: group)

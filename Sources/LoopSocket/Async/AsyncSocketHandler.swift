@@ -19,6 +19,8 @@ final class AsyncSocketHandler: GCDAsyncSocketDelegate, @unchecked Sendable {
     var disconnected = false
     /// For listeners: where accepted connections go.
     var accepted: AsyncThrowingStream<AsyncSocket, any Error>.Continuation?
+    /// For listeners: told of connections that could not be accepted (the descriptor limit, mostly).
+    var acceptFailed: (@Sendable (any Error) -> Void)?
     /// False from when the write queue passes its high water mark until it falls below the low one.
     var isWritable = true
     /// The `executeThenClose` running on the loop, whose task's reads use its cancellation registration.
@@ -30,6 +32,10 @@ final class AsyncSocketHandler: GCDAsyncSocketDelegate, @unchecked Sendable {
 
     func socket(_ sock: GCDAsyncSocket, didConnectTo url: URL) {
         resumeConnect(nil)
+    }
+
+    func socket(_ sock: GCDAsyncSocket, didFailToAcceptWithError error: any Error) {
+        acceptFailed?(error)
     }
 
     func socket(_ sock: GCDAsyncSocket, didAcceptNewSocket newSocket: GCDAsyncSocket) {

@@ -1,0 +1,211 @@
+import EpollLoop
+import Foundation
+import Glibc
+@testable import HTTPHello
+import LoopSocket
+import XCTest
+
+/// A blocking loopback client; every receive is bounded by `SO_RCVTIMEO` (10 s), so no wait can hang.
+final class HTTPTestClient {
+    let fd: Int32
+
+    init(port: UInt16) throws {
+        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var timeout = timeval(tv_sec: 10, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = port.bigEndian
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let result = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard result == 0 else {
+            Glibc.close(fd)
+            throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO)
+        }
+    }
+
+    deinit { Glibc.close(fd) }
+
+    func send(_ text: String) throws { try send(Data(text.utf8)) }
+
+    func send(_ data: Data) throws {
+        var offset = 0
+        try data.withUnsafeBytes { raw in
+            while offset < raw.count {
+                let n = Glibc.send(fd, raw.baseAddress! + offset, raw.count - offset, Int32(MSG_NOSIGNAL))
+                guard n > 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+                offset += n
+            }
+        }
+    }
+
+    /// Exactly `count` bytes (fewer only if the stream ends first).
+    func receive(_ count: Int) throws -> Data {
+        var result = Data()
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        while result.count < count {
+            let n = recv(fd, &buffer, min(buffer.count, count - result.count), 0)
+            if n > 0 { result.append(contentsOf: buffer[0..<n]); continue }
+            if n == 0 { break }
+            throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO)
+        }
+        return result
+    }
+
+    /// Everything until the server closes (a reset counts as the end, and is returned as `reset`).
+    func receiveToEnd() throws -> (data: Data, reset: Bool) {
+        var result = Data()
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let n = recv(fd, &buffer, buffer.count, 0)
+            if n > 0 { result.append(contentsOf: buffer[0..<n]); continue }
+            if n == 0 { return (result, false) }
+            if errno == ECONNRESET { return (result, true) }
+            throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO)
+        }
+    }
+}
+
+/// http-hello's connection handling over loopback: one response per request, in order, and the
+/// connection's end where HTTP says.
+final class HTTPHelloServerTests: XCTestCase {
+    private var group: EventLoopGroup!
+    private var listener: GCDAsyncSocket!
+    private var server: HTTPHelloServer!
+
+    private func start(_ configure: (inout HTTPHelloServer.Configuration) -> Void = { _ in }) throws -> UInt16 {
+        var configuration = HTTPHelloServer.Configuration()
+        configure(&configuration)
+        group = try EventLoopGroup(numberOfLoops: 1, name: "http-test")
+        server = HTTPHelloServer(configuration: configuration)
+        listener = GCDAsyncSocket(delegate: server, delegateQueue: nil, loop: group.loops[0], group: group)
+        try listener.accept(onInterface: "127.0.0.1", port: 0)
+        return listener.localPort
+    }
+
+    override func tearDownWithError() throws {
+        listener?.disconnect()
+        try group?.shutdownGracefully(timeout: .seconds(10))
+    }
+
+    private let ok = HTTPResponses.ok
+    private let okClose = HTTPResponses.okClose
+
+    func testHEADHasTheHeadOfGETAndNoBody() throws {
+        let client = try HTTPTestClient(port: try start())
+        try client.send("HEAD / HTTP/1.1\r\nHost: x\r\n\r\nGET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        let expected = HTTPResponses.head + ok
+        XCTAssertEqual(String(decoding: try client.receive(expected.count), as: UTF8.self), String(decoding: expected, as: UTF8.self))
+        XCTAssertTrue(String(decoding: HTTPResponses.head, as: UTF8.self).hasPrefix("HTTP/1.1 200 OK\r\nContent-Length: 5\r\n"))
+        XCTAssertFalse(String(decoding: HTTPResponses.head, as: UTF8.self).hasSuffix("hello"))
+    }
+
+    /// The case: a POST whose body looks like the end of a head gets one response, and the
+    /// connection stays in step.
+    func testContentLengthBodyIsReadPast() throws {
+        let client = try HTTPTestClient(port: try start())
+        try client.send("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 8\r\n\r\nab\r\n\r\ncd")
+        try client.send("GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        let (all, reset) = try client.receiveToEnd()
+        XCTAssertFalse(reset)
+        XCTAssertEqual(all, ok + okClose, String(decoding: all, as: UTF8.self))
+    }
+
+    func testChunkedBodyIsReadPast() throws {
+        let client = try HTTPTestClient(port: try start())
+        try client.send("POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nc\r\nHellO world1\r\n0\r\n\r\n")
+        try client.send("GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        XCTAssertEqual(try client.receiveToEnd().data, ok + okClose)
+    }
+
+    func testExpectContinue() throws {
+        let client = try HTTPTestClient(port: try start())
+        try client.send("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\n")
+        XCTAssertEqual(try client.receive(HTTPResponses.continue.count), HTTPResponses.continue)
+        try client.send("hello")
+        XCTAssertEqual(try client.receive(ok.count), ok)
+    }
+
+    /// Pipelined requests, with a body and a HEAD among them, come back in order, one response each.
+    func testPipelinedRequestsAreAnsweredInOrder() throws {
+        let client = try HTTPTestClient(port: try start())
+        var requests = ""
+        var expected = Data()
+        for i in 0..<300 {
+            switch i % 3 {
+            case 0: requests += "GET /\(i) HTTP/1.1\r\nHost: x\r\n\r\n"; expected += ok
+            case 1: requests += "HEAD /\(i) HTTP/1.1\r\nHost: x\r\n\r\n"; expected += HTTPResponses.head
+            default: requests += "POST /\(i) HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabc"; expected += ok
+            }
+        }
+        requests += "GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+        expected += okClose
+        try client.send(requests)
+        XCTAssertEqual(try client.receiveToEnd().data, expected)
+    }
+
+    func testHTTP10ClosesUnlessKeepAlive() throws {
+        let port = try start()
+        let plain = try HTTPTestClient(port: port)
+        try plain.send("GET / HTTP/1.0\r\n\r\n")
+        XCTAssertEqual(try plain.receiveToEnd().data, okClose)
+
+        let kept = try HTTPTestClient(port: port)
+        try kept.send("GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n")
+        XCTAssertEqual(try kept.receive(HTTPResponses.okKeepAlive10.count), HTTPResponses.okKeepAlive10)
+        try kept.send("GET / HTTP/1.0\r\n\r\n")
+        XCTAssertEqual(try kept.receiveToEnd().data, okClose)
+    }
+
+    /// A head over the limit gets 431 and then the end of the stream, also when the client goes on
+    /// sending (100 KB), not a reset that could destroy the reply.
+    func testOversizedHeadGets431BeforeTheClose() throws {
+        let port = try start()
+        for size in [10_000, 100_000] {
+            let client = try HTTPTestClient(port: port)
+            try client.send("GET / HTTP/1.1\r\nHost: x\r\nX-Big: " + String(repeating: "a", count: size) + "\r\n\r\n")
+            let (data, reset) = try client.receiveToEnd()
+            XCTAssertEqual(data, HTTPResponses.failure(.headerTooLarge), "size \(size): \(String(decoding: data, as: UTF8.self))")
+            XCTAssertFalse(reset, "size \(size)")
+        }
+    }
+
+    /// h1spec's refused requests, over the wire: a 4xx/5xx status line, then the close.
+    func testMalformedRequestsGetAnErrorThenTheClose() throws {
+        let port = try start()
+        let cases: [(String, String)] = [
+            ("GET / \r\n\r\n", "400"),
+            ("GET / HTTP/1.1\r\nHost: example.com\r\nX-Invalid[]: test\r\n\r\n", "400"),
+            ("GET / HTTP/1.1\r\nContent-Length: 5\r\n\r\n", "400"),
+            ("GET / HTTP/1.1\r\nHost: example.com\r\nHost: example.org\r\n\r\n", "400"),
+            ("GET / HTTP/1.1\r\nHost: example.com\r\nContent-Length: -1234\r\n\r\n", "400"),
+            ("GET / HTTP/9.9\r\nHost: example.com\r\n\r\n", "505"),
+            ("Extra lineGET / HTTP/1.1\r\nHost: example.com\r\n\r\n", "400"),
+            ("GET / HTTP/1.1\r\nHost: example.com\r\n\rSome-Header: Test\r\n\r\n", "400"),
+            ("POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", "400"),
+            ("POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\n\r\n", "501"),
+        ]
+        for (request, status) in cases {
+            let client = try HTTPTestClient(port: port)
+            try client.send(request)
+            let (data, reset) = try client.receiveToEnd()
+            let text = String(decoding: data, as: UTF8.self)
+            XCTAssertTrue(text.hasPrefix("HTTP/1.1 \(status) "), "\(request.debugDescription) -> \(text.debugDescription)")
+            XCTAssertTrue(text.contains("Connection: close\r\n"))
+            XCTAssertFalse(reset)
+        }
+    }
+
+    /// A connection that sends nothing is closed after the idle timeout.
+    func testIdleConnectionIsClosed() throws {
+        let client = try HTTPTestClient(port: try start { $0.idleTimeout = 0.1 })
+        XCTAssertEqual(try client.receiveToEnd().data, Data())
+        // And one idle between requests too.
+        let second = try HTTPTestClient(port: listener.localPort)
+        try second.send("GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        XCTAssertEqual(try second.receiveToEnd().data, ok)
+    }
+}
