@@ -17,26 +17,38 @@ public final class AsyncListener: Sendable {
     private let handler: AsyncSocketHandler
 
     /// Listens on `host` (nil: every interface, IPv4 and IPv6) and `port` (0: any; see ``localPort``).
-    /// `acceptFailed` hears of connections that could not be accepted (at the descriptor limit the loop
-    /// sheds them), on the listener's loop.
+    ///
+    /// - Parameters:
+    ///   - tls: a server configuration: every accepted connection runs its TLS handshake on its own loop
+    ///     and arrives in ``connections`` only once secured, so a slow or stalled handshake never holds up
+    ///     accepting or the others (it ends at ``TLSConfiguration/handshakeTimeout``).
+    ///   - acceptFailed: hears of connections that could not be accepted (at the descriptor limit the loop
+    ///     sheds them) and, with `tls`, of handshakes that failed (a ``TLSError``, or the error that closed
+    ///     the connection); on the listener's loop for the first, the connection's loop for the second.
     public convenience init(
-        host: String?, port: UInt16, group: EventLoopGroup? = nil, options: SocketOptions = SocketOptions(),
-        acceptFailed: (@Sendable (any Error) -> Void)? = nil
+        host: String?, port: UInt16, tls: TLSConfiguration? = nil, group: EventLoopGroup? = nil,
+        options: SocketOptions = SocketOptions(), acceptFailed: (@Sendable (any Error) -> Void)? = nil
     ) throws {
-        try self.init(group: group, options: options, acceptFailed: acceptFailed) { try $0.accept(onInterface: host, port: port) }
+        try self.init(group: group, options: options, tls: tls, acceptFailed: acceptFailed) {
+            try $0.accept(onInterface: host, port: port)
+        }
     }
 
     /// Listens on a Unix-domain socket at `path`.
     public convenience init(unixPath path: String, group: EventLoopGroup? = nil, options: SocketOptions = SocketOptions()) throws {
-        try self.init(group: group, options: options) { try $0.accept(onUrl: URL(fileURLWithPath: path)) }
+        try self.init(group: group, options: options, tls: nil) { try $0.accept(onUrl: URL(fileURLWithPath: path)) }
     }
 
     private init(
-        group: EventLoopGroup?, options: SocketOptions, acceptFailed: (@Sendable (any Error) -> Void)? = nil,
-        start: (GCDAsyncSocket) throws -> Void
+        group: EventLoopGroup?, options: SocketOptions, tls: TLSConfiguration?,
+        acceptFailed: (@Sendable (any Error) -> Void)? = nil, start: (GCDAsyncSocket) throws -> Void
     ) throws {
+        if let tls, tls.role != .server {
+            throw TLSError(.badConfiguration, "A listener needs a server TLS configuration (TLSConfiguration.server)")
+        }
         let handler = AsyncSocketHandler()
         handler.acceptFailed = acceptFailed
+        handler.serverTLS = tls
         let (stream, continuation) = AsyncThrowingStream<AsyncSocket, any Error>.makeStream()
         handler.accepted = continuation
         let socket = GCDAsyncSocket(delegate: handler, delegateQueue: nil, group: group)

@@ -53,16 +53,22 @@ public final class AsyncSocket: Sendable {
     ///
     /// - Parameters:
     ///   - timeout: for the whole connect (all Happy Eyeballs attempts); nil for none.
+    ///   - tls: when set, the connection is returned after its TLS handshake (a client configuration; the
+    ///     host name verified is `tls.serverName`, else `host`). The handshake has its own timeout
+    ///     (``TLSConfiguration/handshakeTimeout``), apart from `timeout`.
     ///   - loop: the loop to pin the connection to; else `group.next()`, else the default group's.
     ///   - options: socket options applied before connecting.
-    /// - Throws: ``GCDAsyncSocketError`` (refused, timed out, unknown host, ...) or `CancellationError`.
+    /// - Throws: ``GCDAsyncSocketError`` (refused, timed out, unknown host, ...), ``TLSError``, or
+    ///   `CancellationError`.
     public static func connect(
-        host: String, port: UInt16, timeout: Duration? = nil, loop: EventLoop? = nil, group: EventLoopGroup? = nil,
-        options: SocketOptions = SocketOptions()
+        host: String, port: UInt16, timeout: Duration? = nil, tls: TLSConfiguration? = nil, loop: EventLoop? = nil,
+        group: EventLoopGroup? = nil, options: SocketOptions = SocketOptions()
     ) async throws -> AsyncSocket {
-        try await connect(loop: loop, group: group, options: options) { socket in
+        let connection = try await connect(loop: loop, group: group, options: options) { socket in
             try socket.connect(toHost: host, onPort: port, withTimeout: timeout.map(Self.seconds) ?? -1)
         }
+        if let tls { try await connection.startTLS(tls) }
+        return connection
     }
 
     /// Connects to the Unix-domain socket at `path`.

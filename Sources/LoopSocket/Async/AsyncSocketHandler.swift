@@ -25,6 +25,18 @@ final class AsyncSocketHandler: GCDAsyncSocketDelegate, @unchecked Sendable {
     var isWritable = true
     /// The `executeThenClose` running on the loop, whose task's reads use its cancellation registration.
     var readScope: ReadScope?
+    /// The `startTLS` (or `connect(..., tls:)`) waiting for the handshake.
+    var secureContinuation: UnsafeContinuation<Void, any Error>?
+    /// A TLS listener's connection in its handshake: handed to the listener's stream once secured, or
+    /// reported to `handshakeFailed` if it fails.
+    var handOut: AsyncThrowingStream<AsyncSocket, any Error>.Continuation?
+    var handshakeFailed: (@Sendable (any Error) -> Void)?
+    /// Holds a handing-out handler while its connection handshakes: the socket's delegate reference is
+    /// weak, and no `AsyncSocket` owns the handler yet. Cleared when secured or closed (the handshake
+    /// timeout guarantees one of the two).
+    private var handshaking: AsyncSocketHandler?
+    /// The settings a TLS listener starts on every accepted connection.
+    var serverTLS: TLSConfiguration?
 
     func socket(_ sock: GCDAsyncSocket, didConnectToHost host: String, port: UInt16) {
         resumeConnect(nil)
@@ -41,7 +53,27 @@ final class AsyncSocketHandler: GCDAsyncSocketDelegate, @unchecked Sendable {
     func socket(_ sock: GCDAsyncSocket, didAcceptNewSocket newSocket: GCDAsyncSocket) {
         let handler = AsyncSocketHandler()
         newSocket.setDelegate(handler, delegateQueue: nil)
-        accepted?.yield(AsyncSocket(socket: newSocket, handler: handler))
+        guard let serverTLS, let accepted else {
+            accepted?.yield(AsyncSocket(socket: newSocket, handler: handler))
+            return
+        }
+        // The handshake runs on the connection's own loop; the listener goes on accepting meanwhile.
+        handler.handOut = accepted
+        handler.handshakeFailed = acceptFailed
+        handler.handshaking = handler
+        newSocket.startTLS(serverTLS)
+    }
+
+    func socketDidSecure(_ sock: GCDAsyncSocket) {
+        if let continuation = secureContinuation {
+            secureContinuation = nil
+            continuation.resume()
+        }
+        if let handOut {
+            self.handOut = nil
+            handOut.yield(AsyncSocket(socket: sock, handler: self))
+            handshaking = nil
+        }
     }
 
     func socket(_ sock: GCDAsyncSocket, didChangeWritability isWritable: Bool) {
@@ -61,6 +93,15 @@ final class AsyncSocketHandler: GCDAsyncSocketDelegate, @unchecked Sendable {
         let error = err ?? GCDAsyncSocketError(.closedError, "The socket is closed")
         if failure == nil { failure = error }
         resumeConnect(error)
+        if let continuation = secureContinuation {
+            secureContinuation = nil
+            continuation.resume(throwing: error)
+        }
+        if handOut != nil {
+            handOut = nil
+            handshakeFailed?(error)
+            handshaking = nil
+        }
         let waiters = writableWaiters
         writableWaiters = []
         for waiter in waiters { waiter.continuation.resume(throwing: error) }
