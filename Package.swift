@@ -32,7 +32,7 @@ let package = Package(
         ),
         .target(
             name: "ExampleSupport",
-            dependencies: ["EpollLoop"],
+            dependencies: ["EpollLoop", "LoopSocket"],
             path: "Sources/ExampleSupport"
         ),
         .executableTarget(
@@ -75,7 +75,7 @@ let package = Package(
         ),
         .testTarget(
             name: "HTTPHelloTests",
-            dependencies: ["HTTPHello", "LoopSocket", "EpollLoop"]
+            dependencies: ["HTTPHello", "LoopSocket", "EpollLoop", "SharedTestSupport"]
         ),
         .testTarget(
             name: "LoadTestTests",

@@ -1,9 +1,11 @@
 import Dispatch
 import EpollLoop
 import Glibc
+import LoopSocket
 
-/// The command line of the example servers: `--port P [--host H] [--loops N]`, and their SIGINT/SIGTERM handling.
-/// They listen on 127.0.0.1 unless `--host` names another interface (or `*` for all).
+/// The command line of the example servers: `--port P [--host H] [--loops N] [--tls-cert FILE --tls-key FILE]`,
+/// and their SIGINT/SIGTERM handling. They listen on 127.0.0.1 unless `--host` names another interface (or `*`
+/// for all), and serve TLS when given a certificate and key.
 public struct ServerArguments: Sendable {
     /// The port to listen on (0: any free port, printed at start).
     public var port: UInt16 = 0
@@ -12,6 +14,23 @@ public struct ServerArguments: Sendable {
     public var host: String? = "127.0.0.1"
     /// Event loops to run (default: one per core).
     public var loops = EventLoopGroup.coreCount
+    /// PEM certificate chain (leaf first) and private key: serve TLS when both are given.
+    public var tlsCertificate: String?
+    public var tlsKey: String?
+
+    /// The server TLS configuration from `--tls-cert`/`--tls-key` (nil: plaintext), with `alpn` offered;
+    /// exits with a message if the files cannot be used.
+    public func tlsConfiguration(alpn: [String] = []) -> TLSConfiguration? {
+        guard let tlsCertificate, let tlsKey else { return nil }
+        do {
+            let identity = try TLSIdentity(certificateChainFile: tlsCertificate, privateKeyFile: tlsKey)
+            let configuration = TLSConfiguration.server(identity: identity, alpn: alpn)
+            try configuration.validate()
+            return configuration
+        } catch {
+            Self.fail("cannot use --tls-cert \(tlsCertificate) --tls-key \(tlsKey): \(error)")
+        }
+    }
 
     /// Parses `CommandLine.arguments`, or prints usage and exits.
     public static func parse(name: String) -> ServerArguments {
@@ -32,13 +51,18 @@ public struct ServerArguments: Sendable {
             case "--loops":
                 guard let loops = Int(value(flag)), loops >= 1, loops <= 1024 else { fail("--loops takes a number from 1 to 1024") }
                 result.loops = loops
+            case "--tls-cert":
+                result.tlsCertificate = value(flag)
+            case "--tls-key":
+                result.tlsKey = value(flag)
             case "--help", "-h":
-                print("usage: \(name) --port P [--host H (default 127.0.0.1; '*' for all)] [--loops N]")
+                print("usage: \(name) --port P [--host H (default 127.0.0.1; '*' for all)] [--loops N] [--tls-cert FILE --tls-key FILE]")
                 exit(0)
             default:
                 fail("unknown option \(flag) (try --help)")
             }
         }
+        if (result.tlsCertificate == nil) != (result.tlsKey == nil) { fail("--tls-cert and --tls-key go together") }
         return result
     }
 

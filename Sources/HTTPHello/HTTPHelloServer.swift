@@ -20,7 +20,10 @@ public final class HTTPHelloServer: GCDAsyncSocketDelegate, Sendable {
         /// kernel does not answer it with a reset that could destroy the refusal before it is read.
         public var lingerTimeout: TimeInterval = 2
 
-        /// The defaults.
+        /// Serve HTTPS: each connection starts TLS with this server configuration before its first read.
+        public var tls: TLSConfiguration?
+
+        /// The defaults (plaintext).
         public init() {}
     }
 
@@ -40,6 +43,7 @@ public final class HTTPHelloServer: GCDAsyncSocketDelegate, Sendable {
         let connection = HTTPHelloConnection(configuration: configuration)
         newSocket.userData = connection
         newSocket.delegate = connection
+        if let tls = configuration.tls { newSocket.startTLS(tls) }
         newSocket.readData(withTimeout: configuration.idleTimeout, tag: 0)
     }
 

@@ -1,7 +1,7 @@
 // async-echo-server: the echo server written with async/await: one task per connection, each preferring
 // its connection's event loop, so reads and writes complete on that loop with no thread hop.
 //
-//     async-echo-server --port 9000 [--host 127.0.0.1] [--loops N]
+//     async-echo-server --port 9000 [--host 127.0.0.1] [--loops N] [--tls-cert cert.pem --tls-key key.pem]
 import Dispatch
 import EpollLoop
 import ExampleSupport
@@ -14,14 +14,17 @@ do {
 } catch {
     ServerArguments.fail("cannot start event loops: \(error)")
 }
+let tls = arguments.tlsConfiguration()
 let listener: AsyncListener
 do {
     let acceptFailures = AcceptFailureLog(server: "async-echo-server")
-    listener = try AsyncListener(host: arguments.host, port: arguments.port, group: group, acceptFailed: { acceptFailures.report($0) })
+    // With TLS, connections arrive after their handshake; failed handshakes are reported like accept failures.
+    listener = try AsyncListener(
+        host: arguments.host, port: arguments.port, tls: tls, group: group, acceptFailed: { acceptFailures.report($0) })
 } catch {
     ServerArguments.fail("cannot listen on \(arguments.host ?? "*"):\(arguments.port): \(error)")
 }
-ServerArguments.announce("async-echo-server listening on \(arguments.host ?? "*") port \(listener.localPort) with \(group.loops.count) loop(s)")
+ServerArguments.announce("async-echo-server listening on \(arguments.host ?? "*") port \(listener.localPort) with \(group.loops.count) loop(s)\(tls == nil ? "" : ", TLS")")
 
 // The accept loop runs in a task on the first loop and each connection in a child task on its own loop, so
 // the server never uses the global concurrent executor. SIGINT/SIGTERM close the listener: the accept

@@ -1,6 +1,6 @@
 // echo-server: echoes every byte back, the GCDAsyncSocket way, on the project's event loops.
 //
-//     echo-server --port 9000 [--host 127.0.0.1] [--loops N]
+//     echo-server --port 9000 [--host 127.0.0.1] [--loops N] [--tls-cert cert.pem --tls-key key.pem]
 import Dispatch
 import EpollLoop
 import FoundationEssentials
@@ -9,8 +9,16 @@ import ExampleSupport
 import LoopSocket
 
 /// Reads whatever arrives and writes it straight back; the callbacks run inline on each socket's loop.
+/// With TLS, each connection starts its handshake first; the reads queued after it are over TLS.
 final class EchoDelegate: GCDAsyncSocketDelegate {
+    let tls: TLSConfiguration?
+
+    init(tls: TLSConfiguration?) {
+        self.tls = tls
+    }
+
     func socket(_ sock: GCDAsyncSocket, didAcceptNewSocket newSocket: GCDAsyncSocket) {
+        if let tls { newSocket.startTLS(tls) }
         newSocket.readData(withTimeout: -1, tag: 0)
     }
 
@@ -34,14 +42,15 @@ do {
 } catch {
     ServerArguments.fail("cannot start event loops: \(error)")
 }
-let delegate = EchoDelegate()
+let tls = arguments.tlsConfiguration()
+let delegate = EchoDelegate(tls: tls)
 let listener = GCDAsyncSocket(delegate: delegate, delegateQueue: nil, loop: group.loops[0], group: group)
 do {
     try listener.accept(onInterface: arguments.host, port: arguments.port)
 } catch {
     ServerArguments.fail("cannot listen on \(arguments.host ?? "*"):\(arguments.port): \(error)")
 }
-ServerArguments.announce("echo-server listening on \(arguments.host ?? "*") port \(listener.localPort) with \(group.loops.count) loop(s)")
+ServerArguments.announce("echo-server listening on \(arguments.host ?? "*") port \(listener.localPort) with \(group.loops.count) loop(s)\(tls == nil ? "" : ", TLS")")
 ServerArguments.waitForTermination()
 listener.disconnect()
 try? group.shutdownGracefully()

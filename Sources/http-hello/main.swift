@@ -5,7 +5,7 @@
 // connections persist unless "Connection: close", HTTP/1.0 ones only with "Connection: keep-alive"; a
 // connection idle for 30 s is closed. The HTTP handling is in Sources/HTTPHello.
 //
-//     http-hello --port 8080 [--host 127.0.0.1] [--loops N]
+//     http-hello --port 8080 [--host 127.0.0.1] [--loops N] [--tls-cert cert.pem --tls-key key.pem]
 import EpollLoop
 import ExampleSupport
 import HTTPHello
@@ -19,14 +19,16 @@ do {
     ServerArguments.fail("cannot start event loops: \(error)")
 }
 let acceptFailures = AcceptFailureLog(server: "http-hello")
-let delegate = HTTPHelloServer(acceptFailed: { acceptFailures.report($0) })
+var configuration = HTTPHelloServer.Configuration()
+configuration.tls = arguments.tlsConfiguration(alpn: ["http/1.1"])
+let delegate = HTTPHelloServer(configuration: configuration, acceptFailed: { acceptFailures.report($0) })
 let listener = GCDAsyncSocket(delegate: delegate, delegateQueue: nil, loop: group.loops[0], group: group)
 do {
     try listener.accept(onInterface: arguments.host, port: arguments.port)
 } catch {
     ServerArguments.fail("cannot listen on \(arguments.host ?? "*"):\(arguments.port): \(error)")
 }
-ServerArguments.announce("http-hello listening on \(arguments.host ?? "*") port \(listener.localPort) with \(group.loops.count) loop(s)")
+ServerArguments.announce("http-hello listening on \(arguments.host ?? "*") port \(listener.localPort) with \(group.loops.count) loop(s)\(configuration.tls == nil ? "" : ", TLS")")
 ServerArguments.waitForTermination()
 listener.disconnect()
 try? group.shutdownGracefully()

@@ -186,3 +186,13 @@ final class TLSContext: @unchecked Sendable {
         replaced.forEach { SSL_SESSION_free($0) }
     }
 }
+
+extension TLSConfiguration {
+    /// Builds the OpenSSL context for these settings now (it is kept for the connections that use them), so
+    /// that a bad certificate, key, trust file or cipher list is reported at start-up rather than at the
+    /// first handshake.
+    /// - Throws: ``TLSError`` with ``TLSError/Code/badConfiguration`` and OpenSSL's reason.
+    public func validate() throws(TLSError) {
+        _ = try TLSContext.shared(for: self)
+    }
+}
