@@ -37,7 +37,9 @@ extension GCDAsyncSocket {
             guard phase != .idle else { return }
             flags.insert(which)
             flags.insert(.noNewIO)
-            if which == .disconnectAfterWrites { dropReads(with: GCDAsyncSocketError(.closedError, "Reads dropped by disconnectAfterWriting")) }
+            if which == .disconnectAfterWrites {
+                dropReads(with: GCDAsyncSocketError(.closedError, "Reads dropped by disconnectAfterWriting"), keepingStartTLS: true)
+            }
             if phase == .connected {
                 requestPump()
             } else if reads.isEmpty && writes.isEmpty {

@@ -100,11 +100,14 @@ extension GCDAsyncSocket {
     /// Satisfies reads from the prebuffer, then from the socket while it is readable, for at most the
     /// wakeup's read budget; nothing while writes back up (``SocketOptions/ReadBackpressure``).
     func readLoop() {
-        while phase == .connected && flags.isDisjoint(with: [.readTimeoutAsking, .readsPaused]) {
+        while phase == .connected && !flags.contains(.readTimeoutAsking) {
             if flags.contains(.tlsQueued) && reads.front({ $0.isStartTLS }) == true {
                 beginTLSIfBothQueuesReady()
                 return
             }
+            // Backpressure holds reads, not the handshake: a server that queued a large reply behind
+            // startTLS must still reach it.
+            guard !flags.contains(.readsPaused) else { return }
             if !wantsBytes {
                 // Nobody reads: leave data in the kernel (backpressure) unless the peer has hung up, in which
                 // case what it sent is drained so the end of the stream is seen now, not at the next read.
@@ -302,9 +305,15 @@ extension GCDAsyncSocket {
     }
 
     /// Drops every queued read: silently for delegate reads (GCDAsyncSocket's rule), with `error` for
-    /// `async` ones, so no continuation is ever left hanging.
-    func dropReads(with error: any Error) {
+    /// `async` ones, so no continuation is ever left hanging. `keepingStartTLS` (disconnectAfterWriting)
+    /// keeps startTLS's marker: its twin in the write queue waits for it, and the writes behind it go
+    /// over TLS.
+    func dropReads(with error: any Error, keepingStartTLS: Bool = false) {
         for op in reads.removeAll() {
+            if keepingStartTLS && op.isStartTLS {
+                reads.append(op)
+                continue
+            }
             op.continuation?.resume(throwing: error)
         }
     }

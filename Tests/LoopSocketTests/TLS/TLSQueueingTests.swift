@@ -1,0 +1,156 @@
+import Foundation
+import SharedTestSupport
+import XCTest
+
+@testable import EpollLoop
+@testable import LoopSocket
+
+/// `startTLS` queued as GCDAsyncSocket queues it: what is queued before it is plaintext, what is queued after
+/// it goes over TLS, and the handshake waits for both queues.
+final class TLSQueueingTests: TLSTestCase {
+    private let line = Data("\n".utf8)
+
+    /// A STARTTLS server: answers "GO" and reads a plaintext line, then reads 6 bytes over TLS and echoes
+    /// them. With `queueAllAtOnce` it queues all of it when it accepts (the marker waits for the pending
+    /// plaintext read, and the TLS read waits behind the marker); otherwise it queues startTLS and the TLS
+    /// read only once the plaintext read completed.
+    private func makeStartTLSServer(_ delegate: RecordingDelegate, queueAllAtOnce: Bool) throws -> GCDAsyncSocket {
+        let tls = TLSConfiguration.server(identity: try Self.identity())
+        delegate.configure { hooks in
+            hooks.accept = { _, child in
+                if queueAllAtOnce { child.write(Data("GO\n".utf8), withTimeout: -1, tag: 1) }
+                child.readData(to: self.line, withTimeout: testTimeout, tag: 1)
+                if queueAllAtOnce {
+                    child.startTLS(tls)
+                    child.readData(toLength: 6, withTimeout: testTimeout, tag: 2)
+                }
+            }
+            hooks.read = { sock, data, tag in
+                switch tag {
+                case 1:
+                    if !queueAllAtOnce {
+                        sock.write(Data("GO\n".utf8), withTimeout: -1, tag: 1)
+                        sock.startTLS(tls)
+                        sock.readData(toLength: 6, withTimeout: testTimeout, tag: 2)
+                    }
+                default:
+                    sock.write(data, withTimeout: -1, tag: 2)
+                }
+            }
+        }
+        return try makeServer(delegate)
+    }
+
+    /// The client writes its plaintext line and queues startTLS at once, without waiting for "GO": its
+    /// ClientHello can arrive in the same segment as the line, behind the bytes the server's plaintext read
+    /// takes, and must reach the handshake (GCDAsyncSocket moves its prebuffer into the TLS input too).
+    func testStartTLSRightBehindPlaintextInBothDirections() throws {
+        for queueAllAtOnce in [true, false] {
+            let serverDelegate = makeDelegate("server \(queueAllAtOnce)")
+            let server = try makeStartTLSServer(serverDelegate, queueAllAtOnce: queueAllAtOnce)
+            let clientDelegate = makeDelegate("client \(queueAllAtOnce)")
+            let client = makeSocket(clientDelegate)
+            try client.connect(toHost: "127.0.0.1", onPort: server.localPort, withTimeout: testTimeout)
+            client.write(Data("STARTTLS\n".utf8), withTimeout: -1, tag: 1)
+            client.readData(to: line, withTimeout: testTimeout, tag: 1)  // plaintext: queued before
+            client.startTLS(Self.client())
+            client.write(Data("secret".utf8), withTimeout: -1, tag: 2)      // TLS: queued after
+            client.readData(toLength: 6, withTimeout: testTimeout, tag: 2)
+            XCTAssertEqual(clientDelegate.waitForReadBytes(3, tag: 1), Data("GO\n".utf8))
+            XCTAssertEqual(clientDelegate.waitForReadBytes(6, tag: 2), Data("secret".utf8))
+            waitForSecure(clientDelegate, client)
+            // socketDidSecure comes before the first TLS read completes.
+            let events = clientDelegate.events.map(\.description)
+            let secured = try XCTUnwrap(events.firstIndex(of: "secured"))
+            let tlsRead = try XCTUnwrap(events.firstIndex(of: "read(6 bytes, tag 2)"))
+            XCTAssertLessThan(secured, tlsRead, "\(events)")
+            client.disconnect()
+        }
+    }
+
+    func testWritesQueuedBeforeTheHandshakeCompletesGoOverTLS() throws {
+        let serverDelegate = makeDelegate("server")
+        let server = try makeTLSEchoServer(serverDelegate, .server(identity: try Self.identity()))
+        let clientDelegate = makeDelegate("client")
+        let client = makeSocket(clientDelegate)
+        try client.connect(toHost: "127.0.0.1", onPort: server.localPort, withTimeout: testTimeout)
+        client.startTLS(Self.client())
+        let chunks = (0..<50).map { Data("chunk \($0);".utf8) }
+        for (i, chunk) in chunks.enumerated() { client.write(chunk, withTimeout: testTimeout, tag: i) }
+        let all = chunks.reduce(Data(), +)
+        client.readData(toLength: UInt(all.count), withTimeout: testTimeout, tag: 99)
+        XCTAssertEqual(clientDelegate.waitForReadBytes(all.count, tag: 99), all)
+        // Every write completed, in order.
+        let wrote = clientDelegate.events.compactMap { if case .wrote(let tag) = $0 { return tag }; return nil }
+        XCTAssertEqual(wrote, Array(0..<50))
+    }
+
+    /// A read queued behind startTLS keeps its own timeout while the handshake stalls.
+    func testReadTimeoutRunsWhileTheHandshakeStalls() throws {
+        let silentDelegate = makeDelegate("silent server")
+        silentDelegate.configure { hooks in hooks.accept = { _, child in child.readData(withTimeout: -1, tag: 0) } }
+        let server = try makeServer(silentDelegate)  // reads the ClientHello and never answers
+        let clientDelegate = makeDelegate("client")
+        let client = makeSocket(clientDelegate)
+        try client.connect(toHost: "127.0.0.1", onPort: server.localPort, withTimeout: testTimeout)
+        client.startTLS(Self.client())
+        client.readData(withTimeout: 0.2, tag: 7)
+        let error = clientDelegate.waitForDisconnect(of: client)
+        XCTAssertEqual(error?.socketError?.code, .readTimeoutError, "\(String(describing: error))")
+    }
+
+    /// closeWriteStream over TLS: close_notify, then the write side's FIN; the peer sees a clean end and can
+    /// still answer.
+    func testCloseWriteStreamSendsCloseNotifyAndTheReplyStillArrives() throws {
+        let serverDelegate = makeDelegate("server")
+        let tls = TLSConfiguration.server(identity: try Self.identity())
+        serverDelegate.configure { hooks in
+            hooks.accept = { _, child in
+                child.startTLS(tls)
+                child.readData(toLength: 4, withTimeout: testTimeout, tag: 0)
+            }
+            hooks.read = { sock, data, _ in
+                sock.readData(withTimeout: testTimeout, tag: 1)  // sees the end of the stream
+            }
+            hooks.closedReadStream = { sock in
+                sock.write(Data("bye".utf8), withTimeout: testTimeout, tag: 0)
+                sock.disconnectAfterWriting()
+            }
+        }
+        let server = try makeServer(serverDelegate)
+        server.autoDisconnectOnClosedReadStream = false
+        let clientDelegate = makeDelegate("client")
+        let client = try connectTLSClient(clientDelegate, port: server.localPort, Self.client())
+        client.write(Data("done".utf8), withTimeout: testTimeout, tag: 0)
+        client.closeWriteStream()
+        client.readData(toLength: 3, withTimeout: testTimeout, tag: 0)
+        XCTAssertEqual(clientDelegate.waitForReadBytes(3), Data("bye".utf8))
+        let accepted = try XCTUnwrap(serverDelegate.waitForAccepts().first)
+        XCTAssertNil(serverDelegate.waitForDisconnect(of: accepted), "a clean end on both sides")
+        XCTAssertTrue(serverDelegate.events.contains { if case .closedReadStream = $0 { return true }; return false })
+        // The client sees the server's close_notify and FIN as a clean end too.
+        let clientEnd = clientDelegate.waitForDisconnect(of: client)
+        XCTAssertTrue(clientEnd == nil || clientEnd?.socketError?.code == .closedError, "\(String(describing: clientEnd))")
+    }
+
+    /// disconnectAfterWriting over TLS: everything written arrives, then close_notify.
+    func testDisconnectAfterWritingDeliversEverything() throws {
+        let payload = patternData(1 << 20)
+        let serverDelegate = makeDelegate("server")
+        let tls = TLSConfiguration.server(identity: try Self.identity())
+        serverDelegate.configure { hooks in
+            hooks.accept = { _, child in
+                child.startTLS(tls)
+                child.write(payload, withTimeout: testTimeout, tag: 0)
+                child.disconnectAfterWriting()
+            }
+        }
+        let server = try makeServer(serverDelegate)
+        let clientDelegate = makeDelegate("client")
+        let client = try connectTLSClient(clientDelegate, port: server.localPort, Self.client())
+        client.readData(toLength: UInt(payload.count), withTimeout: testTimeout, tag: 0)
+        XCTAssertEqual(clientDelegate.waitForReadBytes(payload.count), payload)
+        let error = clientDelegate.waitForDisconnect(of: client)
+        XCTAssertEqual(error?.socketError?.code, .closedError, "a clean end (close_notify), not a cut: \(String(describing: error))")
+    }
+}
