@@ -1,0 +1,119 @@
+import Foundation
+import SharedTestSupport
+import Synchronization
+import XCTest
+
+@testable import EpollLoop
+@testable import LoopSocket
+
+/// Manual trust evaluation (`GCDAsyncSocketManuallyEvaluateTrust`): the handshake waits for the delegate's
+/// answer, the handler is one-shot and harmless late (CocoaAsyncSocket PR #255 is the bug avoided).
+final class TLSTrustTests: TLSTestCase {
+    /// A completion handler kept for the test to call later.
+    final class HeldHandler: Sendable {
+        private let handler = Mutex<(@Sendable (Bool) -> Void)?>(nil)
+        func hold(_ body: @escaping @Sendable (Bool) -> Void) { handler.withLock { $0 = body } }
+        func call(_ trusted: Bool) { handler.withLock { $0 }?(trusted) }
+        var isHeld: Bool { handler.withLock { $0 != nil } }
+    }
+
+    private func manualClient(_ delegate: RecordingDelegate, port: UInt16, held: HeldHandler) throws -> GCDAsyncSocket {
+        delegate.configure { hooks in hooks.trust = { _, _, handler in held.hold(handler) } }
+        let client = makeSocket(delegate)
+        try client.connect(toHost: "127.0.0.1", onPort: port, withTimeout: testTimeout)
+        // The settings dictionary a GCDAsyncSocket user writes: trust is decided by the delegate, so the
+        // test CA need not be configured.
+        client.startTLS([GCDAsyncSocketManuallyEvaluateTrust: true, kCFStreamSSLPeerName: "localhost"])
+        return client
+    }
+
+    func testHandshakeWaitsForTheAnswerThenSecures() throws {
+        let serverDelegate = makeDelegate("server")
+        let server = try makeTLSEchoServer(serverDelegate, .server(identity: try Self.identity()))
+        let clientDelegate = makeDelegate("client")
+        let held = HeldHandler()
+        let client = try manualClient(clientDelegate, port: server.localPort, held: held)
+        client.write(Data("ping".utf8), withTimeout: testTimeout, tag: 0)
+        client.readData(toLength: 4, withTimeout: testTimeout, tag: 0)
+        clientDelegate.waitFor("the trust question") { if case .trust = $0 { return true }; return false }
+        let trust = try XCTUnwrap(clientDelegate.events.lazy.compactMap { if case .trust(let t) = $0 { return t }; return nil }.first)
+        XCTAssertEqual(trust.hostName, "localhost")
+        XCTAssertTrue(trust.certificates.first?.subject.contains("CN=localhost") == true)
+        // Not in the system store: evaluate() says why, and the handshake is still paused meanwhile.
+        XCTAssertEqual(trust.evaluate()?.code, .certificateVerificationFailed)
+        // While the question is open nothing moves: a round trip on another connection of the same loops
+        // bounds the wait (no sleep), and the held client has still neither secured nor read.
+        let probeDelegate = makeDelegate("probe")
+        let probe = try connectTLSClient(probeDelegate, port: server.localPort, Self.client())
+        probe.write(Data("x".utf8), withTimeout: testTimeout, tag: 0)
+        probe.readData(toLength: 1, withTimeout: testTimeout, tag: 0)
+        probeDelegate.waitForReadBytes(1)
+        XCTAssertFalse(client.isSecure)
+        XCTAssertFalse(clientDelegate.events.contains { if case .secured = $0 { return true }; return false })
+        XCTAssertTrue(clientDelegate.readBytes(tag: 0).isEmpty)
+
+        held.call(true)
+        held.call(false)  // one-shot: the second answer is ignored
+        waitForSecure(clientDelegate, client)
+        XCTAssertEqual(clientDelegate.waitForReadBytes(4), Data("ping".utf8))
+        XCTAssertTrue(client.isSecure)
+    }
+
+    func testRejectingClosesWithTrustRejected() throws {
+        let serverDelegate = makeDelegate("server")
+        let server = try makeTLSEchoServer(serverDelegate, .server(identity: try Self.identity()))
+        let clientDelegate = makeDelegate("client")
+        let held = HeldHandler()
+        let client = try manualClient(clientDelegate, port: server.localPort, held: held)
+        clientDelegate.waitFor("the trust question") { if case .trust = $0 { return true }; return false }
+        held.call(false)
+        let error = clientDelegate.waitForDisconnect(of: client)?.tlsError
+        XCTAssertEqual(error?.code, .trustRejected)
+        XCTAssertFalse(clientDelegate.events.contains { if case .secured = $0 { return true }; return false })
+        // Calling the handler after the close is harmless.
+        held.call(true)
+        XCTAssertFalse(client.isSecure)
+    }
+
+    func testHandlerAfterCloseIsHarmless() throws {
+        let serverDelegate = makeDelegate("server")
+        let server = try makeTLSEchoServer(serverDelegate, .server(identity: try Self.identity()))
+        let clientDelegate = makeDelegate("client")
+        let held = HeldHandler()
+        let client = try manualClient(clientDelegate, port: server.localPort, held: held)
+        clientDelegate.waitFor("the trust question") { if case .trust = $0 { return true }; return false }
+        client.disconnect()
+        clientDelegate.waitForDisconnect(of: client)
+        held.call(true)
+        // The socket connects again; a stale answer (the old handler, called late) does not reach the new
+        // connection's handshake.
+        try client.connect(toHost: "127.0.0.1", onPort: server.localPort, withTimeout: testTimeout)
+        client.startTLS(Self.client())
+        held.call(false)
+        client.write(Data("again".utf8), withTimeout: testTimeout, tag: 5)
+        client.readData(toLength: 5, withTimeout: testTimeout, tag: 5)
+        XCTAssertEqual(clientDelegate.waitForReadBytes(5, tag: 5), Data("again".utf8))
+        XCTAssertTrue(client.isSecure)
+    }
+
+    /// A server asking about a client certificate: the application data waits for the answer.
+    func testServerEvaluatesTheClientCertificate() throws {
+        var serverTLS = TLSConfiguration.server(identity: try Self.identity())
+        serverTLS.clientAuthentication = .required
+        serverTLS.manualTrustEvaluation = true
+        let serverDelegate = makeDelegate("server")
+        let server = try makeTLSEchoServer(serverDelegate, serverTLS)
+        serverDelegate.configure { hooks in
+            hooks.trust = { _, trust, handler in
+                handler(trust.certificates.first?.subject.contains("CN=test client") == true)
+            }
+        }
+        let clientDelegate = makeDelegate("client")
+        let identity = try Self.identity("client.pem", key: "client.key")
+        let client = try connectTLSClient(clientDelegate, port: server.localPort, Self.client { $0.identity = identity })
+        client.write(Data("hi".utf8), withTimeout: testTimeout, tag: 0)
+        client.readData(toLength: 2, withTimeout: testTimeout, tag: 0)
+        XCTAssertEqual(clientDelegate.waitForReadBytes(2), Data("hi".utf8))
+        XCTAssertTrue(serverDelegate.events.contains { if case .trust = $0 { return true }; return false })
+    }
+}
