@@ -92,10 +92,13 @@ extension GCDAsyncSocket: LoopIOHandler {
     func updateInterest() {
         var interest: IOEvents = []
         if !flags.contains(.readEOF) {
-            if flags.isDisjoint(with: [.readTimeoutAsking, .readsPaused]) && (wantsBytes ? pendingCount == 0
+            if let tls, tls.state != .established {
+                // The handshake reads what it needs whatever reads are queued; while the delegate decides on
+                // trust nothing is read at all (the bytes wait in the kernel, and level-triggered EPOLLIN
+                // would only spin the loop).
+                if tls.state == .handshaking { interest.insert(.readable) }
+            } else if flags.isDisjoint(with: [.readTimeoutAsking, .readsPaused]) && (wantsBytes ? pendingCount == 0
                 : !flags.contains(.readIdleWake) || (readBudget <= 0 && flags.contains(.readReady))) {
-                interest.insert(.readable)
-            } else if let tls, tls.state == .handshaking {
                 interest.insert(.readable)
             }
             if !flags.contains(.peerHungUp) { interest.insert(.readHangup) }

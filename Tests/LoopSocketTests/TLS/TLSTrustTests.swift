@@ -116,4 +116,36 @@ final class TLSTrustTests: TLSTestCase {
         XCTAssertEqual(clientDelegate.waitForReadBytes(2), Data("hi".utf8))
         XCTAssertTrue(serverDelegate.events.contains { if case .trust = $0 { return true }; return false })
     }
+
+    /// While a server waits for the answer, application data the client already sent stays in the kernel,
+    /// unwatched, and arrives once trusted.
+    func testBytesArrivingWhileTrustIsPendingDoNotSpinTheLoop() throws {
+        var serverTLS = TLSConfiguration.server(identity: try Self.identity())
+        serverTLS.clientAuthentication = .required
+        serverTLS.manualTrustEvaluation = true
+        let serverDelegate = makeDelegate("server")
+        let server = try makeTLSEchoServer(serverDelegate, serverTLS)
+        let held = HeldHandler()
+        // The first connection's question is held; the probes' are answered at once.
+        serverDelegate.configure { hooks in
+            hooks.trust = { _, _, handler in if held.isHeld { handler(true) } else { held.hold(handler) } }
+        }
+        let clientDelegate = makeDelegate("client")
+        let identity = try Self.identity("client.pem", key: "client.key")
+        let client = try connectTLSClient(clientDelegate, port: server.localPort, Self.client { $0.identity = identity })
+        // TLS 1.3: the client is done first and sends at once; the server is still asking.
+        waitForSecure(clientDelegate, client)
+        serverDelegate.waitFor("the trust question") { if case .trust = $0 { return true }; return false }
+        // Sent after the question was asked, so the bytes wait in the server's kernel buffer.
+        client.write(Data("hi".utf8), withTimeout: testTimeout, tag: 0)
+        clientDelegate.waitFor("the write") { if case .wrote = $0 { return true }; return false }
+        let accepted = try XCTUnwrap(serverDelegate.waitForAccepts().first)
+        // The bytes are in the kernel and a read is queued, yet EPOLLIN is off: level-triggered, it would
+        // report them at every wait while nothing may read them (a loop spinning until the answer).
+        let interest = try onLoop(accepted.eventLoop) { accepted.eventLoop.interest(of: accepted.fd) }
+        XCTAssertEqual(interest?.contains(.readable), false, "\(String(describing: interest))")
+        held.call(true)
+        client.readData(toLength: 2, withTimeout: testTimeout, tag: 0)
+        XCTAssertEqual(clientDelegate.waitForReadBytes(2), Data("hi".utf8))
+    }
 }
