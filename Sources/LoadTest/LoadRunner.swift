@@ -192,7 +192,7 @@ public final class LoadRunner: Sendable {
             if config.mode == .connect && timeline.count == 1 { try checkAnyConnected(config, workers, afterFirstSecond: true) }
             if extras.isActive {
                 var histogram: Histogram?
-                if now > windowStart {
+                if tick > windowStart {
                     histogram = Histogram()
                     for h in gather(workers, { $0.histogram }) { histogram!.merge(h) }
                 }

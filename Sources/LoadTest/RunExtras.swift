@@ -13,7 +13,7 @@ final class RunExtras {
     init(config: LoadConfig, loop: EventLoop, output: (String) -> Void) throws {
         self.config = config
         log = config.hdrLogPath.map {
-            HdrIntervalLog(path: $0, description: "loadtest \(config.mode.rawValue) \(config.host):\(config.port), \(config.connections) connections\(config.runID.map { ", id \($0)" } ?? ""); latency in ns\(config.rate != nil ? " from the intended send time" : "")")
+            HdrIntervalLog(path: $0, description: "loadtest \(config.mode == .demo ? "echo" : config.mode.rawValue) \(config.host):\(config.port), \(config.connections) connections\(config.runID.map { ", id \($0)" } ?? ""); latency in ns\(config.rate != nil ? " from the intended send time" : "")")
         }
         if let address = config.metrics {
             do {
