@@ -181,13 +181,14 @@ public final class LoadRunner: Sendable {
             }
             let current = sum(gather(workers) { $0.snapshot })
             let seconds = Double(now - previousTime) / 1e9
-            let sample = RunResult.Sample(
+            var sample = RunResult.Sample(
                 t: Double(now - loadStart) / 1e9,
                 requestsPerSecond: seconds > 0 ? Double(current.completed &- previous.completed) / seconds : 0,
                 mibPerSecond: seconds > 0 ? Double(current.receivedBytes &- previous.receivedBytes) / seconds / 1_048_576 : 0,
                 connections: current.open,
                 errors: current.errors,
                 warmup: tick <= windowStart && windowStart > loadStart)
+            sample.serverRSSMiB = pid.flatMap { Limits.residentMiB(pid: $0) }
             timeline.append(sample)
             if config.mode == .connect && timeline.count == 1 { try checkAnyConnected(config, workers, afterFirstSecond: true) }
             if extras.isActive {

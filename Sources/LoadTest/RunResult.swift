@@ -109,9 +109,12 @@ public struct RunResult: Codable, Sendable, Equatable {
         public var errors: UInt64
         /// Whether the sample lies in the warm-up (before the measuring window).
         public var warmup: Bool
+        /// With `--server-pid`: the server's resident memory at the end of the sample, MiB.
+        public var serverRSSMiB: Double?
 
         enum CodingKeys: String, CodingKey {
             case t, requestsPerSecond = "requests_per_second", mibPerSecond = "mib_per_second", connections, errors, warmup
+            case serverRSSMiB = "server_rss_mib"
         }
 
         /// A sample.
