@@ -6,7 +6,11 @@ import LoopSocket
 /// One slot of connection churn: connect, send 64 bytes, wait for their echo, close, and again with a new
 /// socket. A failed connect is counted by kind and retried after 1 ms (so a refused port is not a busy loop).
 /// Latency is the whole connect-exchange-close cycle.
-final class ChurnSlot: GCDAsyncSocketDelegate, LoadConnection {
+///
+/// Open loop (`--rate`): a slot starts a cycle when the worker's schedule says so and is free again when it
+/// ends; latency counts from the cycle's intended start, service time from its actual start. A failed cycle is
+/// counted and not retried (the schedule goes on).
+final class ChurnSlot: GCDAsyncSocketDelegate, PacedConnection {
     static let messageSize = 64
 
     unowned(unsafe) let worker: LoopWorker
@@ -16,12 +20,23 @@ final class ChurnSlot: GCDAsyncSocketDelegate, LoadConnection {
     private var startedAt: UInt64 = 0
     private var state = ConnectionState.idle
     private var closingOnPurpose = false
+    private let openLoop: Bool
+    /// Open loop: when the current cycle was meant to start.
+    private var intendedAt: UInt64 = 0
 
     init(worker: LoopWorker) {
         self.worker = worker
+        openLoop = worker.config.isOpenLoop
     }
 
     func start() {
+        if !openLoop { next() }
+    }
+
+    var hasRoom: Bool { state == .idle || state == .closed }
+
+    func sendPaced(intended: UInt64) {
+        intendedAt = intended
         next()
     }
 
@@ -39,7 +54,7 @@ final class ChurnSlot: GCDAsyncSocketDelegate, LoadConnection {
         socket = worker.connectSocket(self, settling: false)
         if socket == nil {
             state = .closed
-            retryLater()
+            if !openLoop { retryLater() }
         }
     }
 
@@ -73,7 +88,11 @@ final class ChurnSlot: GCDAsyncSocketDelegate, LoadConnection {
             var linger = Glibc.linger(l_onoff: 1, l_linger: 0)
             _ = setsockopt(sock.socketFD, SOL_SOCKET, SO_LINGER, &linger, socklen_t(MemoryLayout<Glibc.linger>.size))
         }
-        worker.recordReply(latency: now &- startedAt, bytes: Self.messageSize, now: now)
+        if openLoop {
+            worker.recordPacedReply(latency: now &- intendedAt, service: now &- startedAt, bytes: Self.messageSize, now: now)
+        } else {
+            worker.recordReply(latency: now &- startedAt, bytes: Self.messageSize, now: now)
+        }
         closingOnPurpose = true
         sock.disconnect()  // calls socketDidDisconnect at once, which starts the next cycle
     }
@@ -85,13 +104,20 @@ final class ChurnSlot: GCDAsyncSocketDelegate, LoadConnection {
         if previous == .open { worker.open -= 1 }
         if closingOnPurpose {
             closingOnPurpose = false
-            next()
+            if openLoop { paceIfDue() } else { next() }
             return
         }
         if let err {
             worker.recordError(ErrorKind.classify(err), "\(err)")
         }
         guard !worker.stopping else { return }
-        retryLater()
+        if openLoop { paceIfDue() } else { retryLater() }
+    }
+
+    /// Open loop: the slot is free; cycles that were due while every slot was busy may start now.
+    private func paceIfDue() {
+        guard !worker.stopping else { return }
+        let now = Deadline.now().uptimeNanoseconds
+        if worker.nextPaceAt <= now { worker.pace(now: now) }
     }
 }

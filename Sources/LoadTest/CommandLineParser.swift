@@ -13,7 +13,7 @@ public enum Command: Sendable, Equatable {
     /// Generate load.
     case run(LoadConfig)
     /// Merge JSON results into one report.
-    case merge(inputs: [String], jsonPath: String?, svgPath: String?, quiet: Bool)
+    case merge(inputs: [String], jsonPath: String?, svgPath: String?, quiet: Bool, allowMixed: Bool = false)
     /// Print the usage text.
     case help
 }
@@ -33,22 +33,31 @@ public enum CommandLineParser {
         connections of 64-byte ping-pong against it for 10 s (options below may change that).
 
         Modes (against any server; --port is required):
-          echo      closed-loop ping-pong of --size bytes (--pipeline K in flight per connection);
-                    with --rate R: open loop at R requests/s in total, latency from the intended send time
+          echo      closed-loop ping-pong of --size bytes (--pipeline K in flight per connection)
           stream    bulk bytes both ways through an echo server, MiB/s
           connect   connection churn: connect, one 64-byte echo, close; connections/s
           idle      open --connections connections and hold them for --duration
-          http      keep-alive HTTP/1.1 GETs: --url http://host:port/path (Content-Length responses)
-          merge     loadtest merge a.json b.json ... : merge JSON results into one report
+          http      keep-alive HTTP/1.1 requests: --url http://host:port/path (non-2xx counts as an error)
+          merge     loadtest merge a.json b.json ... [--json F] [--svg F] [--mixed]: one report of runs
+                    made at the same time (refuses different settings unless --mixed; warns when the
+                    measured windows do not line up)
+          With --rate R, echo, http, stream and connect run open loop: R requests (chunks, connections)
+          per second in total; latency counts from the intended send time, service time from the actual one.
+          Full guide: docs/loadtest.md
 
         Options:
           --host H            server address (default 127.0.0.1)
           --port P            server port
-          --url URL           http mode: http://host[:port]/path
+          --url URL           http mode: http://host[:port]/path; repeat for paths in rotation
+          --method M          http mode: request method (default GET)                 [-X]
+          --header 'N: v'     http mode: add a header line; repeatable                [-H]
+          --body TEXT         http mode: request body (Content-Length is added)
+          --body-file FILE    http mode: request body from a file
           --connections N     connections (connect mode: parallel churn slots)      [-c]
           --size B            echo message size, 1 byte to 1 MiB (suffix k = KiB)   [-s]
           --pipeline K        requests in flight per connection (echo, http)
-          --rate R            open loop: total requests per second (suffix k = 1000)
+          --rate R            open loop: total requests per second (suffix k = 1000); stream mode:
+                              chunks of --size (default 64 KiB) per second; connect: connections/s
           --duration T        measured time: 10, 10s, 500ms, 2m (default 10 s)       [-d]
           --warmup T          load before measuring starts (default 1 s)
           --ramp T            open the connections evenly over T (default: at once, 64 in flight)
@@ -59,6 +68,11 @@ public enum CommandLineParser {
           --json FILE         write all figures and the full latency histogram as JSON
           --svg FILE          write a latency percentile plot and a throughput chart
           --server-pid PID    also measure that server's CPU time over the window (µs per request)
+          --start-at TIME     start the load at a wall-clock time (RFC 3339 or Unix seconds), so runs
+                              started apart (other processes, machines, pods) measure the same window
+          --id NAME           name this run in the JSON and the report (merge lists the names)
+          --hdr-log FILE      write the window's latency as an HdrHistogram interval log (1 s intervals)
+          --metrics H:P       serve Prometheus text metrics at http://H:P/metrics during the run
           --quiet             no progress lines                                      [-q]
           --help                                                                     [-h]
         """
@@ -80,6 +94,7 @@ public enum CommandLineParser {
         var portGiven = false
         var urlGiven = false
         var closeGiven = false
+        var sizeGiven = false
 
         func value(_ flag: String) throws(ArgumentError) -> String {
             guard let next = rest.popFirst() else { throw ArgumentError("\(flag) needs a value") }
@@ -109,15 +124,25 @@ public enum CommandLineParser {
                 portGiven = true
             case "--url":
                 let url = try parseURL(try value(flag))
+                if urlGiven {
+                    // Several URLs rotate over one server's connections, as paths.
+                    guard url.host == config.host && url.port == config.port else {
+                        throw ArgumentError("every --url must name the same host:port as the first (\(config.host):\(config.port)): the connections go to one server and the paths rotate")
+                    }
+                    config.http.paths.append(url.path)
+                    break
+                }
                 config.host = url.host
                 config.port = url.port
                 config.path = url.path
+                config.http.paths = [url.path]
                 config.hostHeader = url.hostHeader
                 portGiven = true
                 urlGiven = true
             case "--connections", "-c":
                 config.connections = try count(flag, try value(flag), range: 1...1_000_000)
             case "--size", "-s":
+                sizeGiven = true
                 config.size = try bytes(flag, try value(flag), range: 1...Pattern.maxRun)
             case "--pipeline":
                 config.pipeline = try count(flag, try value(flag), range: 1...4096)
@@ -156,6 +181,7 @@ public enum CommandLineParser {
             case "--server-pid":
                 config.serverPID = Int32(try count(flag, try value(flag), range: 1...Int(Int32.max)))
             default:
+                if try parseExtendedOption(flag, into: &config, value: { () throws(ArgumentError) in try value(flag) }) { break }
                 if flag.hasPrefix("-") { throw ArgumentError("unknown option '\(flag)' (try --help)") }
                 throw ArgumentError("unexpected argument '\(flag)' (try --help)")
             }
@@ -171,9 +197,11 @@ public enum CommandLineParser {
             guard portGiven else { throw ArgumentError("\(config.mode.rawValue) mode needs --port (and --host, default 127.0.0.1)") }
             if urlGiven { throw ArgumentError("--url is for http mode") }
         }
-        if config.rate != nil && config.mode != .echo && config.mode != .http && config.mode != .demo {
-            throw ArgumentError("--rate applies to echo and http modes")
+        if config.rate != nil && config.mode == .idle {
+            throw ArgumentError("--rate applies to echo, http, stream and connect modes")
         }
+        if config.rate != nil && config.mode == .stream && !sizeGiven { config.size = StreamConnection.chunk }
+        try checkExtendedOptions(config)
         if config.rate != nil && config.pipeline != 1 {
             throw ArgumentError("--rate and --pipeline do not go together: an open-loop run pipelines as the schedule demands")
         }
@@ -187,6 +215,7 @@ public enum CommandLineParser {
         var json: String?
         var svg: String?
         var quiet = false
+        var mixed = false
         while let arg = rest.popFirst() {
             switch arg {
             case "--json":
@@ -197,6 +226,8 @@ public enum CommandLineParser {
                 svg = try path(arg, v)
             case "--quiet", "-q":
                 quiet = true
+            case "--mixed":
+                mixed = true
             case "--help", "-h":
                 return .help
             default:
@@ -205,7 +236,7 @@ public enum CommandLineParser {
             }
         }
         guard !inputs.isEmpty else { throw ArgumentError("merge needs JSON files: loadtest merge a.json b.json") }
-        return .merge(inputs: inputs, jsonPath: json, svgPath: svg, quiet: quiet)
+        return .merge(inputs: inputs, jsonPath: json, svgPath: svg, quiet: quiet, allowMixed: mixed)
     }
 
     // MARK: Values

@@ -37,6 +37,8 @@ final class EchoConnection: LoopIOHandler, PacedConnection, SweptConnection {
     @exclusivity(unchecked) private var output: EchoSendBuffer
     @exclusivity(unchecked) private var reader: EchoReplyReader
     @exclusivity(unchecked) private var times: SendTimes
+    /// Open loop: when each message actually went out (`times` holds when it was meant to), for service time.
+    @exclusivity(unchecked) private var sentTimes: SendTimes
     /// The sequence number of the next message to queue.
     @exclusivity(unchecked) private var nextSend: UInt64 = 0
     /// Bytes handed to the kernel, and bytes received back: a reply can never outrun the request.
@@ -55,6 +57,7 @@ final class EchoConnection: LoopIOHandler, PacedConnection, SweptConnection {
         output = EchoSendBuffer(capacity: size * (openLoop ? 1 : worker.config.pipeline))
         reader = EchoReplyReader(size: size, phase: phase)
         times = SendTimes(capacity: openLoop ? 1024 : worker.config.pipeline)
+        sentTimes = SendTimes(capacity: openLoop ? 1024 : 1)
     }
 
     deinit {
@@ -153,6 +156,7 @@ final class EchoConnection: LoopIOHandler, PacedConnection, SweptConnection {
     }
 
     func sendPaced(intended: UInt64) {
+        sentTimes[nextSend] = worker.paceNow
         queueMessage(at: intended)
         flush()
     }
@@ -218,9 +222,16 @@ final class EchoConnection: LoopIOHandler, PacedConnection, SweptConnection {
         let intact = reader.read(UnsafeRawBufferPointer(start: scratch.baseAddress, count: expected))
         receivedBytes &+= UInt64(expected)
         var sequence = first
-        while sequence != reader.sequence {
-            worker.recordReply(latency: now &- times[sequence], bytes: size, now: now)
-            sequence &+= 1
+        if openLoop {
+            while sequence != reader.sequence {
+                worker.recordPacedReply(latency: now &- times[sequence], service: now &- sentTimes[sequence], bytes: size, now: now)
+                sequence &+= 1
+            }
+        } else {
+            while sequence != reader.sequence {
+                worker.recordReply(latency: now &- times[sequence], bytes: size, now: now)
+                sequence &+= 1
+            }
         }
         guard intact else {
             fail(.mismatch, "echo reply \(reader.sequence) on a connection did not match what was sent")

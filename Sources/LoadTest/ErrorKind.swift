@@ -21,7 +21,7 @@ public enum ErrorKind: String, CaseIterable, Sendable, Codable {
     case mismatch
     /// An HTTP response that could not be parsed (or used an unsupported framing such as chunked).
     case badResponse = "bad_response"
-    /// An HTTP response whose status was not 2xx or 3xx.
+    /// An HTTP response whose status was not 2xx.
     case httpStatus = "http_status"
     /// Anything else (the first one's text is kept for the report).
     case other

@@ -2,8 +2,9 @@ import EpollLoop
 import FoundationEssentials
 import LoopSocket
 
-/// One keep-alive HTTP/1.1 connection sending `GET path` (as wrk does): the head is read to CRLF CRLF, the
-/// body by its Content-Length. Closed loop with `pipeline` requests in flight, or paced by the worker's
+/// One keep-alive HTTP/1.1 connection sending the configured requests (`GET path` unless told otherwise; several
+/// paths take turns), as wrk does: the head is read to CRLF CRLF, the body by its Content-Length; a status other
+/// than 2xx counts as an error. Closed loop with `pipeline` requests in flight, or paced by the worker's
 /// open-loop schedule. A response that announces `Connection: close` ends the connection, and a new one
 /// takes its place.
 final class HTTPConnection: GCDAsyncSocketDelegate, PacedConnection, SweptConnection {
@@ -12,9 +13,14 @@ final class HTTPConnection: GCDAsyncSocketDelegate, PacedConnection, SweptConnec
 
     unowned(unsafe) let worker: LoopWorker
     private var socket: GCDAsyncSocket?
-    private let request: Data
+    private let requests: [Data]
+    private var nextRequest: Int
     private let openLoop: Bool
     private var times: SendTimes
+    /// Open loop: when each request actually went out (`times` holds when it was meant to), for service time.
+    private var sentTimes: SendTimes
+    /// The head's size while its body is read (the bytes received count both).
+    private var pendingHeadBytes = 0
     private var nextSend: UInt64 = 0
     private var nextReceive: UInt64 = 0
     /// A head (tag 1) or body (tag 2) read is queued.
@@ -24,12 +30,14 @@ final class HTTPConnection: GCDAsyncSocketDelegate, PacedConnection, SweptConnec
     /// Set when the server said it closes: the close that follows is expected, and the slot reconnects.
     private var reconnecting = false
 
-    init(worker: LoopWorker) {
+    init(worker: LoopWorker, number: Int) {
         self.worker = worker
         let config = worker.config
-        request = Data("GET \(config.path) HTTP/1.1\r\nHost: \(config.hostHeader)\r\nUser-Agent: loadtest\r\nAccept: */*\r\n\r\n".utf8)
+        requests = worker.httpRequests
+        nextRequest = number % requests.count
         openLoop = config.isOpenLoop
         times = SendTimes(capacity: openLoop ? 1024 : config.pipeline)
+        sentTimes = SendTimes(capacity: openLoop ? 1024 : 1)
     }
 
     func start() {
@@ -61,13 +69,16 @@ final class HTTPConnection: GCDAsyncSocketDelegate, PacedConnection, SweptConnec
 
     func sendPaced(intended: UInt64) {
         guard let socket else { return }
+        sentTimes[nextSend] = worker.paceNow
         send(on: socket, at: intended)
     }
 
     private func send(on socket: GCDAsyncSocket, at time: UInt64) {
         times[nextSend] = time
         nextSend &+= 1
-        socket.write(request, withTimeout: -1, tag: 0)
+        socket.write(requests[nextRequest], withTimeout: -1, tag: 0)
+        nextRequest += 1
+        if nextRequest == requests.count { nextRequest = 0 }
         queueRead(socket)
     }
 
@@ -110,6 +121,7 @@ final class HTTPConnection: GCDAsyncSocketDelegate, PacedConnection, SweptConnec
             }
             if head.bodyLength > 0 {
                 pendingHead = head
+                pendingHeadBytes = data.count
                 sock.readData(toLength: UInt(head.bodyLength), withTimeout: worker.replyTimeout, tag: 2)
                 return
             }
@@ -117,7 +129,7 @@ final class HTTPConnection: GCDAsyncSocketDelegate, PacedConnection, SweptConnec
         } else {
             guard let head = pendingHead else { return }
             pendingHead = nil
-            complete(sock, head: head, bodyBytes: data.count, headBytes: 0)
+            complete(sock, head: head, bodyBytes: data.count, headBytes: pendingHeadBytes)
         }
     }
 
@@ -125,9 +137,13 @@ final class HTTPConnection: GCDAsyncSocketDelegate, PacedConnection, SweptConnec
         let now = Deadline.now().uptimeNanoseconds
         readQueued = false
         let sentAt = times[nextReceive]
+        if openLoop {
+            worker.recordPacedReply(latency: now &- sentAt, service: now &- sentTimes[nextReceive], bytes: headBytes + bodyBytes, now: now)
+        } else {
+            worker.recordReply(latency: now &- sentAt, bytes: headBytes + bodyBytes, now: now)
+        }
         nextReceive &+= 1
-        worker.recordReply(latency: now &- sentAt, bytes: headBytes + bodyBytes, now: now)
-        if head.status >= 400 { worker.recordError(.httpStatus, "HTTP status \(head.status)") }
+        if head.status < 200 || head.status > 299 { worker.recordError(.httpStatus, "HTTP status \(head.status)") }
         if worker.stopping { return }
         if head.closes {
             // The server closes after this response; the requests sent after it are lost with it.

@@ -59,6 +59,20 @@ public struct LoadConfig: Sendable, Equatable {
     /// A server process whose CPU time (utime + stime from /proc) is measured over the window.
     public var serverPID: Int32?
 
+    // Beyond one machine and into other tools (see LoadConfig+Extended.swift and docs/loadtest.md).
+
+    /// `http` mode: the request method, extra header lines, the body and every path in rotation (``path`` is
+    /// the first).
+    public var http = HTTPRequestSettings()
+    /// When the load starts, wall clock (Unix seconds): processes started apart measure the same window.
+    public var startAt: Double?
+    /// A name for this process's result (`--id`), recorded in the JSON.
+    public var runID: String?
+    /// Where to write the HdrHistogram interval log.
+    public var hdrLogPath: String?
+    /// Where to serve Prometheus text metrics (`GET /metrics`).
+    public var metrics: MetricsAddress?
+
     /// A configuration with the mode's defaults.
     public init(mode: LoadMode) {
         self.mode = mode

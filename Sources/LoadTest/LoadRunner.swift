@@ -75,7 +75,8 @@ public final class LoadRunner: Sendable {
         defer { try? server?.stop() }
         if !config.quiet {
             let server = config.mode == .demo ? "the in-process echo server at " : ""
-            output("loadtest \(config.mode == .demo ? "echo" : config.mode.rawValue): \(config.connections) connections to \(server)\(config.host):\(config.port) on \(config.loops) loop(s), \(ReportText.fixed(config.warmup, 1)) s warm-up + \(ReportText.fixed(config.duration, 1)) s")
+            let warmup = config.mode == .idle ? 0 : config.warmup  // idle connections have nothing to warm up
+            output("loadtest \(config.mode == .demo ? "echo" : config.mode.rawValue): \(ReportText.count(config.connections, config.mode == .connect ? "churn slot" : "connection")) to \(server)\(config.host):\(config.port) on \(config.loops) loop(s), \(ReportText.fixed(warmup, 1)) s warm-up + \(ReportText.fixed(config.duration, 1)) s")
         }
         try checkLimits(config, inProcessServer: server != nil)
 
@@ -103,12 +104,14 @@ public final class LoadRunner: Sendable {
             try? group.shutdownGracefully(timeout: .seconds(10))
             for worker in workers { worker.release() }
         }
-        return try drive(config, workers)
+        let extras = try RunExtras(config: config, loop: group.loops[0], output: output)
+        defer { extras.close() }
+        return try drive(config, workers, extras)
     }
 
     // MARK: Phases
 
-    private func drive(_ config: LoadConfig, _ workers: [LoopWorker]) throws -> RunResult {
+    private func drive(_ config: LoadConfig, _ workers: [LoopWorker], _ extras: RunExtras) throws -> RunResult {
         let t0 = Deadline.now().uptimeNanoseconds
         _ = gather(workers) { $0.beginOpening() }
 
@@ -129,6 +132,9 @@ public final class LoadRunner: Sendable {
                 _ = signals.changed.wait(timeout: .now() + .nanoseconds(Int(min(limit, nextReport) - now)))
             }
         }
+
+        if config.mode != .connect { try checkAnyConnected(config, workers) }
+        if let startAt = config.startAt { try waitForStart(startAt, config, workers) }
 
         let loadStart = Deadline.now().uptimeNanoseconds
         let warmup = config.mode == .idle ? 0 : config.warmup
@@ -175,14 +181,25 @@ public final class LoadRunner: Sendable {
             }
             let current = sum(gather(workers) { $0.snapshot })
             let seconds = Double(now - previousTime) / 1e9
-            let sample = RunResult.Sample(
+            var sample = RunResult.Sample(
                 t: Double(now - loadStart) / 1e9,
                 requestsPerSecond: seconds > 0 ? Double(current.completed &- previous.completed) / seconds : 0,
                 mibPerSecond: seconds > 0 ? Double(current.receivedBytes &- previous.receivedBytes) / seconds / 1_048_576 : 0,
                 connections: current.open,
                 errors: current.errors,
                 warmup: tick <= windowStart && windowStart > loadStart)
+            sample.serverRSSMiB = pid.flatMap { Limits.residentMiB(pid: $0) }
             timeline.append(sample)
+            if config.mode == .connect && timeline.count == 1 { try checkAnyConnected(config, workers, afterFirstSecond: true) }
+            if extras.isActive {
+                var histogram: Histogram?
+                if tick > windowStart {
+                    histogram = Histogram()
+                    for h in gather(workers, { $0.histogram }) { histogram!.merge(h) }
+                }
+                extras.tick(windowStart: windowStart, end: min(now, windowEnd), histogram: histogram, totals: current,
+                            errors: errorCounts(workers))
+            }
             if !config.quiet { output(progressLine(config, sample)) }
             previous = current
             previousTime = now
@@ -193,6 +210,17 @@ public final class LoadRunner: Sendable {
         for part in gather(workers, { $0.finish() }) { final.add(part) }
         let window = Double(windowEnd - min(windowStart, windowEnd)) / 1e9
         var result = makeResult(config, final, window: window, warmup: warmup, timeline: timeline)
+        result.windowStart = Self.wallClock(at: min(windowStart, windowEnd))
+        result.windowEnd = Self.wallClock(at: windowEnd)
+        result.startAt = config.startAt
+        result.id = config.runID
+        if final.serviceHistogram.count > 0 {
+            result.serviceTimeUs = RunResult.Latency(final.serviceHistogram)
+            result.serviceHistogram = RunResult.HistogramData(final.serviceHistogram)
+        }
+        if let warning = RunResult.rateWarning(target: config.rate, achieved: result.requestsPerSecond), !isInterrupted {
+            result.warnings = [warning]
+        }
         if let start = clientCPUStart, let end = clientCPUEnd {
             result.clientCPUSeconds = end - start
             if result.requests > 0 { result.clientMicrosecondsPerRequest = (end - start) * 1e6 / Double(result.requests) }
@@ -200,6 +228,11 @@ public final class LoadRunner: Sendable {
         if let start = serverCPUStart, let end = serverCPUEnd {
             result.serverCPUSeconds = end - start
             if result.requests > 0 { result.serverMicrosecondsPerRequest = (end - start) * 1e6 / Double(result.requests) }
+        }
+        do {
+            try extras.finish()
+        } catch {
+            result.warnings = (result.warnings ?? []) + ["\(error)"]
         }
         return result
     }
@@ -244,6 +277,52 @@ public final class LoadRunner: Sendable {
         default:
             return "  \(t)\(phase) \(ReportText.fixed(s.requestsPerSecond, 0)) req/s, \(s.connections) connections, \(s.errors) errors"
         }
+    }
+
+    // MARK: Failing fast and starting together
+
+    /// Throws when not one connection could be made (after the opening phase, or in connect mode after the
+    /// first second): a run that can only count errors names their cause at once instead of at the end.
+    private func checkAnyConnected(_ config: LoadConfig, _ workers: [LoopWorker], afterFirstSecond: Bool = false) throws {
+        let s = sum(gather(workers) { $0.snapshot })
+        guard s.established == 0, s.failed > 0 || s.errors > 0, !isInterrupted else { return }
+        let counts = errorCounts(workers)
+        let first = gather(workers) { $0.firstError }.compactMap { $0 }.first
+        _ = gather(workers) { $0.finish() }
+        let kinds = counts.byName.sorted { $0.key < $1.key }.map { "\($0.key) \(ReportText.grouped($0.value))" }.joined(separator: ", ")
+        let when = afterFirstSecond ? "in the first second" : "of \(ReportText.count(config.connections, "connection"))"
+        throw LoadTestError("no connection to \(config.host):\(config.port) could be made \(when) (\(kinds))\(first.map { ": \($0)" } ?? ""); is the server running there?")
+    }
+
+    /// Waits, connections open, until the wall clock reaches `startAt`; throws if it has already passed.
+    private func waitForStart(_ startAt: Double, _ config: LoadConfig, _ workers: [LoopWorker]) throws {
+        let wait = startAt - Self.wallClock()
+        guard wait >= 0 else {
+            _ = gather(workers) { $0.finish() }
+            throw LoadTestError("--start-at was \(ReportText.fixed(-wait, 1)) s ago when the connections were open, so this run cannot measure the shared window: give the processes a start time further ahead")
+        }
+        if !config.quiet { output("  waiting \(ReportText.fixed(wait, 1)) s for the start time (--start-at)") }
+        sleep(until: Deadline.now().uptimeNanoseconds + Self.nanos(wait))
+    }
+
+    /// The wall clock, Unix seconds.
+    static func wallClock() -> Double {
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
+    }
+
+    /// The wall-clock time (Unix seconds) of a monotonic instant `uptime` (ns).
+    static func wallClock(at uptime: UInt64) -> Double {
+        let nowUptime = Deadline.now().uptimeNanoseconds
+        let wall = wallClock()
+        return wall - (Double(nowUptime) - Double(uptime)) / 1e9
+    }
+
+    private func errorCounts(_ workers: [LoopWorker]) -> ErrorCounts {
+        var counts = ErrorCounts()
+        for c in gather(workers, { $0.errors }) { counts.merge(c) }
+        return counts
     }
 
     // MARK: Limits

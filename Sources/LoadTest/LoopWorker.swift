@@ -43,6 +43,7 @@ struct WorkerSnapshot: Sendable {
 struct WorkerFinal: Sendable {
     var snapshot = WorkerSnapshot()
     var histogram = Histogram()
+    var serviceHistogram = Histogram()
     var errors = ErrorCounts()
     var firstError: String?
     var windowCompleted: UInt64 = 0
@@ -51,6 +52,7 @@ struct WorkerFinal: Sendable {
     mutating func add(_ other: WorkerFinal) {
         snapshot.add(other.snapshot)
         histogram.merge(other.histogram)
+        serviceHistogram.merge(other.serviceHistogram)
         errors.merge(other.errors)
         if firstError == nil { firstError = other.firstError }
         windowCompleted &+= other.windowCompleted
@@ -112,6 +114,8 @@ final class LoopWorker: @unchecked Sendable {
     @exclusivity(unchecked) var windowCompleted: UInt64 = 0
     @exclusivity(unchecked) var windowBytes: UInt64 = 0
     @exclusivity(unchecked) var histogram = Histogram()
+    /// Open loop: latency from the actual send (service time), beside ``histogram``'s from the intended time.
+    @exclusivity(unchecked) var serviceHistogram = Histogram()
     @exclusivity(unchecked) var errors = ErrorCounts()
     var firstError: String?
     @exclusivity(unchecked) var open = 0
@@ -137,8 +141,13 @@ final class LoopWorker: @unchecked Sendable {
     private var paced: [any PacedConnection] = []
     private var swept: [any SweptConnection] = []
     private var paceCursor = 0
+    private var pacing = false
     /// When the next paced request is due (`.max` with no schedule): connections compare it cheaply.
     @exclusivity(unchecked) var nextPaceAt = UInt64.max
+    /// The time `pace` sends at: a paced connection records it as the request's actual send time.
+    @exclusivity(unchecked) var paceNow: UInt64 = 0
+    /// HTTP mode: the request bytes, one per path in rotation, built once for every connection of the loop.
+    let httpRequests: [Data]
 
     /// The size of ``receiveBuffer``: big enough that coalesced replies of many pipelined requests come in
     /// one `recv`.
@@ -154,10 +163,12 @@ final class LoopWorker: @unchecked Sendable {
         self.firstNumber = firstNumber
         self.signals = signals
         let swept = config.mode == .echo || config.mode == .demo || config.mode == .http
+            || (config.mode == .stream && config.isOpenLoop)
         replyTimeout = config.timeout > 0 && !swept ? config.timeout : -1
         sweepTimeout = config.timeout > 0 && swept ? UInt64(config.timeout * 1e9) : 0
         connectTimeout = config.timeout > 0 ? config.timeout : 30
         maxConnecting = max(1, config.maxConnecting / max(1, config.loops))
+        httpRequests = config.mode == .http ? config.httpRequests.map { Data($0) } : []
     }
 
     deinit {
@@ -176,6 +187,13 @@ final class LoopWorker: @unchecked Sendable {
             windowBytes &+= UInt64(bytes)
             histogram.record(latency)
         }
+    }
+
+    /// An open-loop reply arrived at `now`: `latency` ns after it was meant to be sent, `service` ns after it was.
+    @inline(__always)
+    func recordPacedReply(latency: UInt64, service: UInt64, bytes: Int, now: UInt64) {
+        recordReply(latency: latency, bytes: bytes, now: now)
+        if now >= windowStart && now < windowEnd { serviceHistogram.record(service) }
     }
 
     /// Bytes arrived (stream mode: throughput without per-request latency).
@@ -236,7 +254,7 @@ final class LoopWorker: @unchecked Sendable {
         case .stream: connection = StreamConnection(worker: self, number: number)
         case .connect: connection = ChurnSlot(worker: self)
         case .idle: connection = IdleConnection(worker: self)
-        case .http: connection = HTTPConnection(worker: self)
+        case .http: connection = HTTPConnection(worker: self, number: number)
         }
         connections.append(connection)
         if let paced = connection as? any PacedConnection { self.paced.append(paced) }
@@ -320,7 +338,10 @@ final class LoopWorker: @unchecked Sendable {
     /// Sends every request due at `now`, each on the next connection with room; arms the timer for the
     /// next one. With no room anywhere the backlog waits for a reply (and its latency keeps growing).
     func pace(now: UInt64) {
-        guard !stopping, var schedule = pacer else { return }
+        // A connection that fails while it sends may call back in here: the loop below carries on instead.
+        guard !stopping, !pacing, var schedule = pacer else { return }
+        pacing = true
+        defer { pacing = false }
         var blocked = false
         while schedule.nextIntendedTime <= now {
             guard let connection = nextWithRoom() else {
@@ -328,6 +349,7 @@ final class LoopWorker: @unchecked Sendable {
                 break
             }
             let intended = schedule.next(now: now)!
+            paceNow = now
             connection.sendPaced(intended: intended)
         }
         pacer = schedule
@@ -359,7 +381,8 @@ final class LoopWorker: @unchecked Sendable {
 
     /// Ends the run on this loop: stops sending, closes every connection, and hands over the figures.
     func finish() -> WorkerFinal {
-        let result = WorkerFinal(snapshot: snapshot, histogram: histogram, errors: errors, firstError: firstError,
+        let result = WorkerFinal(snapshot: snapshot, histogram: histogram, serviceHistogram: serviceHistogram,
+                                 errors: errors, firstError: firstError,
                                  windowCompleted: windowCompleted, windowBytes: windowBytes)
         stopping = true
         pacerTimer?.close()

@@ -11,6 +11,11 @@ public enum ReportText {
         return out
     }
 
+    /// `1` → `"1 connection"`, `1000` → `"1,000 connections"`.
+    public static func count(_ n: Int, _ noun: String) -> String {
+        "\(grouped(UInt64(max(0, n)))) \(noun)\(n == 1 ? "" : "s")"
+    }
+
     /// A number with `decimals` digits after the point (no Foundation formatting needed).
     public static func fixed(_ value: Double, _ decimals: Int) -> String {
         guard value.isFinite else { return "-" }
@@ -46,29 +51,45 @@ public enum ReportText {
         case "connect": what = "connection churn (connect, 64 B echo, close)"
         case "stream": what = "stream (bulk echo)"
         case "idle": what = "idle connections"
-        case "http": what = "HTTP/1.1 keep-alive GET"
+        case "http": what = "HTTP/1.1 keep-alive"
         default:
-            let loop = r.targetRate.map { "open loop at \(fixed($0, 0)) req/s" } ?? "closed loop"
-            what = "echo \(r.messageSize ?? 0) B, pipeline \(r.pipeline ?? 1), \(loop)"
+            let size = r.messageSize.map { "\($0) B" } ?? "mixed sizes"
+            let pipeline = r.pipeline.map { "pipeline \($0)" } ?? "mixed pipelines"
+            what = "echo \(size), \(pipeline)"
         }
+        let loop = r.targetRate.map { ", open loop at \(fixed($0, 0))/s" } ?? (r.mode == "idle" ? "" : ", closed loop")
         lines.append("")
-        lines.append("loadtest \(r.mode) → \(r.target): \(what)")
+        lines.append("loadtest \(r.mode) → \(r.target): \(what)\(loop)\(r.id.map { " [\($0)]" } ?? "")")
         let sources = r.sources > 1 ? ", merged from \(r.sources) results" : ""
-        lines.append("  \(r.connections) connections on \(r.loops) loop(s), \(fixed(r.durationSeconds, 2)) s measured after \(fixed(r.warmupSeconds, 1)) s warm-up\(sources)")
-        lines.append("  connections: \(r.connectionsEstablished) established, \(r.connectionsFailed) failed, \(r.connectionsOpen) open at the end")
+        lines.append("  \(count(r.connections, r.mode == "connect" ? "churn slot" : "connection")) on \(r.loops) loop(s), \(fixed(r.durationSeconds, 2)) s measured after \(fixed(r.warmupSeconds, 1)) s warm-up\(sources)")
+        if let spread = r.windowStartSpread {
+            lines.append("  windows: started within \(fixed(spread * 1000, 0)) ms of each other")
+        }
+        if r.mode == "connect" {
+            lines.append("  connects: \(grouped(UInt64(r.connectionsEstablished))) made, \(grouped(UInt64(r.connectionsFailed))) failed (whole run, warm-up included)")
+        } else {
+            lines.append("  connections: \(grouped(UInt64(r.connectionsEstablished))) established, \(grouped(UInt64(r.connectionsFailed))) failed, \(grouped(UInt64(r.connectionsOpen))) open at the end")
+        }
         switch r.mode {
         case "idle":
             lines.append("  kept: \(r.connectionsOpen) of \(r.connections) connections held for \(fixed(r.durationSeconds, 1)) s")
         case "stream":
             lines.append("  throughput: \(fixed(r.mibPerSecond, 1)) MiB/s echoed (\(grouped(r.bytes)) bytes)")
         case "connect":
-            lines.append("  connections/s: \(fixed(r.requestsPerSecond, 0)) (\(grouped(r.requests)) cycles)")
+            lines.append("  connections/s: \(fixed(r.requestsPerSecond, 0)) (\(grouped(r.requests)) cycles in the window)")
+        case "http":
+            lines.append("  requests/s: \(fixed(r.requestsPerSecond, 0)) (\(grouped(r.requests)) responses, \(fixed(r.mibPerSecond, 2)) MiB/s received, heads and bodies)")
         default:
             lines.append("  requests/s: \(fixed(r.requestsPerSecond, 0)) (\(grouped(r.requests)) requests, \(fixed(r.mibPerSecond, 2)) MiB/s received)")
         }
         if r.latencyUs.count > 0 {
             let l = r.latencyUs
             lines.append("  latency\(r.targetRate != nil ? " (from intended send time)" : ""):")
+            lines.append("    p50 \(latency(us: l.p50))   p90 \(latency(us: l.p90))   p99 \(latency(us: l.p99))")
+            lines.append("    p99.9 \(latency(us: l.p99_9))   p99.99 \(latency(us: l.p99_99))   max \(latency(us: l.max))   mean \(latency(us: l.mean))")
+        }
+        if let l = r.serviceTimeUs, l.count > 0 {
+            lines.append("  service time (from the actual send):")
             lines.append("    p50 \(latency(us: l.p50))   p90 \(latency(us: l.p90))   p99 \(latency(us: l.p99))")
             lines.append("    p99.9 \(latency(us: l.p99_9))   p99.99 \(latency(us: l.p99_99))   max \(latency(us: l.max))   mean \(latency(us: l.mean))")
         }
@@ -85,6 +106,7 @@ public enum ReportText {
             lines.append("  errors: \(grouped(r.errors.total)) (\(kinds))")
             if let first = r.errors.first { lines.append("    first: \(first)") }
         }
+        for warning in r.warnings ?? [] { lines.append("  warning: \(warning)") }
         return lines.joined(separator: "\n")
     }
 }

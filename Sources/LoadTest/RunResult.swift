@@ -109,9 +109,12 @@ public struct RunResult: Codable, Sendable, Equatable {
         public var errors: UInt64
         /// Whether the sample lies in the warm-up (before the measuring window).
         public var warmup: Bool
+        /// With `--server-pid`: the server's resident memory at the end of the sample, MiB.
+        public var serverRSSMiB: Double?
 
         enum CodingKeys: String, CodingKey {
             case t, requestsPerSecond = "requests_per_second", mibPerSecond = "mib_per_second", connections, errors, warmup
+            case serverRSSMiB = "server_rss_mib"
         }
 
         /// A sample.
@@ -173,6 +176,20 @@ public struct RunResult: Codable, Sendable, Equatable {
     /// The client loops' CPU seconds (user + system) over the window, and per request: the generator's own cost.
     public var clientCPUSeconds: Double?
     public var clientMicrosecondsPerRequest: Double?
+    /// The run's name (`--id`); merged results list every name, comma-separated.
+    public var id: String?
+    /// The measured window on the wall clock, Unix seconds (merged: the earliest start and the latest end).
+    public var windowStart: Double?
+    public var windowEnd: Double?
+    /// Merged results: how far apart the parts' windows started, seconds.
+    public var windowStartSpread: Double?
+    /// The `--start-at` time asked for, Unix seconds.
+    public var startAt: Double?
+    /// Open loop: the service time (from the actual send, not the intended one), percentiles and histogram.
+    public var serviceTimeUs: Latency?
+    public var serviceHistogram: HistogramData?
+    /// What the reader should know about the figures (a rate not reached, windows that do not line up, …).
+    public var warnings: [String]?
 
     enum CodingKeys: String, CodingKey {
         case tool, mode, target, connections
@@ -195,6 +212,14 @@ public struct RunResult: Codable, Sendable, Equatable {
         case serverMicrosecondsPerRequest = "server_us_per_request"
         case clientCPUSeconds = "client_cpu_s"
         case clientMicrosecondsPerRequest = "client_us_per_request"
+        case id
+        case windowStart = "window_start"
+        case windowEnd = "window_end"
+        case windowStartSpread = "window_start_spread_s"
+        case startAt = "start_at"
+        case serviceTimeUs = "service_time_us"
+        case serviceHistogram = "service_histogram"
+        case warnings
     }
 
     /// The result's latency histogram.
@@ -219,9 +244,16 @@ public struct RunResult: Codable, Sendable, Equatable {
     /// Merges results of runs that ran at the same time against one system (several processes or machines):
     /// counts and rates add up, the histograms merge (so percentiles stay exact to the bucket), the window is
     /// the longest, and the timelines add second by second.
-    public static func merge(_ results: [RunResult]) throws(ArgumentError) -> RunResult {
+    /// Results run with different settings (message size, pipeline, open or closed loop, HTTP request) are
+    /// refused unless `allowMixed`; windows that do not line up are merged with a warning.
+    public static func merge(_ results: [RunResult], allowMixed: Bool = false) throws(ArgumentError) -> RunResult {
         guard var merged = results.first else { throw ArgumentError("nothing to merge") }
+        let differences = settingDifferences(results)
+        if !differences.isEmpty && !allowMixed {
+            throw ArgumentError("the results were run with different settings (\(differences.joined(separator: "; "))): their sum would describe no run; merge them anyway with --mixed")
+        }
         var histogram = merged.latencyHistogram
+        var service = merged.serviceHistogram?.histogram
         var errors = ErrorCounts(byName: merged.errors.byKind)
         for other in results.dropFirst() {
             guard other.mode == merged.mode else {
@@ -256,6 +288,10 @@ public struct RunResult: Codable, Sendable, Equatable {
                     merged.timeline.append(sample)
                 }
             }
+            if let h = other.serviceHistogram?.histogram {
+                if service == nil { service = h } else { service!.merge(h) }
+            }
+            if let id = other.id { merged.id = merged.id.map { $0 + "," + id } ?? id }
             if merged.messageSize != other.messageSize { merged.messageSize = nil }
             if merged.pipeline != other.pipeline { merged.pipeline = nil }
             merged.sources += other.sources
@@ -268,6 +304,11 @@ public struct RunResult: Codable, Sendable, Equatable {
         merged.errors = Errors(errors, first: first)
         merged.histogram = HistogramData(histogram)
         merged.latencyUs = Latency(histogram)
+        if let service {
+            merged.serviceHistogram = HistogramData(service)
+            merged.serviceTimeUs = Latency(service)
+        }
+        mergeWindows(results, into: &merged)
         return merged
     }
 }

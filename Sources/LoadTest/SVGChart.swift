@@ -7,19 +7,86 @@ public enum SVGChart {
     static let plotHeight = 260.0
     static let margin = (left: 80.0, right: 30.0, top: 40.0, bottom: 45.0)
 
-    /// The whole picture for a result.
+    /// The panels a result gets: a percentile plot where there are latencies (not for closed-loop streams or
+    /// idle connections), throughput over time (open connections for idle runs), and the server's memory over
+    /// time when it was sampled (`--server-pid`).
+    enum Panel: Equatable {
+        case latency, throughput, connections, serverMemory
+    }
+
+    static func panels(_ result: RunResult) -> [Panel] {
+        var panels: [Panel] = []
+        switch result.mode {
+        case "idle": panels = [.connections]
+        case "stream": panels = result.latencyUs.count > 0 ? [.latency, .throughput] : [.throughput]
+        default: panels = [.latency, .throughput]
+        }
+        if result.timeline.contains(where: { $0.serverRSSMiB != nil }) { panels.append(.serverMemory) }
+        return panels
+    }
+
+    static let titleHeight = 44.0
+
+    /// The whole picture for a result: a title saying which run it shows, then its panels.
     public static func render(_ result: RunResult) -> String {
         let panel = plotHeight + margin.top + margin.bottom
+        let list = panels(result)
+        let height = titleHeight + panel * Double(list.count)
         var svg = """
-            <svg xmlns="http://www.w3.org/2000/svg" width="\(Int(width))" height="\(Int(panel * 2))" \
-            viewBox="0 0 \(Int(width)) \(Int(panel * 2))" font-family="sans-serif" font-size="12">
+            <svg xmlns="http://www.w3.org/2000/svg" width="\(Int(width))" height="\(Int(height))" \
+            viewBox="0 0 \(Int(width)) \(Int(height))" font-family="sans-serif" font-size="12">
             <rect width="100%" height="100%" fill="white"/>
 
             """
-        svg += percentilePlot(result, top: 0)
-        svg += throughputPlot(result, top: panel)
+        svg += text(margin.left, 20, title(result), bold: true)
+        svg += text(margin.left, 36, subtitle(result), color: "#666")
+        for (i, kind) in list.enumerated() {
+            let top = titleHeight + panel * Double(i)
+            switch kind {
+            case .latency: svg += percentilePlot(result, top: top)
+            case .throughput: svg += throughputPlot(result, top: top)
+            case .connections: svg += timePlot(result, top: top, title: "Open connections", values: result.timeline.map { Double($0.connections) }, color: "#9467bd")
+            case .serverMemory: svg += timePlot(result, top: top, title: "Server memory (resident MiB)", values: result.timeline.map { $0.serverRSSMiB ?? 0 }, color: "#d62728")
+            }
+        }
         svg += "</svg>\n"
         return svg
+    }
+
+    /// `loadtest echo → 127.0.0.1:9000 [id]`.
+    static func title(_ r: RunResult) -> String {
+        "loadtest \(r.mode) → \(r.target)\(r.id.map { " [\($0)]" } ?? "")"
+    }
+
+    /// Connections, settings and the date of the window (UTC).
+    static func subtitle(_ r: RunResult) -> String {
+        var parts = [ReportText.count(r.connections, r.mode == "connect" ? "churn slot" : "connection")]
+        if let size = r.messageSize, r.mode == "echo" { parts.append("\(size) B") }
+        if let pipeline = r.pipeline, pipeline > 1 { parts.append("pipeline \(pipeline)") }
+        parts.append(r.targetRate.map { "open loop at \(ReportText.fixed($0, 0))/s" } ?? "closed loop")
+        parts.append("\(ReportText.fixed(r.durationSeconds, 1)) s measured")
+        if r.sources > 1 { parts.append("merged from \(r.sources) results") }
+        if let start = r.windowStart { parts.append(utcDate(start)) }
+        return parts.joined(separator: ", ")
+    }
+
+    /// `2026-11-24 11:09:05 UTC` for Unix seconds.
+    static func utcDate(_ seconds: Double) -> String {
+        let total = Int(seconds.rounded(.down))
+        let days = total >= 0 ? total / 86400 : (total - 86399) / 86400
+        let secs = total - days * 86400
+        // Howard Hinnant's civil_from_days.
+        let z = days + 719_468
+        let era = (z >= 0 ? z : z - 146_096) / 146_097
+        let doe = z - era * 146_097
+        let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365
+        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
+        let mp = (5 * doy + 2) / 153
+        let day = doy - (153 * mp + 2) / 5 + 1
+        let month = mp < 10 ? mp + 3 : mp - 9
+        let year = yoe + era * 400 + (month <= 2 ? 1 : 0)
+        func two(_ n: Int) -> String { n < 10 ? "0\(n)" : "\(n)" }
+        return "\(year)-\(two(month))-\(two(day)) \(two(secs / 3600)):\(two(secs / 60 % 60)):\(two(secs % 60)) UTC"
     }
 
     /// The percentile curve's points: (x = log10(1 / (1 - q)), latency µs), one per non-empty bucket.
@@ -52,10 +119,17 @@ public enum SVGChart {
         let x0 = margin.left, y0 = top + margin.top
         let w = width - margin.left - margin.right, h = plotHeight
         let maxX = max(2, (points.map(\.x).max() ?? 2).rounded(.up))
-        let maxY = niceCeiling(points.map(\.us).max() ?? 1)
+        // Milliseconds once the axis would read 10,000 µs or more.
+        let largest = points.map(\.us).max() ?? 1
+        let (unit, scale) = largest >= 10_000 ? ("ms", 1000.0) : ("µs", 1.0)
+        let maxY = niceCeiling(largest / scale)
         var s = "<g>\n"
-        s += text(x0, top + 22, "Latency by percentile (µs)\(result.targetRate != nil ? ", from intended send time" : "")", bold: true)
+        s += text(x0, top + 22, "Latency by percentile (\(unit))\(result.targetRate != nil ? ", from intended send time" : "")", bold: true)
         s += axes(x0, y0, w, h)
+        if points.isEmpty {
+            s += text(x0 + w / 2, y0 + h / 2, "no latency samples", anchor: "middle")
+            return s + "</g>\n"
+        }
         for i in 0...Int(maxX) {
             let x = x0 + w * Double(i) / maxX
             let label = ["0%", "90%", "99%", "99.9%", "99.99%", "99.999%", "99.9999%"][min(i, 6)]
@@ -63,11 +137,9 @@ public enum SVGChart {
             s += text(x, y0 + h + 16, label, anchor: "middle")
         }
         s += yTicks(x0, y0, w, h, maxY)
-        if points.isEmpty {
-            s += text(x0 + w / 2, y0 + h / 2, "no latency samples", anchor: "middle")
-        } else {
+        do {
             let path = points.map { p in
-                "\(fmt(x0 + w * min(p.x, maxX) / maxX)),\(fmt(y0 + h - h * min(p.us, maxY) / maxY))"
+                "\(fmt(x0 + w * min(p.x, maxX) / maxX)),\(fmt(y0 + h - h * min(p.us / scale, maxY) / maxY))"
             }.joined(separator: " ")
             s += "<polyline fill=\"none\" stroke=\"#1f77b4\" stroke-width=\"2\" points=\"\(path)\"/>\n"
         }
@@ -76,15 +148,27 @@ public enum SVGChart {
     }
 
     private static func throughputPlot(_ result: RunResult, top: Double) -> String {
+        let byteMode = result.mode == "stream"
+        let title = byteMode ? "Throughput over time (MiB/s)"
+            : result.mode == "connect" ? "Throughput over time (connections/s)" : "Throughput over time (requests/s)"
+        return timePlot(result, top: top, title: title,
+                        values: result.timeline.map { byteMode ? $0.mibPerSecond : $0.requestsPerSecond }, color: "#2ca02c")
+    }
+
+    /// A per-second series over the run's timeline, the warm-up shaded.
+    private static func timePlot(_ result: RunResult, top: Double, title: String, values: [Double], color: String) -> String {
         let samples = result.timeline
         let x0 = margin.left, y0 = top + margin.top
         let w = width - margin.left - margin.right, h = plotHeight
-        let byteMode = result.mode == "stream"
-        let values = samples.map { byteMode ? $0.mibPerSecond : $0.requestsPerSecond }
         let maxY = niceCeiling(values.max() ?? 1)
         let maxT = max(1, samples.last?.t ?? 1)
         var s = "<g>\n"
-        s += text(x0, top + 22, byteMode ? "Throughput over time (MiB/s)" : "Throughput over time (requests/s)", bold: true)
+        s += text(x0, top + 22, title, bold: true)
+        if samples.isEmpty {
+            s += axes(x0, y0, w, h)
+            s += text(x0 + w / 2, y0 + h / 2, "no samples", anchor: "middle")
+            return s + "</g>\n"
+        }
         if let lastWarm = samples.last(where: { $0.warmup }) {
             s += "<rect x=\"\(fmt(x0))\" y=\"\(fmt(y0))\" width=\"\(fmt(w * lastWarm.t / maxT))\" height=\"\(fmt(h))\" fill=\"#f4f4f4\"/>\n"
             s += text(x0 + 4, y0 + 14, "warm-up", color: "#999")
@@ -106,7 +190,7 @@ public enum SVGChart {
                 path.append("\(fmt(x0 + w * sample.t / maxT)),\(fmt(y))")
                 previousT = sample.t
             }
-            s += "<polyline fill=\"none\" stroke=\"#2ca02c\" stroke-width=\"2\" points=\"\(path.joined(separator: " "))\"/>\n"
+            s += "<polyline fill=\"none\" stroke=\"\(color)\" stroke-width=\"2\" points=\"\(path.joined(separator: " "))\"/>\n"
         }
         s += "</g>\n"
         return s
@@ -124,7 +208,7 @@ public enum SVGChart {
             let v = maxY * Double(i) / 4
             let y = y0 + h - h * Double(i) / 4
             if i > 0 { s += line(x0, y, x0 + w, y, stroke: "#eee") }
-            s += text(x0 - 6, y + 4, ReportText.fixed(v, v < 10 && v != 0 ? 1 : 0), anchor: "end")
+            s += text(x0 - 6, y + 4, ReportText.fixed(v, maxY < 10 ? 2 : 0), anchor: "end")
         }
         return s
     }

@@ -27,35 +27,36 @@ func printToStandardError(_ text: String) {
     line.withUTF8 { writeAll(2, UnsafeRawBufferPointer($0)) }
 }
 
-/// Writes `data` to `path` ("-" for standard output).
-func write(_ data: Data, to path: String) throws {
-    if path == "-" {
-        data.withUnsafeBytes { writeAll(1, $0) }
-        return
-    }
-    try data.write(to: URL(fileURLWithPath: path))
-}
-
 /// Writes the JSON and SVG a command asked for.
 func writeOutputs(_ result: RunResult, json: String?, svg: String?) -> Bool {
     var ok = true
     if let json {
         do {
-            try write(result.jsonData(), to: json)
+            try FileIO.write(result.jsonData(), to: json)
         } catch {
-            complain("cannot write \(json): \(error)")
+            complain("\(error)")
             ok = false
         }
     }
     if let svg {
         do {
-            try write(Data(SVGChart.render(result).utf8), to: svg)
+            try FileIO.write(Array(SVGChart.render(result).utf8), to: svg)
         } catch {
-            complain("cannot write \(svg): \(error)")
+            complain("\(error)")
             ok = false
         }
     }
     return ok
+}
+
+/// Exits with a one-line message if any of `paths` cannot be written: before the run, not after it.
+func checkOutputPaths(_ paths: [String?]) {
+    for path in paths.compactMap({ $0 }) {
+        if let problem = FileIO.problemWriting(path) {
+            complain(problem)
+            exit(2)
+        }
+    }
 }
 
 /// Ctrl-C (or SIGTERM) ends the window early; the report still covers what was measured. The handlers run on
@@ -87,19 +88,27 @@ case .help:
     LoadRunner.printLine(CommandLineParser.usage)
     exit(0)
 
-case .merge(let inputs, let json, let svg, let quiet):
+case .merge(let inputs, let json, let svg, let quiet, let mixed):
+    checkOutputPaths([json, svg])
     var results: [RunResult] = []
     for path in inputs {
+        let bytes: [UInt8]
         do {
-            results.append(try RunResult.decode(Data(contentsOf: URL(fileURLWithPath: path))))
+            bytes = try FileIO.read(path)
         } catch {
-            complain("cannot read \(path) as a loadtest JSON result: \(error)")
+            complain("\(error)")
+            exit(2)
+        }
+        do {
+            results.append(try RunResult.decode(Data(bytes)))
+        } catch {
+            complain("\(path) is not a loadtest JSON result (\(RunResult.describeDecodingError(error)))")
             exit(2)
         }
     }
     let merged: RunResult
     do {
-        merged = try RunResult.merge(results)
+        merged = try RunResult.merge(results, allowMixed: mixed)
     } catch {
         complain("\(error)")
         exit(2)
@@ -112,6 +121,7 @@ case .merge(let inputs, let json, let svg, let quiet):
     exit(writeOutputs(merged, json: json, svg: svg) ? 0 : 1)
 
 case .run(let config):
+    checkOutputPaths([config.jsonPath, config.svgPath, config.hdrLogPath])
     let runner = LoadRunner(config: config)
     let sources = interruptOnSignals(runner)
     let result: RunResult

@@ -115,7 +115,7 @@ final class CommandLineParserTests: XCTestCase {
         rejects(["echo", "--port", "1", "--rate", "0"], mentioning: "--rate")
         rejects(["echo", "--port", "1", "--rate", "fast"], mentioning: "--rate")
         rejects(["echo", "--port", "1", "--rate", "100", "--pipeline", "4"], mentioning: "--pipeline")
-        rejects(["stream", "--port", "1", "--rate", "100"], mentioning: "--rate")
+        rejects(["idle", "--port", "1", "--rate", "100"], mentioning: "--rate")
         rejects(["echo", "--port", "1", "--close", "rst"], mentioning: "connect mode")
         rejects(["connect", "--port", "1", "--close", "maybe"], mentioning: "--close")
         rejects(["echo", "--port", "1", "--frobnicate"], mentioning: "unknown option")
