@@ -79,7 +79,7 @@ let package = Package(
         ),
         .testTarget(
             name: "LoadTestTests",
-            dependencies: ["LoadTest", "EpollLoop", "LoopSocket", "SharedTestSupport"]
+            dependencies: ["LoadTest", "EpollLoop", "LoopSocket", "SharedTestSupport", "HTTPHello"]
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -97,6 +97,10 @@ final class ChurnSlot: GCDAsyncSocketDelegate, PacedConnection {
         sock.disconnect()  // calls socketDidDisconnect at once, which starts the next cycle
     }
 
+    func socketDidSecure(_ sock: GCDAsyncSocket) {
+        worker.recordHandshake(sock)
+    }
+
     func socketDidDisconnect(_ sock: GCDAsyncSocket, withError err: Error?) {
         guard sock === socket else { return }
         let previous = state

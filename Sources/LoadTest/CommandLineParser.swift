@@ -48,7 +48,7 @@ public enum CommandLineParser {
         Options:
           --host H            server address (default 127.0.0.1)
           --port P            server port
-          --url URL           http mode: http://host[:port]/path; repeat for paths in rotation
+          --url URL           http mode: http[s]://host[:port]/path; repeat for paths in rotation
           --method M          http mode: request method (default GET)                 [-X]
           --header 'N: v'     http mode: add a header line; repeatable                [-H]
           --body TEXT         http mode: request body (Content-Length is added)
@@ -73,6 +73,12 @@ public enum CommandLineParser {
           --id NAME           name this run in the JSON and the report (merge lists the names)
           --hdr-log FILE      write the window's latency as an HdrHistogram interval log (1 s intervals)
           --metrics H:P       serve Prometheus text metrics at http://H:P/metrics during the run
+          --tls               TLS after connecting (echo, stream, connect, idle, http); https:// URLs imply it
+          --tls-ca FILE       trust the CA certificates in this PEM file (default: the system store)
+          --insecure          do not verify the server's certificate                [-k]
+          --alpn LIST         offer these ALPN protocols (comma-separated)
+          --tls-resume        resume TLS sessions (connect mode: resumed handshakes; default: full ones)
+          --tls-server-name N the name to send (SNI) and verify (default: --host)
           --quiet             no progress lines                                      [-q]
           --help                                                                     [-h]
         """
@@ -126,7 +132,7 @@ public enum CommandLineParser {
                 let url = try parseURL(try value(flag))
                 if urlGiven {
                     // Several URLs rotate over one server's connections, as paths.
-                    guard url.host == config.host && url.port == config.port else {
+                    guard url.host == config.host && url.port == config.port && url.secure == config.tls.enabled else {
                         throw ArgumentError("every --url must name the same host:port as the first (\(config.host):\(config.port)): the connections go to one server and the paths rotate")
                     }
                     config.http.paths.append(url.path)
@@ -137,6 +143,7 @@ public enum CommandLineParser {
                 config.path = url.path
                 config.http.paths = [url.path]
                 config.hostHeader = url.hostHeader
+                if url.secure { config.tls.enabled = true }
                 portGiven = true
                 urlGiven = true
             case "--connections", "-c":
@@ -182,6 +189,7 @@ public enum CommandLineParser {
                 config.serverPID = Int32(try count(flag, try value(flag), range: 1...Int(Int32.max)))
             default:
                 if try parseExtendedOption(flag, into: &config, value: { () throws(ArgumentError) in try value(flag) }) { break }
+                if try parseTLSOption(flag, into: &config, value: { () throws(ArgumentError) in try value(flag) }) { break }
                 if flag.hasPrefix("-") { throw ArgumentError("unknown option '\(flag)' (try --help)") }
                 throw ArgumentError("unexpected argument '\(flag)' (try --help)")
             }
@@ -202,6 +210,7 @@ public enum CommandLineParser {
         }
         if config.rate != nil && config.mode == .stream && !sizeGiven { config.size = StreamConnection.chunk }
         try checkExtendedOptions(config)
+        try checkTLSOptions(config)
         if config.rate != nil && config.pipeline != 1 {
             throw ArgumentError("--rate and --pipeline do not go together: an open-loop run pipelines as the schedule demands")
         }
@@ -246,15 +255,17 @@ public enum CommandLineParser {
         var port: UInt16
         var path: String
         var hostHeader: String
+        /// `https://`: TLS.
+        var secure = false
     }
 
-    /// `http://host[:port][/path]`; IPv6 hosts in brackets.
+    /// `http://host[:port][/path]` or `https://...`; IPv6 hosts in brackets.
     static func parseURL(_ text: String) throws(ArgumentError) -> URLParts {
-        guard text.hasPrefix("http://") else {
-            throw ArgumentError(text.hasPrefix("https://") ? "https is not supported: use an http:// URL"
-                                                            : "--url must look like http://host:port/path, not '\(text)'")
+        let secure = text.hasPrefix("https://")
+        guard secure || text.hasPrefix("http://") else {
+            throw ArgumentError("--url must look like http://host:port/path or https://host:port/path, not '\(text)'")
         }
-        let rest = text.dropFirst("http://".count)
+        let rest = text.dropFirst(secure ? "https://".count : "http://".count)
         let authority = rest.prefix { $0 != "/" && $0 != "?" }
         var path = String(rest.dropFirst(authority.count))
         if path.isEmpty { path = "/" } else if path.hasPrefix("?") { path = "/" + path }
@@ -274,13 +285,13 @@ public enum CommandLineParser {
         } else {
             host = authority
         }
-        var port: UInt16 = 80
+        var port: UInt16 = secure ? 443 : 80
         if let portText {
             guard let p = UInt16(portText), p > 0 else { throw ArgumentError("--url has a bad port '\(portText)'") }
             port = p
         }
         guard !host.isEmpty else { throw ArgumentError("--url has no host: '\(text)'") }
-        return URLParts(host: String(host), port: port, path: path, hostHeader: String(authority))
+        return URLParts(host: String(host), port: port, path: path, hostHeader: String(authority), secure: secure)
     }
 
     /// A positive count, with an optional k (×1000) or m (×1,000,000) suffix.

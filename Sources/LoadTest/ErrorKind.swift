@@ -23,6 +23,8 @@ public enum ErrorKind: String, CaseIterable, Sendable, Codable {
     case badResponse = "bad_response"
     /// An HTTP response whose status was not 2xx.
     case httpStatus = "http_status"
+    /// A TLS failure: the handshake (verification, protocol, timeout) or a record error.
+    case tls
     /// Anything else (the first one's text is kept for the report).
     case other
 
@@ -31,6 +33,7 @@ public enum ErrorKind: String, CaseIterable, Sendable, Codable {
 
     /// Sorts a socket error into a kind.
     public static func classify(_ error: any Error) -> ErrorKind {
+        if error is TLSError { return .tls }
         if let error = error as? GCDAsyncSocketError {
             switch error.code {
             case .connectTimeoutError: return .connectTimeout

@@ -159,6 +159,10 @@ final class HTTPConnection: GCDAsyncSocketDelegate, PacedConnection, SweptConnec
         queueRead(sock)
     }
 
+    func socketDidSecure(_ sock: GCDAsyncSocket) {
+        worker.recordHandshake(sock)
+    }
+
     func socketDidDisconnect(_ sock: GCDAsyncSocket, withError err: Error?) {
         guard sock === socket else { return }
         let previous = state

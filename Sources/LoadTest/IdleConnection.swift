@@ -35,6 +35,10 @@ final class IdleConnection: GCDAsyncSocketDelegate, LoadConnection {
         sock.readData(withTimeout: -1, tag: 0)
     }
 
+    func socketDidSecure(_ sock: GCDAsyncSocket) {
+        worker.recordHandshake(sock)
+    }
+
     func socketDidDisconnect(_ sock: GCDAsyncSocket, withError err: Error?) {
         let previous = state
         state = .closed

@@ -72,6 +72,8 @@ public struct LoadConfig: Sendable, Equatable {
     public var hdrLogPath: String?
     /// Where to serve Prometheus text metrics (`GET /metrics`).
     public var metrics: MetricsAddress?
+    /// TLS (`--tls`, `https://`; see LoadConfig+TLS.swift).
+    public var tls = LoadTLSSettings()
 
     /// A configuration with the mode's defaults.
     public init(mode: LoadMode) {

@@ -218,6 +218,10 @@ public final class LoadRunner: Sendable {
             result.serviceTimeUs = RunResult.Latency(final.serviceHistogram)
             result.serviceHistogram = RunResult.HistogramData(final.serviceHistogram)
         }
+        if final.handshakeHistogram.count > 0 {
+            result.tlsHandshakeUs = RunResult.Latency(final.handshakeHistogram)
+            result.tlsHandshakeHistogram = RunResult.HistogramData(final.handshakeHistogram)
+        }
         if let warning = RunResult.rateWarning(target: config.rate, achieved: result.requestsPerSecond), !isInterrupted {
             result.warnings = [warning]
         }

@@ -44,6 +44,8 @@ struct WorkerFinal: Sendable {
     var snapshot = WorkerSnapshot()
     var histogram = Histogram()
     var serviceHistogram = Histogram()
+    /// TLS: time from starting the connect to the handshake's end (``LoopWorker/recordHandshake(_:)``).
+    var handshakeHistogram = Histogram()
     var errors = ErrorCounts()
     var firstError: String?
     var windowCompleted: UInt64 = 0
@@ -53,6 +55,7 @@ struct WorkerFinal: Sendable {
         snapshot.add(other.snapshot)
         histogram.merge(other.histogram)
         serviceHistogram.merge(other.serviceHistogram)
+        handshakeHistogram.merge(other.handshakeHistogram)
         errors.merge(other.errors)
         if firstError == nil { firstError = other.firstError }
         windowCompleted &+= other.windowCompleted
@@ -116,6 +119,8 @@ final class LoopWorker: @unchecked Sendable {
     @exclusivity(unchecked) var histogram = Histogram()
     /// Open loop: latency from the actual send (service time), beside ``histogram``'s from the intended time.
     @exclusivity(unchecked) var serviceHistogram = Histogram()
+    /// TLS handshakes completed in the window: connect start to socketDidSecure.
+    @exclusivity(unchecked) var handshakeHistogram = Histogram()
     @exclusivity(unchecked) var errors = ErrorCounts()
     var firstError: String?
     @exclusivity(unchecked) var open = 0
@@ -148,6 +153,8 @@ final class LoopWorker: @unchecked Sendable {
     @exclusivity(unchecked) var paceNow: UInt64 = 0
     /// HTTP mode: the request bytes, one per path in rotation, built once for every connection of the loop.
     let httpRequests: [Data]
+    /// The client TLS configuration (`--tls`); nil for plaintext.
+    let tls: TLSConfiguration?
 
     /// The size of ``receiveBuffer``: big enough that coalesced replies of many pipelined requests come in
     /// one `recv`.
@@ -169,6 +176,7 @@ final class LoopWorker: @unchecked Sendable {
         connectTimeout = config.timeout > 0 ? config.timeout : 30
         maxConnecting = max(1, config.maxConnecting / max(1, config.loops))
         httpRequests = config.mode == .http ? config.httpRequests.map { Data($0) } : []
+        tls = config.tls.configuration
     }
 
     deinit {
@@ -250,7 +258,9 @@ final class LoopWorker: @unchecked Sendable {
         connecting += 1
         let connection: any LoadConnection
         switch config.mode {
-        case .demo, .echo: connection = EchoConnection(worker: self, number: number)
+        case .demo, .echo:
+            connection = tls == nil ? EchoConnection(worker: self, number: number) as any LoadConnection
+                : TLSEchoConnection(worker: self, number: number)
         case .stream: connection = StreamConnection(worker: self, number: number)
         case .connect: connection = ChurnSlot(worker: self)
         case .idle: connection = IdleConnection(worker: self)
@@ -280,16 +290,29 @@ final class LoopWorker: @unchecked Sendable {
 
     /// A `GCDAsyncSocket` on this loop, connecting to the target with `delegate`; nil if the connect could
     /// not even start, in which case the failure is counted (and, when `settling`, the connection settled).
+    /// With TLS the handshake is queued at once: the connection's reads and writes go over it, and its
+    /// `socketDidSecure` reports the handshake's time (``recordHandshake(_:)``).
     func connectSocket(_ delegate: any GCDAsyncSocketDelegate, settling: Bool = true) -> GCDAsyncSocket? {
         let socket = GCDAsyncSocket(delegate: delegate, delegateQueue: nil, loop: loop)
         do {
             try socket.connect(toHost: config.host, onPort: config.port, withTimeout: connectTimeout)
+            if let tls {
+                socket.userData = HandshakeStart(nanoseconds: Deadline.now().uptimeNanoseconds)
+                socket.startTLS(tls)
+            }
             return socket
         } catch {
             recordError(ErrorKind.classify(error), "connect: \(error)")
             if settling { connectionSettled(ok: false) }
             return nil
         }
+    }
+
+    /// A TLS handshake completed (the connection's `socketDidSecure`).
+    func recordHandshake(_ socket: GCDAsyncSocket) {
+        guard let start = socket.userData as? HandshakeStart else { return }
+        let now = Deadline.now().uptimeNanoseconds
+        if now >= windowStart && now < windowEnd { handshakeHistogram.record(now &- start.nanoseconds) }
     }
 
     /// A connection is up (`ok`) or could not be opened.
@@ -382,7 +405,7 @@ final class LoopWorker: @unchecked Sendable {
     /// Ends the run on this loop: stops sending, closes every connection, and hands over the figures.
     func finish() -> WorkerFinal {
         let result = WorkerFinal(snapshot: snapshot, histogram: histogram, serviceHistogram: serviceHistogram,
-                                 errors: errors, firstError: firstError,
+                                 handshakeHistogram: handshakeHistogram, errors: errors, firstError: firstError,
                                  windowCompleted: windowCompleted, windowBytes: windowBytes)
         stopping = true
         pacerTimer?.close()
@@ -399,4 +422,10 @@ final class LoopWorker: @unchecked Sendable {
         paced = []
         swept = []
     }
+}
+
+/// When a TLS connection started connecting, kept in its socket's `userData` until `socketDidSecure`.
+final class HandshakeStart {
+    let nanoseconds: UInt64
+    init(nanoseconds: UInt64) { self.nanoseconds = nanoseconds }
 }

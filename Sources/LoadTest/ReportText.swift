@@ -43,6 +43,15 @@ public enum ReportText {
         return fixed(us / 1_000_000, 2) + " s"
     }
 
+    /// A titled block of percentiles.
+    static func percentiles(_ title: String, _ l: RunResult.Latency) -> [String] {
+        [
+            "  \(title):",
+            "    p50 \(latency(us: l.p50))   p90 \(latency(us: l.p90))   p99 \(latency(us: l.p99))",
+            "    p99.9 \(latency(us: l.p99_9))   p99.99 \(latency(us: l.p99_99))   max \(latency(us: l.max))   mean \(latency(us: l.mean))",
+        ]
+    }
+
     /// The report printed at the end of a run.
     public static func report(_ r: RunResult) -> String {
         var lines: [String] = []
@@ -83,15 +92,13 @@ public enum ReportText {
             lines.append("  requests/s: \(fixed(r.requestsPerSecond, 0)) (\(grouped(r.requests)) requests, \(fixed(r.mibPerSecond, 2)) MiB/s received)")
         }
         if r.latencyUs.count > 0 {
-            let l = r.latencyUs
-            lines.append("  latency\(r.targetRate != nil ? " (from intended send time)" : ""):")
-            lines.append("    p50 \(latency(us: l.p50))   p90 \(latency(us: l.p90))   p99 \(latency(us: l.p99))")
-            lines.append("    p99.9 \(latency(us: l.p99_9))   p99.99 \(latency(us: l.p99_99))   max \(latency(us: l.max))   mean \(latency(us: l.mean))")
+            lines += percentiles("latency\(r.targetRate != nil ? " (from intended send time)" : "")", r.latencyUs)
         }
         if let l = r.serviceTimeUs, l.count > 0 {
-            lines.append("  service time (from the actual send):")
-            lines.append("    p50 \(latency(us: l.p50))   p90 \(latency(us: l.p90))   p99 \(latency(us: l.p99))")
-            lines.append("    p99.9 \(latency(us: l.p99_9))   p99.99 \(latency(us: l.p99_99))   max \(latency(us: l.max))   mean \(latency(us: l.mean))")
+            lines += percentiles("service time (from the actual send)", l)
+        }
+        if let l = r.tlsHandshakeUs, l.count > 0 {
+            lines += percentiles("TLS handshake (connect to secured, \(grouped(l.count)) in the window)", l)
         }
         if let cpu = r.clientCPUSeconds, let per = r.clientMicrosecondsPerRequest {
             lines.append("  loadtest CPU: \(fixed(cpu, 2)) s over the window (\(fixed(cpu / max(r.durationSeconds, 1e-9) * 100, 0)) % of a core), \(fixed(per, 2)) µs per request")

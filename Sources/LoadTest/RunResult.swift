@@ -188,6 +188,10 @@ public struct RunResult: Codable, Sendable, Equatable {
     /// Open loop: the service time (from the actual send, not the intended one), percentiles and histogram.
     public var serviceTimeUs: Latency?
     public var serviceHistogram: HistogramData?
+    /// TLS: handshake time (connect start to the handshake's end) of the connections made in the window,
+    /// apart from request latency.
+    public var tlsHandshakeUs: Latency?
+    public var tlsHandshakeHistogram: HistogramData?
     /// What the reader should know about the figures (a rate not reached, windows that do not line up, …).
     public var warnings: [String]?
 
@@ -219,6 +223,8 @@ public struct RunResult: Codable, Sendable, Equatable {
         case startAt = "start_at"
         case serviceTimeUs = "service_time_us"
         case serviceHistogram = "service_histogram"
+        case tlsHandshakeUs = "tls_handshake_us"
+        case tlsHandshakeHistogram = "tls_handshake_histogram"
         case warnings
     }
 
@@ -254,6 +260,7 @@ public struct RunResult: Codable, Sendable, Equatable {
         }
         var histogram = merged.latencyHistogram
         var service = merged.serviceHistogram?.histogram
+        var handshake = merged.tlsHandshakeHistogram?.histogram
         var errors = ErrorCounts(byName: merged.errors.byKind)
         for other in results.dropFirst() {
             guard other.mode == merged.mode else {
@@ -291,6 +298,9 @@ public struct RunResult: Codable, Sendable, Equatable {
             if let h = other.serviceHistogram?.histogram {
                 if service == nil { service = h } else { service!.merge(h) }
             }
+            if let h = other.tlsHandshakeHistogram?.histogram {
+                if handshake == nil { handshake = h } else { handshake!.merge(h) }
+            }
             if let id = other.id { merged.id = merged.id.map { $0 + "," + id } ?? id }
             if merged.messageSize != other.messageSize { merged.messageSize = nil }
             if merged.pipeline != other.pipeline { merged.pipeline = nil }
@@ -307,6 +317,10 @@ public struct RunResult: Codable, Sendable, Equatable {
         if let service {
             merged.serviceHistogram = HistogramData(service)
             merged.serviceTimeUs = Latency(service)
+        }
+        if let handshake {
+            merged.tlsHandshakeHistogram = HistogramData(handshake)
+            merged.tlsHandshakeUs = Latency(handshake)
         }
         mergeWindows(results, into: &merged)
         return merged

@@ -117,6 +117,10 @@ final class StreamConnection: GCDAsyncSocketDelegate, PacedConnection, SweptConn
         sock.readData(withTimeout: worker.replyTimeout, tag: 0)
     }
 
+    func socketDidSecure(_ sock: GCDAsyncSocket) {
+        worker.recordHandshake(sock)
+    }
+
     func socketDidDisconnect(_ sock: GCDAsyncSocket, withError err: Error?) {
         let previous = state
         state = .closed

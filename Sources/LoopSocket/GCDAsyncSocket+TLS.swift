@@ -220,7 +220,9 @@ extension GCDAsyncSocket {
             }
         }
         tls.withInput(input) { decrypt(tls, intoPrebufferOnly: intoPrebufferOnly) }
-        if phase == .connected && !tls.isServer { tls.keepNewSession() }
+        // A ticket that came with this input is kept even if a read's callback closed the socket meanwhile
+        // (a client that reads one reply and disconnects is the common case).
+        if !tls.isServer { tls.keepNewSession() }
     }
 
     private func decrypt(_ tls: TLSConnection, intoPrebufferOnly: Bool) {
@@ -280,22 +282,32 @@ extension GCDAsyncSocket {
     static let tlsWriteBatch = 64 * 1024
 
     /// Encrypts the front writes' unwritten bytes, up to the batch size; nil if the connection failed.
+    /// `SSL_write` in partial-write mode may take less than asked (a record at a time): the same write goes
+    /// on from where it stopped before the next one starts.
     private func encryptQueuedWrites(_ tls: TLSConnection) -> Int? {
         var total = 0
         var i = 0
+        var offset = 0  // bytes of write `i` encrypted in this pass
         while i < writes.count && total < Self.tlsWriteBatch {
-            let written = writes.at(i) { op -> Int in
-                let take = min(op.remaining, Self.tlsWriteBatch - total)
-                return op.data.withUnsafeBytes { raw in
-                    Int(SSL_write(tls.ssl, raw.baseAddress! + op.done, Int32(take)))
+            let (written, left) = writes.at(i) { op -> (Int, Int) in
+                let left = op.remaining - offset
+                let take = min(left, Self.tlsWriteBatch - total)
+                let written = op.data.withUnsafeBytes { raw in
+                    Int(SSL_write(tls.ssl, raw.baseAddress! + op.done + offset, Int32(take)))
                 }
+                return (written, left)
             }
             guard written > 0 else {
                 closeWithError(TLSError.fromQueue(.protocolError, "TLS write failed"))
                 return nil
             }
             total += written
-            i += 1
+            if written < left {
+                offset += written
+            } else {
+                i += 1
+                offset = 0
+            }
         }
         return total
     }

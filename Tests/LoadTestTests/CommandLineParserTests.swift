@@ -80,7 +80,9 @@ final class CommandLineParserTests: XCTestCase {
         XCTAssertEqual(try CommandLineParser.parseURL("http://[::1]:81/a/b"),
                        .init(host: "::1", port: 81, path: "/a/b", hostHeader: "[::1]:81"))
         XCTAssertEqual(try CommandLineParser.parseURL("http://h:1?q").path, "/?q")
-        XCTAssertThrowsError(try CommandLineParser.parseURL("https://h/"))
+        XCTAssertEqual(try CommandLineParser.parseURL("https://h/"),
+                       .init(host: "h", port: 443, path: "/", hostHeader: "h", secure: true))
+        XCTAssertThrowsError(try CommandLineParser.parseURL("ftp://h/"))
         XCTAssertThrowsError(try CommandLineParser.parseURL("http://:80/"))
         XCTAssertThrowsError(try CommandLineParser.parseURL("http://h:99999/"))
         XCTAssertThrowsError(try CommandLineParser.parseURL("http://[::1/"))
@@ -121,7 +123,7 @@ final class CommandLineParserTests: XCTestCase {
         rejects(["echo", "--port", "1", "--frobnicate"], mentioning: "unknown option")
         rejects(["echo", "--port", "1", "stray"], mentioning: "unexpected argument")
         rejects(["http"], mentioning: "--url")
-        rejects(["http", "--url", "https://x/"], mentioning: "https")
+        rejects(["http", "--url", "ftp://x/"], mentioning: "https://")
         rejects(["echo", "--port", "1", "--url", "http://x/"], mentioning: "http mode")
         rejects(["--port", "9000"], mentioning: "mode")
         rejects(["echo", "--port", "1", "--json"], mentioning: "needs a value")

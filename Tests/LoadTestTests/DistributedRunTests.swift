@@ -63,7 +63,7 @@ final class DistributedRunTests: XCTestCase {
         var serverProcess: ChildProcess?
         let port: UInt16
         if let namespaces {
-            let server = try ChildProcess("/usr/sbin/ip", ["netns", "exec", namespaces.server, ChildProcess.product("echo-server"), "--port", "7000"])
+            let server = try ChildProcess("/usr/sbin/ip", ["netns", "exec", namespaces.server, ChildProcess.product("echo-server"), "--port", "7000", "--host", "*"])
             serverProcess = server
             XCTAssertTrue(server.waitForOutput(containing: "listening", seconds: 20), "echo-server did not start: \(server.standardError)")
             port = 7000
