@@ -1,0 +1,361 @@
+import Foundation
+import SharedTestSupport
+import XCTest
+
+@testable import EpollLoop
+@testable import LoopSocket
+
+/// Real peers on loopback: `openssl s_client`/`s_server`, curl and Python's `ssl` against our server and client,
+/// with the committed test CA. Each peer runs as a child process (``PeerProcess``), killed in tearDown.
+final class TLSInteropTests: TLSTestCase {
+    static let caFile = TestCertificates.path("ca.pem")
+    static let serverCert = TestCertificates.path("server.pem")
+    static let serverKey = TestCertificates.path("server.key")
+
+    // MARK: openssl s_client against our server
+
+    /// `openssl s_client` to our port, verifying our chain against the test CA and asking for "localhost".
+    /// `-brief` prints the connection summary on stderr, so stdout carries only the application data.
+    private func launchSClient(port: UInt16, _ extra: [String] = []) throws -> PeerProcess {
+        try launchPeer("openssl", [
+            "s_client", "-connect", "127.0.0.1:\(port)", "-CAfile", Self.caFile, "-servername", "localhost",
+            "-verify_return_error", "-brief",
+        ] + extra)
+    }
+
+    /// s_client with `extra` echoes a line through our echo server over `version`; closing its stdin then sends
+    /// close_notify, which our side sees as a clean end of stream.
+    private func checkSClientEcho(_ extra: [String], version: TLSVersion, file: StaticString = #filePath, line: UInt = #line) throws {
+        let serverDelegate = makeDelegate("server")
+        let server = try makeTLSEchoServer(serverDelegate, .server(identity: try Self.identity()))
+        let client = try launchSClient(port: server.localPort, extra)
+        let text = "echoed by LoopSocket over \(version.name)\n"
+        try client.send(text)
+        client.waitForOutput(text, file: file, line: line)
+        let accepted = try XCTUnwrap(serverDelegate.waitForAccepts(file: file, line: line).first, file: file, line: line)
+        XCTAssertEqual(accepted.tlsInfo?.version, version, file: file, line: line)
+        XCTAssertEqual(accepted.tlsInfo?.serverName, "localhost", file: file, line: line)
+
+        client.closeStdin()  // s_client: "DONE", close_notify, exit 0
+        XCTAssertEqual(try client.waitForExit(), 0, client.transcript, file: file, line: line)
+        XCTAssertEqual(client.stdout, text, file: file, line: line)
+        XCTAssertTrue(client.stderr.contains("Protocol version: \(version.name)"), client.transcript, file: file, line: line)
+        XCTAssertTrue(client.stderr.contains("Verification: OK"), client.transcript, file: file, line: line)
+        let error = serverDelegate.waitForDisconnect(of: accepted, file: file, line: line)
+        XCTAssertTrue(error == nil || error?.socketError?.code == .closedError, "a clean close, got \(String(describing: error))", file: file, line: line)
+    }
+
+    func testOpenSSLClientOverTLS13() throws {
+        try checkSClientEcho([], version: .v1_3)
+    }
+
+    func testOpenSSLClientOverTLS12() throws {
+        try checkSClientEcho(["-tls1_2"], version: .v1_2)
+    }
+
+    /// TLS 1.0 and 1.1 are refused by us: the client's own security level is lowered to 0 so that it offers
+    /// them for real (OpenSSL 3 would otherwise refuse before sending a ClientHello).
+    func testOpenSSLClientOverTLS10And11IsRefused() throws {
+        let serverDelegate = makeDelegate("server")
+        let server = try makeTLSEchoServer(serverDelegate, .server(identity: try Self.identity()))
+        for (index, flag) in ["-tls1", "-tls1_1"].enumerated() {
+            let client = try launchSClient(port: server.localPort, [flag, "-cipher", "DEFAULT@SECLEVEL=0"])
+            let status = try client.waitForExit()
+            XCTAssertNotEqual(status, 0, "\(flag): \(client.transcript)")
+            XCTAssertFalse(client.stderr.contains("CONNECTION ESTABLISHED"), "\(flag): \(client.transcript)")
+            XCTAssertTrue(client.stderr.contains("alert protocol version"), "\(flag): \(client.transcript)")
+            let accepted = serverDelegate.waitForAccepts(index + 1)[index]
+            let error = serverDelegate.waitForDisconnect(of: accepted)
+            let tlsError = try XCTUnwrap(error?.tlsError, "\(flag): \(String(describing: error))")
+            XCTAssertEqual(tlsError.code, .handshakeFailed, "\(flag): \(tlsError)")
+            XCTAssertTrue(tlsError.reason.contains("unsupported protocol"), "\(flag): \(tlsError)")
+            XCTAssertEqual((tlsError as NSError).code, -9836, "\(flag): errSSLPeerProtocolVersion")  // errSSLPeerProtocolVersion
+            XCTAssertFalse(serverDelegate.events(of: accepted).contains { if case .secured = $0 { return true } else { return false } })
+        }
+    }
+
+    /// s_client killed after its handshake and an echo: its kernel sends a FIN with no close_notify before it,
+    /// which our side reports as a possibly truncated stream, not as a clean close.
+    func testOpenSSLClientKilledIsAStreamCutWithoutCloseNotify() throws {
+        let serverDelegate = makeDelegate("server")
+        let server = try makeTLSEchoServer(serverDelegate, .server(identity: try Self.identity()))
+        let client = try launchSClient(port: server.localPort)
+        // The echo comes back after the session tickets, so s_client has read everything: its close is a FIN.
+        try client.send("about to be cut\n")
+        client.waitForOutput("about to be cut\n")
+        let accepted = try XCTUnwrap(serverDelegate.waitForAccepts().first)
+        client.kill()
+        XCTAssertEqual(try client.waitForExit(), -SIGKILL)
+        let error = serverDelegate.waitForDisconnect(of: accepted)
+        XCTAssertEqual(error?.tlsError?.code, .closedWithoutNotify, "\(String(describing: error))")
+        XCTAssertEqual((error as NSError?)?.code, -9816)  // errSSLClosedNoNotify
+    }
+
+    // MARK: our client against openssl s_server
+
+    /// `openssl s_server` on 127.0.0.1 and a port of the kernel's choosing, for one connection, in its
+    /// interactive mode: it prints what it receives and sends what the test writes to its stdin.
+    private func launchSServer(_ extra: [String] = []) throws -> (PeerProcess, UInt16) {
+        let server = try launchPeer("openssl", [
+            "s_server", "-accept", "127.0.0.1:0", "-cert", Self.serverCert, "-key", Self.serverKey, "-naccept", "1",
+        ] + extra)
+        let port = try server.waitForLine(startingWith: "ACCEPT 127.0.0.1:")
+        return (server, try XCTUnwrap(UInt16(port), server.transcript))
+    }
+
+    /// Our client queues a write before its handshake, s_server prints it, s_server's reply comes back; our
+    /// disconnect sends close_notify, which s_server reports as "DONE" (an error otherwise).
+    private func checkOurClientAgainstSServer(_ extra: [String], version: TLSVersion, file: StaticString = #filePath, line: UInt = #line) throws {
+        let (sServer, port) = try launchSServer(extra)
+        let delegate = makeDelegate("client")
+        let client = try connectTLSClient(delegate, port: port, Self.client { $0.serverName = "localhost" })
+        client.write(Data("1 queued before the handshake\n".utf8), withTimeout: testTimeout, tag: 1)
+        waitForSecure(delegate, client, file: file, line: line)
+        XCTAssertEqual(client.tlsInfo?.version, version, file: file, line: line)
+        XCTAssertEqual(client.tlsInfo?.peerCertificates.first?.subject.contains("CN=localhost"), true, file: file, line: line)
+        sServer.waitForOutput("1 queued before the handshake\n", file: file, line: line)
+        let reply = "2 from s_server\n"
+        try sServer.send(reply)
+        client.readData(toLength: UInt(reply.utf8.count), withTimeout: testTimeout, tag: 2)
+        XCTAssertEqual(delegate.waitForReadBytes(reply.utf8.count, tag: 2, file: file, line: line), Data(reply.utf8), file: file, line: line)
+        client.disconnect()
+        XCTAssertNil(delegate.waitForDisconnect(of: client, file: file, line: line), file: file, line: line)
+        XCTAssertEqual(try sServer.waitForExit(), 0, sServer.transcript, file: file, line: line)
+        XCTAssertTrue(sServer.stdout.contains("DONE"), "s_server saw no close_notify: \(sServer.transcript)", file: file, line: line)
+    }
+
+    func testOurClientAgainstOpenSSLServerOverTLS13() throws {
+        try checkOurClientAgainstSServer([], version: .v1_3)
+    }
+
+    func testOurClientAgainstOpenSSLServerOverTLS12() throws {
+        try checkOurClientAgainstSServer(["-tls1_2"], version: .v1_2)
+    }
+
+    /// s_server requires a client certificate (`-Verify 1 -verify_return_error`): ours, from client.pem and
+    /// client.key, is accepted and s_server reads its subject; without one our client fails with a TLSError.
+    func testOpenSSLServerRequiringOurClientCertificate() throws {
+        let requireCertificate = ["-Verify", "1", "-verify_return_error", "-CAfile", Self.caFile]
+        let identity = try Self.identity("client.pem", key: "client.key")
+        let (sServer, port) = try launchSServer(requireCertificate)
+        let delegate = makeDelegate("client")
+        let client = try connectTLSClient(delegate, port: port, Self.client { $0.identity = identity; $0.serverName = "localhost" })
+        waitForSecure(delegate, client)
+        client.write(Data("with my certificate\n".utf8), withTimeout: testTimeout, tag: 1)
+        sServer.waitForOutput("with my certificate\n")
+        XCTAssertTrue(sServer.stdout.contains("test client"), "s_server did not print the client certificate: \(sServer.transcript)")
+        try sServer.send("welcome\n")
+        client.readData(toLength: 8, withTimeout: testTimeout, tag: 2)
+        XCTAssertEqual(delegate.waitForReadBytes(8, tag: 2), Data("welcome\n".utf8))
+        client.disconnect()
+        delegate.waitForDisconnect(of: client)
+        XCTAssertEqual(try sServer.waitForExit(), 0, sServer.transcript)
+
+        let (refusing, refusingPort) = try launchSServer(requireCertificate)
+        let otherDelegate = makeDelegate("client without a certificate")
+        let other = try connectTLSClient(otherDelegate, port: refusingPort, Self.client { $0.serverName = "localhost" })
+        // In TLS 1.3 the client finishes first and learns of the refusal from the alert it reads next.
+        other.readData(withTimeout: testTimeout, tag: 0)
+        let error = otherDelegate.waitForDisconnect(of: other)
+        let tlsError = try XCTUnwrap(error?.tlsError, "\(String(describing: error))")
+        XCTAssertTrue(tlsError.reason.contains("certificate required"), "\(tlsError)")
+        _ = try refusing.waitForExit()  // s_server exits 0 after a failed handshake too: its stderr says why
+        XCTAssertTrue(refusing.stderr.contains("peer did not return a certificate"), refusing.transcript)
+    }
+
+    /// s_server killed while our client reads: the FIN without close_notify is reported as such.
+    func testOpenSSLServerKilledIsAStreamCutWithoutCloseNotify() throws {
+        let (sServer, port) = try launchSServer()
+        let delegate = makeDelegate("client")
+        let client = try connectTLSClient(delegate, port: port, Self.client { $0.serverName = "localhost" })
+        client.write(Data("hello\n".utf8), withTimeout: testTimeout, tag: 1)
+        sServer.waitForOutput("hello\n")  // s_server has read everything we sent: its close is a FIN
+        client.readData(withTimeout: -1, tag: 2)
+        waitForSecure(delegate, client)
+        sServer.kill()
+        XCTAssertEqual(try sServer.waitForExit(), -SIGKILL)
+        let error = delegate.waitForDisconnect(of: client)
+        XCTAssertEqual(error?.tlsError?.code, .closedWithoutNotify, "\(String(describing: error))")
+        XCTAssertFalse(delegate.events(of: client).contains { if case .read = $0 { return true } else { return false } })
+    }
+
+    // MARK: curl against an HTTPS responder on our server
+
+    /// A tiny HTTPS responder: reads a request head over TLS, writes `body` with `Connection: close` and closes
+    /// after writing. Records each request head and what its handshake negotiated.
+    private func makeHTTPSResponder(
+        _ delegate: RecordingDelegate, body: String, requests: Locked<[(String, TLSConnectionInfo?)]>
+    ) throws -> GCDAsyncSocket {
+        let response = Data("HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n\(body)".utf8)
+        let configuration = TLSConfiguration.server(identity: try Self.identity(), alpn: ["http/1.1"])
+        delegate.configure { hooks in
+            hooks.accept = { _, child in
+                child.startTLS(configuration)
+                child.readData(to: Data("\r\n\r\n".utf8), withTimeout: testTimeout, tag: 1)
+            }
+            hooks.read = { sock, head, _ in
+                requests.withLock { $0.append((String(decoding: head, as: UTF8.self), sock.tlsInfo)) }
+                sock.write(response, withTimeout: testTimeout, tag: 1)
+                sock.disconnectAfterWriting()
+            }
+        }
+        return try makeServer(delegate)
+    }
+
+    /// curl fetches https://localhost:PORT/hello (pinned to 127.0.0.1, no proxy, no ~/.curlrc) with `extra`.
+    private func checkCurl(_ extra: [String], version: TLSVersion, file: StaticString = #filePath, line: UInt = #line) throws {
+        let delegate = makeDelegate("https")
+        let requests = Locked<[(String, TLSConnectionInfo?)]>([])
+        let body = "hello over TLS from LoopSocket\n"
+        let server = try makeHTTPSResponder(delegate, body: body, requests: requests)
+        let port = server.localPort
+        let curl = try launchPeer("curl", [
+            "-q", "-sS", "--max-time", "10", "--noproxy", "*", "--cacert", Self.caFile,
+            "--resolve", "localhost:\(port):127.0.0.1",
+        ] + extra + ["https://localhost:\(port)/hello"])
+        XCTAssertEqual(try curl.waitForExit(), 0, curl.transcript, file: file, line: line)
+        XCTAssertEqual(curl.stdout, body, file: file, line: line)
+        let accepted = try XCTUnwrap(delegate.waitForAccepts(file: file, line: line).first, file: file, line: line)
+        XCTAssertNil(delegate.waitForDisconnect(of: accepted, file: file, line: line), file: file, line: line)
+        let request = try XCTUnwrap(requests.value.first, file: file, line: line)
+        XCTAssertTrue(request.0.hasPrefix("GET /hello HTTP/1.1\r\n"), request.0, file: file, line: line)
+        XCTAssertTrue(request.0.contains("\r\nHost: localhost:\(port)\r\n"), request.0, file: file, line: line)
+        XCTAssertEqual(request.1?.version, version, file: file, line: line)
+        XCTAssertEqual(request.1?.alpn, "http/1.1", file: file, line: line)
+        XCTAssertEqual(request.1?.serverName, "localhost", file: file, line: line)
+    }
+
+    func testCurlAgainstOurHTTPSResponder() throws {
+        try checkCurl([], version: .v1_3)
+    }
+
+    func testCurlHTTP11OverTLS13Only() throws {
+        try checkCurl(["--http1.1", "--tlsv1.3"], version: .v1_3)
+    }
+
+    func testCurlCappedAtTLS12() throws {
+        try checkCurl(["--tls-max", "1.2"], version: .v1_2)
+    }
+
+    // MARK: Python's ssl module
+
+    /// A Python TLS client: connects, sends `size` bytes, reads exactly as many back and compares, prints the
+    /// version; then `unwrap` (close_notify sent, the peer's awaited) or `cut` (close without close_notify).
+    static let pythonClient = #"""
+    import socket, ssl, sys
+    port, cafile, size, mode = int(sys.argv[1]), sys.argv[2], int(sys.argv[3]), sys.argv[4]
+    context = ssl.create_default_context(cafile=cafile)
+    raw = socket.create_connection(("127.0.0.1", port), timeout=10)
+    tls = context.wrap_socket(raw, server_hostname="localhost", suppress_ragged_eofs=False)
+    payload = bytes(((i % 251) * 37 + 11) % 256 for i in range(size))
+    tls.sendall(payload)
+    received = bytearray()
+    while len(received) < size:
+        chunk = tls.recv(min(65536, size - len(received)))
+        if not chunk:
+            sys.exit("end of stream after %d of %d bytes" % (len(received), size))
+        received += chunk
+    if bytes(received) != payload:
+        sys.exit("the echo differs")
+    print(tls.version(), flush=True)
+    if mode == "unwrap":
+        tls.unwrap().close()
+    else:
+        tls.close()
+    print("OK", flush=True)
+    """#
+
+    /// A Python TLS server for one connection: prints its port, then the version, echoes `size` bytes; then
+    /// `wait` reads on and prints how the client ended the stream (CLEAN for close_notify, RAGGED for a bare
+    /// FIN), or `cut` closes without close_notify.
+    static let pythonServer = #"""
+    import socket, ssl, sys
+    cert, key, size, mode = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(1)
+    listener.settimeout(10)
+    print("PORT", listener.getsockname()[1], flush=True)
+    conn, _ = listener.accept()
+    listener.close()
+    conn.settimeout(10)
+    tls = context.wrap_socket(conn, server_side=True, suppress_ragged_eofs=False)
+    print("VERSION", tls.version(), flush=True)
+    received = bytearray()
+    while len(received) < size:
+        chunk = tls.recv(65536)
+        if not chunk:
+            sys.exit("end of stream after %d of %d bytes" % (len(received), size))
+        received += chunk
+    tls.sendall(received)
+    if mode == "cut":
+        tls.close()
+        print("CUT", flush=True)
+    else:
+        try:
+            rest = tls.recv(1)
+            print("CLEAN" if rest == b"" else "EXTRA", flush=True)
+        except ssl.SSLEOFError:
+            print("RAGGED", flush=True)
+        tls.close()
+    """#
+
+    func testPythonClientEchoThenUnwrapIsACleanClose() throws {
+        let serverDelegate = makeDelegate("server")
+        let server = try makeTLSEchoServer(serverDelegate, .server(identity: try Self.identity()))
+        let python = try launchPeer("python3", ["-I", "-c", Self.pythonClient, "\(server.localPort)", Self.caFile, "100000", "unwrap"])
+        // unwrap returns only after our close_notify came back: exit 0 means both were sent.
+        XCTAssertEqual(try python.waitForExit(), 0, python.transcript)
+        XCTAssertEqual(python.stdout, "TLSv1.3\nOK\n", python.transcript)
+        let accepted = try XCTUnwrap(serverDelegate.waitForAccepts().first)
+        let error = serverDelegate.waitForDisconnect(of: accepted)
+        XCTAssertTrue(error == nil || error?.socketError?.code == .closedError, "a clean close, got \(String(describing: error))")
+        XCTAssertEqual(serverDelegate.readBytes(of: accepted).count, 100_000)
+    }
+
+    func testPythonClientClosingWithoutCloseNotifyIsAStreamCut() throws {
+        let serverDelegate = makeDelegate("server")
+        let server = try makeTLSEchoServer(serverDelegate, .server(identity: try Self.identity()))
+        let python = try launchPeer("python3", ["-I", "-c", Self.pythonClient, "\(server.localPort)", Self.caFile, "5000", "cut"])
+        XCTAssertEqual(try python.waitForExit(), 0, python.transcript)
+        XCTAssertEqual(python.stdout, "TLSv1.3\nOK\n", python.transcript)
+        let accepted = try XCTUnwrap(serverDelegate.waitForAccepts().first)
+        let error = serverDelegate.waitForDisconnect(of: accepted)
+        XCTAssertEqual(error?.tlsError?.code, .closedWithoutNotify, "\(String(describing: error))")
+    }
+
+    /// Our client against Python's TLS server: 200,000 bytes (13 records) each way, then our close_notify.
+    func testOurClientAgainstPythonServer() throws {
+        let size = 200_000
+        let python = try launchPeer("python3", ["-I", "-c", Self.pythonServer, Self.serverCert, Self.serverKey, "\(size)", "wait"])
+        let port = try XCTUnwrap(UInt16(try python.waitForLine(startingWith: "PORT ")), python.transcript)
+        let delegate = makeDelegate("client")
+        let client = try connectTLSClient(delegate, port: port, Self.client { $0.serverName = "localhost" })
+        let payload = patternData(size)
+        client.write(payload, withTimeout: testTimeout, tag: 1)
+        client.readData(toLength: UInt(size), withTimeout: testTimeout, tag: 2)
+        XCTAssertEqual(delegate.waitForReadBytes(size, tag: 2), payload)
+        XCTAssertEqual(client.tlsInfo?.version, .v1_3)
+        client.disconnect()
+        XCTAssertNil(delegate.waitForDisconnect(of: client))
+        XCTAssertEqual(try python.waitForExit(), 0, python.transcript)
+        XCTAssertEqual(python.stdout, "PORT \(port)\nVERSION TLSv1.3\nCLEAN\n", python.transcript)
+    }
+
+    func testPythonServerClosingWithoutCloseNotifyIsAStreamCut() throws {
+        let python = try launchPeer("python3", ["-I", "-c", Self.pythonServer, Self.serverCert, Self.serverKey, "3", "cut"])
+        let port = try XCTUnwrap(UInt16(try python.waitForLine(startingWith: "PORT ")), python.transcript)
+        let delegate = makeDelegate("client")
+        let client = try connectTLSClient(delegate, port: port, Self.client { $0.serverName = "localhost" })
+        client.write(Data("abc".utf8), withTimeout: testTimeout, tag: 1)
+        client.readData(toLength: 3, withTimeout: testTimeout, tag: 2)
+        XCTAssertEqual(delegate.waitForReadBytes(3, tag: 2), Data("abc".utf8))
+        client.readData(withTimeout: -1, tag: 3)
+        let error = delegate.waitForDisconnect(of: client)
+        XCTAssertEqual(error?.tlsError?.code, .closedWithoutNotify, "\(String(describing: error))")
+        XCTAssertEqual(try python.waitForExit(), 0, python.transcript)
+        XCTAssertTrue(python.stdout.hasSuffix("CUT\n"), python.transcript)
+    }
+}
