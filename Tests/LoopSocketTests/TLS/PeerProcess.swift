@@ -140,13 +140,28 @@ final class PeerProcess: @unchecked Sendable {
     /// Both outputs, for failure messages.
     var transcript: String { "\(name) stdout:\n\(stdout)\n\(name) stderr:\n\(stderr)" }
 
-    /// Waits until stdout contains `text`; returns whether it did, recording a failure if not.
+    /// Waits until stdout (or stderr) contains `text` `times` times; returns whether it did, recording a
+    /// failure if not.
     @discardableResult
-    func waitForOutput(_ text: String, file: StaticString = #filePath, line: UInt = #line) -> Bool {
+    func waitForOutput(
+        _ text: String, times: Int = 1, onStderr: Bool = false, file: StaticString = #filePath, line: UInt = #line
+    ) -> Bool {
         let needle = Data(text.utf8)
-        let found = waiter.wait { stdoutData.range(of: needle) != nil }
-        if !found { XCTFail("\(name) never printed \(text.debugDescription); \(transcript)", file: file, line: line) }
+        let found = waiter.wait { Self.count(needle, in: onStderr ? stderrData : stdoutData) >= times }
+        if !found {
+            XCTFail("\(name) never printed \(text.debugDescription)\(times > 1 ? " \(times) times" : ""); \(transcript)", file: file, line: line)
+        }
         return found
+    }
+
+    private static func count(_ needle: Data, in haystack: Data) -> Int {
+        var count = 0
+        var start = haystack.startIndex
+        while let range = haystack.range(of: needle, in: start..<haystack.endIndex) {
+            count += 1
+            start = range.upperBound
+        }
+        return count
     }
 
     /// Waits for a line of stdout that starts with `prefix`; returns the rest of that line.
