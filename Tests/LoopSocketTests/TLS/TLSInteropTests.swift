@@ -591,4 +591,83 @@ final class TLSInteropTests: TLSTestCase {
         client.closeStdin()
         XCTAssertEqual(try client.waitForExit(), 0, client.transcript)
     }
+
+    /// A Python client that sends "STARTTLS\r\n" and its ClientHello in one segment (ssl.MemoryBIO), so our
+    /// server's plaintext read takes the line and the handshake starts from the bytes behind it.
+    static let pythonStartTLSClient = #"""
+    import socket, ssl, sys
+    port, cafile = int(sys.argv[1]), sys.argv[2]
+    context = ssl.create_default_context(cafile=cafile)
+    sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+    incoming, outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
+    tls = context.wrap_bio(incoming, outgoing, server_hostname="localhost")
+
+    def pump(step):
+        while True:
+            try:
+                result = step()
+                pending = outgoing.read()
+                if pending:
+                    sock.sendall(pending)
+                return result
+            except ssl.SSLWantReadError:
+                pending = outgoing.read()
+                if pending:
+                    sock.sendall(pending)
+                chunk = sock.recv(65536)
+                if not chunk:
+                    sys.exit("end of stream")
+                incoming.write(chunk)
+
+    try:
+        tls.do_handshake()
+    except ssl.SSLWantReadError:
+        pass
+    sock.sendall(b"STARTTLS\r\n" + outgoing.read())
+    pump(tls.do_handshake)
+    tls.write(b"hello after STARTTLS")
+    sock.sendall(outgoing.read())
+    received = b""
+    while len(received) < 20:
+        received += pump(lambda: tls.read(100))
+    print(tls.version(), received.decode(), flush=True)
+    sock.close()
+    """#
+
+    func testStartTLSWithTheClientHelloInTheSegmentOfThePlaintextLine() throws {
+        let serverDelegate = makeDelegate("server")
+        let serverTLS = TLSConfiguration.server(identity: try Self.identity())
+        serverDelegate.configure { hooks in
+            hooks.accept = { _, child in child.readData(to: Data("\r\n".utf8), withTimeout: testTimeout, tag: 1) }
+            hooks.read = { sock, data, tag in
+                if tag == 1 {
+                    sock.startTLS(serverTLS)
+                } else {
+                    sock.write(data, withTimeout: testTimeout, tag: 2)
+                }
+                sock.readData(withTimeout: testTimeout, tag: 2)
+            }
+        }
+        let server = try makeServer(serverDelegate)
+        let python = try launchPeer("python3", ["-I", "-c", Self.pythonStartTLSClient, "\(server.localPort)", Self.caFile])
+        XCTAssertEqual(try python.waitForExit(), 0, python.transcript)
+        XCTAssertEqual(python.stdout, "TLSv1.3 hello after STARTTLS\n", python.transcript)
+        XCTAssertEqual(serverDelegate.readBytes(tag: 1), Data("STARTTLS\r\n".utf8))
+    }
+
+    /// A 1 MiB response body, then disconnectAfterWriting: curl gets every byte, then our close_notify.
+    func testCurlDownloadsAOneMiBBodyWrittenBeforeDisconnectAfterWriting() throws {
+        let delegate = makeDelegate("https")
+        let requests = Locked<[(String, TLSConnectionInfo?)]>([])
+        let body = String(repeating: "0123456789abcdef", count: 1 << 16)  // 1 MiB
+        let server = try makeHTTPSResponder(delegate, body: body, requests: requests)
+        let port = server.localPort
+        let curl = try launchPeer("curl", [
+            "-q", "-sS", "--max-time", "10", "--noproxy", "*", "--cacert", Self.caFile,
+            "--resolve", "localhost:\(port):127.0.0.1", "https://localhost:\(port)/big",
+        ])
+        XCTAssertEqual(try curl.waitForExit(), 0, curl.stderr)
+        XCTAssertEqual(curl.stdoutBytes.count, body.utf8.count)
+        XCTAssertTrue(curl.stdoutBytes == Data(body.utf8))
+    }
 }
