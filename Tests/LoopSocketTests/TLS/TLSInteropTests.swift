@@ -23,6 +23,11 @@ final class TLSInteropTests: TLSTestCase {
         ] + extra)
     }
 
+    /// The end of a stream closed with close_notify: no error, or GCDAsyncSocket's closedError.
+    private func assertCleanClose(_ error: (any Error)?, file: StaticString = #filePath, line: UInt = #line) {
+        XCTAssertTrue(error == nil || error?.socketError?.code == .closedError, "a clean close, got \(String(describing: error))", file: file, line: line)
+    }
+
     /// s_client with `extra` echoes a line through our echo server over `version`; closing its stdin then sends
     /// close_notify, which our side sees as a clean end of stream.
     private func checkSClientEcho(_ extra: [String], version: TLSVersion, file: StaticString = #filePath, line: UInt = #line) throws {
@@ -42,7 +47,7 @@ final class TLSInteropTests: TLSTestCase {
         XCTAssertTrue(client.stderr.contains("Protocol version: \(version.name)"), client.transcript, file: file, line: line)
         XCTAssertTrue(client.stderr.contains("Verification: OK"), client.transcript, file: file, line: line)
         let error = serverDelegate.waitForDisconnect(of: accepted, file: file, line: line)
-        XCTAssertTrue(error == nil || error?.socketError?.code == .closedError, "a clean close, got \(String(describing: error))", file: file, line: line)
+        assertCleanClose(error, file: file, line: line)
     }
 
     func testOpenSSLClientOverTLS13() throws {
@@ -248,7 +253,7 @@ final class TLSInteropTests: TLSTestCase {
     import os, socket, ssl, sys
     port, cafile, size, mode = int(sys.argv[1]), sys.argv[2], int(sys.argv[3]), sys.argv[4]
     context = ssl.create_default_context(cafile=cafile)
-    if len(sys.argv) > 5 and sys.argv[5] == "1.2":
+    if sys.argv[5] == "1.2":
         context.maximum_version = ssl.TLSVersion.TLSv1_2
     raw = socket.create_connection(("127.0.0.1", port), timeout=10)
     tls = context.wrap_socket(raw, server_hostname="localhost", suppress_ragged_eofs=False)
@@ -326,37 +331,49 @@ final class TLSInteropTests: TLSTestCase {
         tls.close()
     """#
 
-    func testPythonClientEchoThenUnwrapIsACleanClose() throws {
+    /// The Python client against our echo server, echoing `size` bytes then closing by `mode` (over TLS 1.2 with
+    /// `version` "1.2"); it must exit 0 having printed `version` and OK. Returns the server side's end.
+    private func pythonClientAgainstOurEchoServer(
+        size: Int, mode: String, version: String = "", file: StaticString = #filePath, line: UInt = #line
+    ) throws -> (python: PeerProcess, error: (any Error)?) {
         let serverDelegate = makeDelegate("server")
         let server = try makeTLSEchoServer(serverDelegate, .server(identity: try Self.identity()))
-        let python = try launchPeer("python3", ["-I", "-c", Self.pythonClient, "\(server.localPort)", Self.caFile, "100000", "unwrap"])
+        let python = try launchPeer("python3", ["-I", "-c", Self.pythonClient, "\(server.localPort)", Self.caFile, "\(size)", mode, version])
+        XCTAssertEqual(try python.waitForExit(), 0, python.transcript, file: file, line: line)
+        let accepted = try XCTUnwrap(serverDelegate.waitForAccepts(file: file, line: line).first, file: file, line: line)
+        let error = serverDelegate.waitForDisconnect(of: accepted, file: file, line: line)
+        XCTAssertEqual(serverDelegate.readBytes(of: accepted).count, size, file: file, line: line)
+        return (python, error)
+    }
+
+    func testPythonClientEchoThenUnwrapIsACleanClose() throws {
         // unwrap returns only after our close_notify came back: exit 0 means both were sent.
-        XCTAssertEqual(try python.waitForExit(), 0, python.transcript)
+        let (python, error) = try pythonClientAgainstOurEchoServer(size: 100_000, mode: "unwrap")
         XCTAssertEqual(python.stdout, "TLSv1.3\nOK\n", python.transcript)
-        let accepted = try XCTUnwrap(serverDelegate.waitForAccepts().first)
-        let error = serverDelegate.waitForDisconnect(of: accepted)
-        XCTAssertTrue(error == nil || error?.socketError?.code == .closedError, "a clean close, got \(String(describing: error))")
-        XCTAssertEqual(serverDelegate.readBytes(of: accepted).count, 100_000)
+        assertCleanClose(error)
     }
 
     func testPythonClientClosingWithoutCloseNotifyIsAStreamCut() throws {
-        let serverDelegate = makeDelegate("server")
-        let server = try makeTLSEchoServer(serverDelegate, .server(identity: try Self.identity()))
-        let python = try launchPeer("python3", ["-I", "-c", Self.pythonClient, "\(server.localPort)", Self.caFile, "5000", "cut"])
-        XCTAssertEqual(try python.waitForExit(), 0, python.transcript)
+        let (python, error) = try pythonClientAgainstOurEchoServer(size: 5000, mode: "cut")
         XCTAssertEqual(python.stdout, "TLSv1.3\nOK\n", python.transcript)
-        let accepted = try XCTUnwrap(serverDelegate.waitForAccepts().first)
-        let error = serverDelegate.waitForDisconnect(of: accepted)
         XCTAssertEqual(error?.tlsError?.code, .closedWithoutNotify, "\(String(describing: error))")
+    }
+
+    /// Python's server for `size` bytes and `mode`, and our client connected to it with TLS queued.
+    private func ourClientAgainstPythonServer(
+        size: Int, mode: String
+    ) throws -> (python: PeerProcess, port: UInt16, client: GCDAsyncSocket, delegate: RecordingDelegate) {
+        let python = try launchPeer("python3", ["-I", "-c", Self.pythonServer, Self.serverCert, Self.serverKey, "\(size)", mode])
+        let port = try XCTUnwrap(UInt16(try python.waitForLine(startingWith: "PORT ")), python.transcript)
+        let delegate = makeDelegate("client")
+        let client = try connectTLSClient(delegate, port: port, Self.client { $0.serverName = "localhost" })
+        return (python, port, client, delegate)
     }
 
     /// Our client against Python's TLS server: 200,000 bytes (13 records) each way, then our close_notify.
     func testOurClientAgainstPythonServer() throws {
         let size = 200_000
-        let python = try launchPeer("python3", ["-I", "-c", Self.pythonServer, Self.serverCert, Self.serverKey, "\(size)", "wait"])
-        let port = try XCTUnwrap(UInt16(try python.waitForLine(startingWith: "PORT ")), python.transcript)
-        let delegate = makeDelegate("client")
-        let client = try connectTLSClient(delegate, port: port, Self.client { $0.serverName = "localhost" })
+        let (python, port, client, delegate) = try ourClientAgainstPythonServer(size: size, mode: "wait")
         let payload = patternData(size)
         client.write(payload, withTimeout: testTimeout, tag: 1)
         client.readData(toLength: UInt(size), withTimeout: testTimeout, tag: 2)
@@ -369,10 +386,7 @@ final class TLSInteropTests: TLSTestCase {
     }
 
     func testPythonServerClosingWithoutCloseNotifyIsAStreamCut() throws {
-        let python = try launchPeer("python3", ["-I", "-c", Self.pythonServer, Self.serverCert, Self.serverKey, "3", "cut"])
-        let port = try XCTUnwrap(UInt16(try python.waitForLine(startingWith: "PORT ")), python.transcript)
-        let delegate = makeDelegate("client")
-        let client = try connectTLSClient(delegate, port: port, Self.client { $0.serverName = "localhost" })
+        let (python, _, client, delegate) = try ourClientAgainstPythonServer(size: 3, mode: "cut")
         client.write(Data("abc".utf8), withTimeout: testTimeout, tag: 1)
         client.readData(toLength: 3, withTimeout: testTimeout, tag: 2)
         XCTAssertEqual(delegate.waitForReadBytes(3, tag: 2), Data("abc".utf8))
@@ -408,7 +422,7 @@ final class TLSInteropTests: TLSTestCase {
         XCTAssertTrue(client.stderr.contains("KEYUPDATE"), client.transcript)
         let accepted = try XCTUnwrap(serverDelegate.waitForAccepts().first)
         let error = serverDelegate.waitForDisconnect(of: accepted)
-        XCTAssertTrue(error == nil || error?.socketError?.code == .closedError, "a clean close, got \(String(describing: error))")
+        assertCleanClose(error)
     }
 
     /// s_client's `R` over TLS 1.2 asks for a renegotiation, which we do not do: the connection ends with an
@@ -433,14 +447,10 @@ final class TLSInteropTests: TLSTestCase {
     /// A record that cannot be decrypted after the handshake: a protocol error on our side, and the peer is
     /// told with a bad_record_mac alert (RFC 8446 5.2: the receiver MUST), as `openssl s_server` tells it.
     func testGarbageRecordAfterTheHandshakeIsAProtocolErrorWithAnAlert() throws {
-        let serverDelegate = makeDelegate("server")
-        let server = try makeTLSEchoServer(serverDelegate, .server(identity: try Self.identity()))
-        let python = try launchPeer("python3", ["-I", "-c", Self.pythonClient, "\(server.localPort)", Self.caFile, "10", "garbage"])
-        XCTAssertEqual(try python.waitForExit(), 0, python.transcript)
-        let accepted = try XCTUnwrap(serverDelegate.waitForAccepts().first)
-        let error = serverDelegate.waitForDisconnect(of: accepted)?.tlsError
-        XCTAssertEqual(error?.code, .protocolError, "\(String(describing: error))")
-        XCTAssertTrue(error?.reason.contains("bad record mac") == true, "\(String(describing: error))")
+        let (python, anyError) = try pythonClientAgainstOurEchoServer(size: 10, mode: "garbage")
+        let error = anyError?.tlsError
+        XCTAssertEqual(error?.code, .protocolError, "\(String(describing: anyError))")
+        XCTAssertTrue(error?.reason.contains("bad record mac") == true, "\(String(describing: anyError))")
         if python.stdout.contains("NO-ALERT") || python.stdout.contains("UNEXPECTED_EOF") {
             throw XCTSkip(
                 "bug: the bad_record_mac alert OpenSSL queued is never sent (GCDAsyncSocket+TLS.swift decrypt() closes "
@@ -462,31 +472,23 @@ final class TLSInteropTests: TLSTestCase {
     }
 
     func testPythonClientOverTLS12ThenUnwrap() throws {
-        let serverDelegate = makeDelegate("server")
-        let server = try makeTLSEchoServer(serverDelegate, .server(identity: try Self.identity()))
-        let python = try launchPeer("python3", ["-I", "-c", Self.pythonClient, "\(server.localPort)", Self.caFile, "40000", "unwrap", "1.2"])
-        XCTAssertEqual(try python.waitForExit(), 0, python.transcript)
+        let (python, error) = try pythonClientAgainstOurEchoServer(size: 40000, mode: "unwrap", version: "1.2")
         XCTAssertEqual(python.stdout, "TLSv1.2\nOK\n", python.transcript)
-        let accepted = try XCTUnwrap(serverDelegate.waitForAccepts().first)
-        let error = serverDelegate.waitForDisconnect(of: accepted)
-        XCTAssertTrue(error == nil || error?.socketError?.code == .closedError, "a clean close, got \(String(describing: error))")
+        assertCleanClose(error)
     }
 
     /// closeWriteStream: our close_notify, then our write side shut; Python sees a clean end, answers, and
     /// closes its side with close_notify, which our client reads as a clean end after the answer.
     func testCloseWriteStreamIsAHalfCloseThePeerCanAnswer() throws {
         let size = 50_000
-        let python = try launchPeer("python3", ["-I", "-c", Self.pythonServer, Self.serverCert, Self.serverKey, "\(size)", "half"])
-        let port = try XCTUnwrap(UInt16(try python.waitForLine(startingWith: "PORT ")), python.transcript)
-        let delegate = makeDelegate("client")
-        let client = try connectTLSClient(delegate, port: port, Self.client { $0.serverName = "localhost" })
+        let (python, port, client, delegate) = try ourClientAgainstPythonServer(size: size, mode: "half")
         let payload = patternData(size)
         client.write(payload, withTimeout: testTimeout, tag: 1)
         client.closeWriteStream()
         client.readData(toLength: UInt(size), withTimeout: testTimeout, tag: 2)
         XCTAssertEqual(delegate.waitForReadBytes(size, tag: 2), payload)
         let error = delegate.waitForDisconnect(of: client)
-        XCTAssertTrue(error == nil || error?.socketError?.code == .closedError, "a clean close, got \(String(describing: error))")
+        assertCleanClose(error)
         XCTAssertEqual(try python.waitForExit(), 0, python.transcript)
         XCTAssertEqual(python.stdout, "PORT \(port)\nVERSION TLSv1.3\nCLEAN\nUNWRAPPED\n", python.transcript)
     }
