@@ -247,7 +247,9 @@ extension GCDAsyncSocket {
                 flags.remove(.readReady)
                 return
             default:
-                closeWithError(TLSError.fromQueue(.protocolError, "TLS record error"))
+                let error = TLSError.fromQueue(.protocolError, "TLS record error")
+                _ = flushTLSOutput(tls)  // the alert OpenSSL wrote (bad_record_mac, ...), if the kernel takes it
+                closeWithError(error)
                 return
             }
         }

@@ -303,8 +303,9 @@ final class RecordingDelegate: GCDAsyncSocketDelegate, @unchecked Sendable {
     }
 
     func socket(_ sock: GCDAsyncSocket, didReceive trust: TLSTrust, completionHandler: @escaping @Sendable (Bool) -> Void) {
-        record(sock, .trust(trust))
+        // The hook first: a test that sees the event can count on the hook having kept the handler.
         if let hook = hooks.trust { hook(sock, trust, completionHandler) } else { completionHandler(false) }
+        record(sock, .trust(trust))
     }
 
     func socketDidDisconnect(_ sock: GCDAsyncSocket, withError err: (any Error)?) {

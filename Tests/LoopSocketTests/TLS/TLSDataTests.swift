@@ -45,7 +45,6 @@ final class TLSDataTests: TLSTestCase {
         }
         delegate.waitForReadBytes(Self.sizes.reduce(0, +))
         let received = payloads.indices.map { delegate.readBytes(tag: $0 + 1, of: client) }
-        try Self.skipIfPartialWriteBug(received == payloads, Self.firstDifference(received, payloads))
         for (index, payload) in payloads.enumerated() {
             XCTAssertTrue(received[index] == payload, "\(payload.count) bytes: \(Self.firstDifference([received[index]], [payload]))")
         }
@@ -53,7 +52,8 @@ final class TLSDataTests: TLSTestCase {
     }
 
     /// Two writes queued in one loop turn, the first longer than a record: the pump encrypts them in one pass.
-    /// Deterministic reproduction of the partial-write bug (see ``skipIfPartialWriteBug(_:_:)``).
+    /// OpenSSL takes the first a record at a time (partial-write mode): it must go on from where it stopped
+    /// before the second starts (it once moved on, losing the first's tail and repeating the second's bytes).
     func testTwoWritesQueuedTogetherTheFirstLongerThanOneRecord() throws {
         let (client, delegate) = try securedPair()
         let first = patternData(16385)
@@ -64,21 +64,7 @@ final class TLSDataTests: TLSTestCase {
         }
         client.readData(toLength: UInt(first.count + second.count), withTimeout: testTimeout, tag: 3)
         let echoed = delegate.waitForReadBytes(first.count + second.count, tag: 3)
-        try Self.skipIfPartialWriteBug(echoed == first + second, Self.firstDifference([echoed], [first + second]))
         XCTAssertTrue(echoed == first + second, Self.firstDifference([echoed], [first + second]))
-    }
-
-    /// Bug in Sources/LoopSocket/GCDAsyncSocket+TLS.swift, `encryptQueuedWrites`: the SSL_CTX has
-    /// `SSL_MODE_ENABLE_PARTIAL_WRITE`, so `SSL_write` returns after one record (at most 16,384 bytes) even when
-    /// asked for more; the loop then moves on to the next queued write (`i += 1`) although the current one has
-    /// bytes left unencrypted, while `completeWrites(total)` credits the bytes to the writes in queue order. With
-    /// two or more writes encrypted in one pass and a non-last one over 16,384 bytes, the stream loses that
-    /// write's tail and repeats as many bytes of the next one: same length, wrong bytes. Until it is fixed, a
-    /// mismatch in the tests that queue writes together is reported as this skip.
-    static func skipIfPartialWriteBug(_ intact: Bool, _ detail: String) throws {
-        if !intact {
-            throw XCTSkip("bug: encryptQueuedWrites moves to the next write after a partial SSL_write (one record): bytes lost and repeated; \(detail)")
-        }
     }
 
     /// Where `received` first differs from `expected`, for failure messages (never the whole payloads).

@@ -154,19 +154,3 @@ final class TLSQueueingTests: TLSTestCase {
         XCTAssertEqual(error?.socketError?.code, .closedError, "a clean end (close_notify), not a cut: \(String(describing: error))")
     }
 }
-
-extension TLSQueueingTests {
-    /// Several large writes queued at once: OpenSSL takes a write a record at a time, and each write must go
-    /// on from where it stopped (not the next one start at the first's offset).
-    func testSeveralLargeQueuedWritesArriveInOrder() throws {
-        let serverDelegate = makeDelegate("server")
-        let server = try makeTLSEchoServer(serverDelegate, .server(identity: try Self.identity()))
-        let clientDelegate = makeDelegate("client")
-        let client = try connectTLSClient(clientDelegate, port: server.localPort, Self.client())
-        let chunks = (0..<6).map { i in Data((0..<(100_000 + i * 7)).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ i) }) }
-        for (i, chunk) in chunks.enumerated() { client.write(chunk, withTimeout: testTimeout, tag: i) }
-        let all = chunks.reduce(Data(), +)
-        client.readData(toLength: UInt(all.count), withTimeout: testTimeout, tag: 99)
-        XCTAssertTrue(clientDelegate.waitForReadBytes(all.count, tag: 99) == all, "the echo differs from what was written")
-    }
-}
