@@ -308,6 +308,17 @@ final class LoopWorker: @unchecked Sendable {
         }
     }
 
+    /// A GCDAsyncSocket connection ended in `previous` state: a connect that failed, or an open connection
+    /// gone; its error, if any, counted.
+    func connectionEnded(from previous: ConnectionState, error: (any Error)?) {
+        if previous == .connecting {
+            connectionSettled(ok: false)
+        } else if previous == .open {
+            connectionClosed()
+        }
+        if let error { recordError(ErrorKind.classify(error), "\(error)") }
+    }
+
     /// A TLS handshake completed (the connection's `socketDidSecure`).
     func recordHandshake(_ socket: GCDAsyncSocket) {
         guard let start = socket.userData as? HandshakeStart else { return }

@@ -83,11 +83,6 @@ final class TLSEchoConnection: GCDAsyncSocketDelegate, LoadConnection {
     func socketDidDisconnect(_ sock: GCDAsyncSocket, withError err: Error?) {
         let previous = state
         state = .closed
-        if previous == .connecting {
-            worker.connectionSettled(ok: false)
-        } else if previous == .open {
-            worker.connectionClosed()
-        }
-        if let err, !worker.stopping { worker.recordError(ErrorKind.classify(err), "\(err)") }
+        worker.connectionEnded(from: previous, error: err)
     }
 }

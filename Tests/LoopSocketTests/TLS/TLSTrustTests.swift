@@ -27,15 +27,25 @@ final class TLSTrustTests: TLSTestCase {
         return client
     }
 
-    func testHandshakeWaitsForTheAnswerThenSecures() throws {
+    /// An echo server and a manual-trust client whose question has been asked (its handler in `held`).
+    private func clientAskingTrust() throws -> (server: GCDAsyncSocket, client: GCDAsyncSocket, delegate: RecordingDelegate, held: HeldHandler) {
         let serverDelegate = makeDelegate("server")
         let server = try makeTLSEchoServer(serverDelegate, .server(identity: try Self.identity()))
         let clientDelegate = makeDelegate("client")
         let held = HeldHandler()
         let client = try manualClient(clientDelegate, port: server.localPort, held: held)
+        waitForTrustQuestion(clientDelegate)
+        return (server, client, clientDelegate, held)
+    }
+
+    private func waitForTrustQuestion(_ delegate: RecordingDelegate, file: StaticString = #filePath, line: UInt = #line) {
+        delegate.waitFor("the trust question", file: file, line: line) { if case .trust = $0 { return true }; return false }
+    }
+
+    func testHandshakeWaitsForTheAnswerThenSecures() throws {
+        let (server, client, clientDelegate, held) = try clientAskingTrust()
         client.write(Data("ping".utf8), withTimeout: testTimeout, tag: 0)
         client.readData(toLength: 4, withTimeout: testTimeout, tag: 0)
-        clientDelegate.waitFor("the trust question") { if case .trust = $0 { return true }; return false }
         let trust = try XCTUnwrap(clientDelegate.events.lazy.compactMap { if case .trust(let t) = $0 { return t }; return nil }.first)
         XCTAssertEqual(trust.hostName, "localhost")
         XCTAssertTrue(trust.certificates.first?.subject.contains("CN=localhost") == true)
@@ -60,12 +70,7 @@ final class TLSTrustTests: TLSTestCase {
     }
 
     func testRejectingClosesWithTrustRejected() throws {
-        let serverDelegate = makeDelegate("server")
-        let server = try makeTLSEchoServer(serverDelegate, .server(identity: try Self.identity()))
-        let clientDelegate = makeDelegate("client")
-        let held = HeldHandler()
-        let client = try manualClient(clientDelegate, port: server.localPort, held: held)
-        clientDelegate.waitFor("the trust question") { if case .trust = $0 { return true }; return false }
+        let (_, client, clientDelegate, held) = try clientAskingTrust()
         held.call(false)
         let error = clientDelegate.waitForDisconnect(of: client)?.tlsError
         XCTAssertEqual(error?.code, .trustRejected)
@@ -76,12 +81,7 @@ final class TLSTrustTests: TLSTestCase {
     }
 
     func testHandlerAfterCloseIsHarmless() throws {
-        let serverDelegate = makeDelegate("server")
-        let server = try makeTLSEchoServer(serverDelegate, .server(identity: try Self.identity()))
-        let clientDelegate = makeDelegate("client")
-        let held = HeldHandler()
-        let client = try manualClient(clientDelegate, port: server.localPort, held: held)
-        clientDelegate.waitFor("the trust question") { if case .trust = $0 { return true }; return false }
+        let (server, client, clientDelegate, held) = try clientAskingTrust()
         client.disconnect()
         clientDelegate.waitForDisconnect(of: client)
         held.call(true)
@@ -135,7 +135,7 @@ final class TLSTrustTests: TLSTestCase {
         let client = try connectTLSClient(clientDelegate, port: server.localPort, Self.client { $0.identity = identity })
         // TLS 1.3: the client is done first and sends at once; the server is still asking.
         waitForSecure(clientDelegate, client)
-        serverDelegate.waitFor("the trust question") { if case .trust = $0 { return true }; return false }
+        waitForTrustQuestion(serverDelegate)
         // Sent after the question was asked, so the bytes wait in the server's kernel buffer.
         client.write(Data("hi".utf8), withTimeout: testTimeout, tag: 0)
         clientDelegate.waitFor("the write") { if case .wrote = $0 { return true }; return false }
