@@ -23,6 +23,8 @@ final class LoopContext {
     @exclusivity(unchecked) var reserveFD: Int32
     @exclusivity(unchecked) private var deferredPumps: [GCDAsyncSocket] = []
     @exclusivity(unchecked) private var spareDeferredPumps: [GCDAsyncSocket] = []
+    /// The `recvmmsg`/`sendmmsg` scratch space of the loop's UDP sockets, made on first use.
+    @exclusivity(unchecked) var datagramScratch: DatagramScratch?
 
     private init(loop: EventLoop) {
         self.loop = loop
