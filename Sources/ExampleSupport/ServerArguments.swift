@@ -34,6 +34,7 @@ public struct ServerArguments: Sendable {
 
     /// Parses `CommandLine.arguments`, or prints usage and exits.
     public static func parse(name: String) -> ServerArguments {
+        _ = Termination.shared
         var result = ServerArguments()
         var rest = CommandLine.arguments.dropFirst()
         func value(_ flag: String) -> String {
@@ -79,18 +80,27 @@ public struct ServerArguments: Sendable {
         exit(2)
     }
 
-    /// Blocks until SIGINT or SIGTERM arrives.
+    /// Blocks until SIGINT or SIGTERM arrives (caught from ``parse(name:)`` on).
     public static func waitForTermination() {
-        let stop = DispatchSemaphore(value: 0)
-        var sources: [DispatchSourceSignal] = []
+        Termination.shared.stop.wait()
+    }
+}
+
+/// SIGINT and SIGTERM, caught from the moment the command line is parsed: a stop sent as soon as the server
+/// announces itself (a script, a test) still ends it through its clean shutdown, not the signal's default.
+private final class Termination: @unchecked Sendable {
+    static let shared = Termination()
+    let stop = DispatchSemaphore(value: 0)
+    /// Kept for the process's life; set once, in `init`.
+    private var sources: [DispatchSourceSignal] = []
+
+    private init() {
         for sig in [SIGINT, SIGTERM] {
             signal(sig, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
-            source.setEventHandler { stop.signal() }
+            source.setEventHandler { [stop] in stop.signal() }
             source.resume()
             sources.append(source)
         }
-        stop.wait()
-        withExtendedLifetime(sources) {}
     }
 }
