@@ -10,23 +10,15 @@ import LoopSocket
 /// Serves until SIGINT/SIGTERM, then shuts down. Everything is a local, released before the process exits,
 /// so that a build with AddressSanitizer's leak check exits 0 (see echo-server's `serve`).
 func serve(_ arguments: ServerArguments) {
-    let group: EventLoopGroup
-    do {
-        group = try EventLoopGroup(numberOfLoops: arguments.loops, name: "aecho")
-    } catch {
-        ServerArguments.fail("cannot start event loops: \(error)")
-    }
+    let group = arguments.makeGroup(name: "aecho")
     let tls = arguments.tlsConfiguration()
-    let listener: AsyncListener
-    do {
-        let acceptFailures = AcceptFailureLog(server: "async-echo-server")
-        // With TLS, connections arrive after their handshake; failed handshakes are reported like accept failures.
-        listener = try AsyncListener(
+    let acceptFailures = AcceptFailureLog(server: "async-echo-server")
+    // With TLS, connections arrive after their handshake; failed handshakes are reported like accept failures.
+    let listener = arguments.listen {
+        try AsyncListener(
             host: arguments.host, port: arguments.port, tls: tls, group: group, acceptFailed: { acceptFailures.report($0) })
-    } catch {
-        ServerArguments.fail("cannot listen on \(arguments.host ?? "*"):\(arguments.port): \(error)")
     }
-    ServerArguments.announce("async-echo-server listening on \(arguments.host ?? "*") port \(listener.localPort) with \(group.loops.count) loop(s)\(tls == nil ? "" : ", TLS")")
+    arguments.announceListening("async-echo-server", port: listener.localPort, loops: group.loops.count, tls: tls != nil)
 
     // The accept loop runs in a task on the first loop and each connection in a child task on its own loop, so
     // the server never uses the global concurrent executor. SIGINT/SIGTERM close the listener: the accept

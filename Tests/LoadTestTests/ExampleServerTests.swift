@@ -28,11 +28,13 @@ final class ExampleServerTests: XCTestCase {
         return UInt16(line[range.upperBound...].prefix { $0.isNumber })
     }
 
-    /// Connects to `address:port` (IPv4, blocking, loopback only); 0 on success, else the errno.
-    private static func connectErrno(_ address: String, _ port: UInt16) -> Int32 {
+    /// Connects to `address:port` (IPv4, loopback only; blocking, at most 5 s: `SO_SNDTIMEO` bounds `connect`
+    /// on Linux); the descriptor, or the negated errno.
+    private static func connectTo(_ address: String, _ port: UInt16) -> Int32 {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { return errno }
-        defer { close(fd) }
+        guard fd >= 0 else { return -errno }
+        var limit = timeval(tv_sec: 5, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
         var sin = sockaddr_in()
         sin.sin_family = sa_family_t(AF_INET)
         sin.sin_port = port.bigEndian
@@ -40,13 +42,28 @@ final class ExampleServerTests: XCTestCase {
         let result = withUnsafePointer(to: &sin) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
         }
-        return result == 0 ? 0 : errno
+        guard result == 0 else {
+            let failure = errno
+            close(fd)
+            return -failure
+        }
+        return fd
+    }
+
+    /// Connects and closes at once; 0 on success, else the errno.
+    private static func connectErrno(_ address: String, _ port: UInt16) -> Int32 {
+        let fd = connectTo(address, port)
+        guard fd >= 0 else { return -fd }
+        close(fd)
+        return 0
     }
 
     /// SIGTERM, then the exit: status 0, not a signal (nor a sanitizer's exit-time verdict when built with one).
     private func stop(_ server: ChildProcess, _ name: String, file: StaticString = #filePath, line: UInt = #line) {
         server.process.terminate()
+        let began = Date()
         let status = server.wait(seconds: 20)
+        XCTAssertLessThan(Date().timeIntervalSince(began), 20, "\(name) did not stop on SIGTERM", file: file, line: line)
         XCTAssertEqual(server.process.terminationReason, .exit, "\(name) died of signal \(status)", file: file, line: line)
         XCTAssertEqual(status, 0, "\(name) exit status; stderr: \(server.standardError)", file: file, line: line)
     }
@@ -80,15 +97,8 @@ final class ExampleServerTests: XCTestCase {
             var clients: [Int32] = []
             defer { clients.forEach { close($0) } }
             for _ in 0..<60 {
-                let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-                var sin = sockaddr_in()
-                sin.sin_family = sa_family_t(AF_INET)
-                sin.sin_port = port.bigEndian
-                inet_pton(AF_INET, "127.0.0.1", &sin.sin_addr)
-                _ = withUnsafePointer(to: &sin) {
-                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-                }
-                clients.append(fd)
+                let fd = Self.connectTo("127.0.0.1", port)
+                if fd >= 0 { clients.append(fd) }
             }
             let deadline = Date().addingTimeInterval(10)
             while !server.standardError.contains("accept failed"), Date() < deadline {
