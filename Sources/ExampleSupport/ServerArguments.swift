@@ -1,4 +1,3 @@
-import Dispatch
 import EpollLoop
 import Glibc
 import LoopSocket
@@ -34,6 +33,7 @@ public struct ServerArguments: Sendable {
 
     /// Parses `CommandLine.arguments`, or prints usage and exits.
     public static func parse(name: String) -> ServerArguments {
+        _ = Termination.installed
         var result = ServerArguments()
         var rest = CommandLine.arguments.dropFirst()
         func value(_ flag: String) -> String {
@@ -66,6 +66,31 @@ public struct ServerArguments: Sendable {
         return result
     }
 
+    /// The event loops `--loops` asks for, named `name`; exits with a message if they cannot start.
+    public func makeGroup(name: String) -> EventLoopGroup {
+        do {
+            return try EventLoopGroup(numberOfLoops: loops, name: name)
+        } catch {
+            Self.fail("cannot start event loops: \(error)")
+        }
+    }
+
+    /// Runs `start`, which listens on ``host`` and ``port``, and returns its result; exits with a message if
+    /// it throws.
+    public func listen<Listener>(_ start: () throws -> Listener) -> Listener {
+        do {
+            return try start()
+        } catch {
+            Self.fail("cannot listen on \(host ?? "*"):\(port): \(error)")
+        }
+    }
+
+    /// Announces `server` listening on `port` (the one it got, for `--port 0`) with `loops` loops, the line
+    /// scripts and tests wait for.
+    public func announceListening(_ server: String, port: UInt16, loops: Int, tls: Bool) {
+        Self.announce("\(server) listening on \(host ?? "*") port \(port) with \(loops) loop(s)\(tls ? ", TLS" : "")")
+    }
+
     /// Writes `line` and a newline to standard output at once (unbuffered, so scripts waiting for it see it).
     public static func announce(_ line: String) {
         let text = line + "\n"
@@ -79,18 +104,34 @@ public struct ServerArguments: Sendable {
         exit(2)
     }
 
-    /// Blocks until SIGINT or SIGTERM arrives.
+    /// Blocks until SIGINT or SIGTERM arrives (caught from ``parse(name:)`` on).
     public static func waitForTermination() {
-        let stop = DispatchSemaphore(value: 0)
-        var sources: [DispatchSourceSignal] = []
+        Termination.wait()
+    }
+}
+
+/// SIGINT and SIGTERM, caught from the moment the command line is parsed: a stop sent as soon as the server
+/// announces itself (a script, a test) still ends it through its clean shutdown. A plain handler installed
+/// with `signal` (synchronously, unlike a Dispatch signal source, which is armed later on Dispatch's own
+/// queue and lost a SIGTERM sent in between) posts a semaphore, the one async-signal-safe thing it needs.
+private enum Termination {
+    /// Posted by the handler; never freed (the process's whole life).
+    nonisolated(unsafe) static let stop: UnsafeMutablePointer<sem_t> = {
+        let stop = UnsafeMutablePointer<sem_t>.allocate(capacity: 1)
+        sem_init(stop, 0, 0)
+        return stop
+    }()
+
+    /// Installs the handler for both signals (once: `parse` calls it).
+    static let installed: Void = {
+        _ = stop
         for sig in [SIGINT, SIGTERM] {
-            signal(sig, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
-            source.setEventHandler { stop.signal() }
-            source.resume()
-            sources.append(source)
+            signal(sig) { _ in sem_post(Termination.stop) }
         }
-        stop.wait()
-        withExtendedLifetime(sources) {}
+    }()
+
+    /// Blocks until a signal has posted the semaphore.
+    static func wait() {
+        while sem_wait(stop) != 0 && errno == EINTR {}
     }
 }

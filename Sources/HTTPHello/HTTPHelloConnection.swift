@@ -7,6 +7,8 @@ import LoopSocket
 /// connection's loop, one at a time, so its state needs no lock.
 final class HTTPHelloConnection: GCDAsyncSocketDelegate, @unchecked Sendable {
     let configuration: HTTPHelloServer.Configuration
+    /// The server's responses (shared bytes).
+    let responses: HTTPResponses
     /// Bytes of an incomplete head (nothing else is kept between reads).
     private var buffer: [UInt8] = []
     /// The body being read past, and the request it belongs to (answered once it ends).
@@ -22,8 +24,9 @@ final class HTTPHelloConnection: GCDAsyncSocketDelegate, @unchecked Sendable {
         case lingering(deadline: DispatchTime)
     }
 
-    init(configuration: HTTPHelloServer.Configuration) {
+    init(configuration: HTTPHelloServer.Configuration, responses: HTTPResponses) {
         self.configuration = configuration
+        self.responses = responses
     }
 
     func socket(_ sock: GCDAsyncSocket, didRead data: Data, withTag tag: Int) {
@@ -94,7 +97,7 @@ final class HTTPHelloConnection: GCDAsyncSocketDelegate, @unchecked Sendable {
                 if request.body == .none {
                     respond(to: request, on: sock)
                 } else {
-                    if request.expectsContinue { sock.write(HTTPResponses.continue, withTimeout: 10, tag: 0) }
+                    if request.expectsContinue { sock.write(responses.continue, withTimeout: 10, tag: 0) }
                     body = (HTTPBodyDecoder(request.body), request)
                 }
             }
@@ -103,7 +106,7 @@ final class HTTPHelloConnection: GCDAsyncSocketDelegate, @unchecked Sendable {
     }
 
     private func respond(to request: HTTPRequestHead, on sock: GCDAsyncSocket) {
-        sock.write(HTTPResponses.to(request), withTimeout: 10, tag: 0)
+        sock.write(responses.to(request), withTimeout: 10, tag: 0)
         if !request.keepAlive {
             phase = .closing
             sock.disconnectAfterWriting()

@@ -28,6 +28,8 @@ public final class HTTPHelloServer: GCDAsyncSocketDelegate, Sendable {
     }
 
     public let configuration: Configuration
+    /// The response bytes, built once and shared by every connection.
+    let responses = HTTPResponses()
     /// Reports accept failures (the descriptor limit, mostly); called on the listener's loop.
     let acceptFailed: @Sendable (any Error) -> Void
 
@@ -40,7 +42,7 @@ public final class HTTPHelloServer: GCDAsyncSocketDelegate, Sendable {
     /// Gives the new connection its own delegate, kept alive by the socket's `userData` for as long as the
     /// socket lives (no cycle: the connection does not hold the socket).
     public func socket(_ sock: GCDAsyncSocket, didAcceptNewSocket newSocket: GCDAsyncSocket) {
-        let connection = HTTPHelloConnection(configuration: configuration)
+        let connection = HTTPHelloConnection(configuration: configuration, responses: responses)
         newSocket.userData = connection
         newSocket.delegate = connection
         if let tls = configuration.tls { newSocket.startTLS(tls) }

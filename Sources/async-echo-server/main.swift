@@ -7,49 +7,46 @@ import EpollLoop
 import ExampleSupport
 import LoopSocket
 
-let arguments = ServerArguments.parse(name: "async-echo-server")
-let group: EventLoopGroup
-do {
-    group = try EventLoopGroup(numberOfLoops: arguments.loops, name: "aecho")
-} catch {
-    ServerArguments.fail("cannot start event loops: \(error)")
-}
-let tls = arguments.tlsConfiguration()
-let listener: AsyncListener
-do {
+/// Serves until SIGINT/SIGTERM, then shuts down. Everything is a local, released before the process exits,
+/// so that a build with AddressSanitizer's leak check exits 0 (see echo-server's `serve`).
+func serve(_ arguments: ServerArguments) {
+    let group = arguments.makeGroup(name: "aecho")
+    let tls = arguments.tlsConfiguration()
     let acceptFailures = AcceptFailureLog(server: "async-echo-server")
     // With TLS, connections arrive after their handshake; failed handshakes are reported like accept failures.
-    listener = try AsyncListener(
-        host: arguments.host, port: arguments.port, tls: tls, group: group, acceptFailed: { acceptFailures.report($0) })
-} catch {
-    ServerArguments.fail("cannot listen on \(arguments.host ?? "*"):\(arguments.port): \(error)")
-}
-ServerArguments.announce("async-echo-server listening on \(arguments.host ?? "*") port \(listener.localPort) with \(group.loops.count) loop(s)\(tls == nil ? "" : ", TLS")")
+    let listener = arguments.listen {
+        try AsyncListener(
+            host: arguments.host, port: arguments.port, tls: tls, group: group, acceptFailed: { acceptFailures.report($0) })
+    }
+    arguments.announceListening("async-echo-server", port: listener.localPort, loops: group.loops.count, tls: tls != nil)
 
-// The accept loop runs in a task on the first loop and each connection in a child task on its own loop, so
-// the server never uses the global concurrent executor. SIGINT/SIGTERM close the listener: the accept
-// loop ends, the connection tasks are cancelled, finish writing what they queued and close their
-// connections, and the group shuts down.
-let finished = DispatchSemaphore(value: 0)
-Task(executorPreference: group.loops[0]) {
-    try? await withThrowingDiscardingTaskGroup { tasks in
-        for try await connection in listener.connections {
-            tasks.addTask(executorPreference: connection.eventLoop) {
-                // Ends with a graceful close, also when the task is cancelled at shutdown: the replies already
-                // written go out first (within 5 s, for a client that stops reading). An error here is a
-                // reset by the peer or that cancellation: either way the connection is done.
-                try? await connection.executeThenClose(closeTimeout: .seconds(5)) { connection in
-                    while let chunk = try await connection.read(maxLength: 65536) {
-                        try await connection.write(chunk)
+    // The accept loop runs in a task on the first loop and each connection in a child task on its own loop, so
+    // the server never uses the global concurrent executor. SIGINT/SIGTERM close the listener: the accept
+    // loop ends, the connection tasks are cancelled, finish writing what they queued and close their
+    // connections, and the group shuts down.
+    let finished = DispatchSemaphore(value: 0)
+    Task(executorPreference: group.loops[0]) {
+        try? await withThrowingDiscardingTaskGroup { tasks in
+            for try await connection in listener.connections {
+                tasks.addTask(executorPreference: connection.eventLoop) {
+                    // Ends with a graceful close, also when the task is cancelled at shutdown: the replies already
+                    // written go out first (within 5 s, for a client that stops reading). An error here is a
+                    // reset by the peer or that cancellation: either way the connection is done.
+                    try? await connection.executeThenClose(closeTimeout: .seconds(5)) { connection in
+                        while let chunk = try await connection.read(maxLength: 65536) {
+                            try await connection.write(chunk)
+                        }
                     }
                 }
             }
+            tasks.cancelAll()
         }
-        tasks.cancelAll()
+        finished.signal()
     }
-    finished.signal()
+    ServerArguments.waitForTermination()
+    listener.close()
+    finished.wait()
+    try? group.shutdownGracefully()
 }
-ServerArguments.waitForTermination()
-listener.close()
-finished.wait()
-try? group.shutdownGracefully()
+
+serve(ServerArguments.parse(name: "async-echo-server"))

@@ -91,16 +91,17 @@ final class HTTPHelloServerTests: XCTestCase {
         try group?.shutdownGracefully(timeout: .seconds(10))
     }
 
-    private let ok = HTTPResponses.ok
-    private let okClose = HTTPResponses.okClose
+    private let responses = HTTPResponses()
+    private var ok: Data { responses.ok }
+    private var okClose: Data { responses.okClose }
 
     func testHEADHasTheHeadOfGETAndNoBody() throws {
         let client = try HTTPTestClient(port: try start())
         try client.send("HEAD / HTTP/1.1\r\nHost: x\r\n\r\nGET / HTTP/1.1\r\nHost: x\r\n\r\n")
-        let expected = HTTPResponses.head + ok
+        let expected = responses.head + ok
         XCTAssertEqual(String(decoding: try client.receive(expected.count), as: UTF8.self), String(decoding: expected, as: UTF8.self))
-        XCTAssertTrue(String(decoding: HTTPResponses.head, as: UTF8.self).hasPrefix("HTTP/1.1 200 OK\r\nContent-Length: 5\r\n"))
-        XCTAssertFalse(String(decoding: HTTPResponses.head, as: UTF8.self).hasSuffix("hello"))
+        XCTAssertTrue(String(decoding: responses.head, as: UTF8.self).hasPrefix("HTTP/1.1 200 OK\r\nContent-Length: 5\r\n"))
+        XCTAssertFalse(String(decoding: responses.head, as: UTF8.self).hasSuffix("hello"))
     }
 
     /// The case: a POST whose body looks like the end of a head gets one response, and the
@@ -124,7 +125,7 @@ final class HTTPHelloServerTests: XCTestCase {
     func testExpectContinue() throws {
         let client = try HTTPTestClient(port: try start())
         try client.send("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\n")
-        XCTAssertEqual(try client.receive(HTTPResponses.continue.count), HTTPResponses.continue)
+        XCTAssertEqual(try client.receive(responses.continue.count), responses.continue)
         try client.send("hello")
         XCTAssertEqual(try client.receive(ok.count), ok)
     }
@@ -137,7 +138,7 @@ final class HTTPHelloServerTests: XCTestCase {
         for i in 0..<300 {
             switch i % 3 {
             case 0: requests += "GET /\(i) HTTP/1.1\r\nHost: x\r\n\r\n"; expected += ok
-            case 1: requests += "HEAD /\(i) HTTP/1.1\r\nHost: x\r\n\r\n"; expected += HTTPResponses.head
+            case 1: requests += "HEAD /\(i) HTTP/1.1\r\nHost: x\r\n\r\n"; expected += responses.head
             default: requests += "POST /\(i) HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabc"; expected += ok
             }
         }
@@ -155,7 +156,7 @@ final class HTTPHelloServerTests: XCTestCase {
 
         let kept = try HTTPTestClient(port: port)
         try kept.send("GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n")
-        XCTAssertEqual(try kept.receive(HTTPResponses.okKeepAlive10.count), HTTPResponses.okKeepAlive10)
+        XCTAssertEqual(try kept.receive(responses.okKeepAlive10.count), responses.okKeepAlive10)
         try kept.send("GET / HTTP/1.0\r\n\r\n")
         XCTAssertEqual(try kept.receiveToEnd().data, okClose)
     }

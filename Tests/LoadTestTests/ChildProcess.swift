@@ -47,11 +47,13 @@ final class ChildProcess: @unchecked Sendable {
     var standardOutput: String { lock.withLock { String(decoding: outData, as: UTF8.self) } }
     var standardError: String { lock.withLock { String(decoding: errData, as: UTF8.self) } }
 
-    /// Waits up to `seconds` for the child to exit (killing it if it does not), then for its output to drain.
+    /// Waits up to `seconds` for the child to exit (killing it if it does not: SIGTERM, then SIGKILL after 5 s
+    /// more for a child that handles SIGTERM and does not leave), then for its output to drain.
     @discardableResult
     func wait(seconds: Double) -> Int32 {
         if exited.wait(timeout: .now() + seconds) == .timedOut {
             process.terminate()
+            if exited.wait(timeout: .now() + 5) == .timedOut { kill(process.processIdentifier, SIGKILL) }
         }
         process.waitUntilExit()
         outPipe.fileHandleForReading.readabilityHandler = nil

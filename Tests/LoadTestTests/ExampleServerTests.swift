@@ -1,0 +1,142 @@
+import Foundation
+import Glibc
+import XCTest
+
+/// The example servers (echo-server, async-echo-server, http-hello) and the README's first program as a new
+/// user meets them: started from the build with no options, they listen on the loopback only, say when they
+/// shed connections, and leave with status 0 when told to stop. (Here beside `ChildProcess`, which runs the
+/// package's executables for the load generator's tests too.)
+final class ExampleServerTests: XCTestCase {
+    private static let servers = ["echo-server", "async-echo-server", "http-hello"]
+
+    /// Starts `name` with `arguments` (under `prlimit` when `limit` is given) and returns it with its port.
+    private func start(_ name: String, _ arguments: [String] = [], nofile limit: Int? = nil) throws -> (ChildProcess, UInt16) {
+        let program = ChildProcess.product(name)
+        let server = try limit.map { try ChildProcess("/usr/bin/prlimit", ["--nofile=\($0)", program, "--port", "0"] + arguments) }
+            ?? ChildProcess(program, ["--port", "0"] + arguments)
+        guard server.waitForOutput(containing: "listening", seconds: 20),
+              let port = Self.port(in: server.standardOutput) else {
+            server.wait(seconds: 5)
+            throw StartFailure("\(name) did not start: \(server.standardOutput) \(server.standardError)")
+        }
+        return (server, port)
+    }
+
+    /// The port in "… listening on HOST port N …".
+    private static func port(in line: String) -> UInt16? {
+        guard let range = line.range(of: " port ") else { return nil }
+        return UInt16(line[range.upperBound...].prefix { $0.isNumber })
+    }
+
+    /// Connects to `address:port` (IPv4, loopback only; blocking, at most 5 s: `SO_SNDTIMEO` bounds `connect`
+    /// on Linux); the descriptor, or the negated errno.
+    private static func connectTo(_ address: String, _ port: UInt16) -> Int32 {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { return -errno }
+        var limit = timeval(tv_sec: 5, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
+        var sin = sockaddr_in()
+        sin.sin_family = sa_family_t(AF_INET)
+        sin.sin_port = port.bigEndian
+        inet_pton(AF_INET, address, &sin.sin_addr)
+        let result = withUnsafePointer(to: &sin) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard result == 0 else {
+            let failure = errno
+            close(fd)
+            return -failure
+        }
+        return fd
+    }
+
+    /// Connects and closes at once; 0 on success, else the errno.
+    private static func connectErrno(_ address: String, _ port: UInt16) -> Int32 {
+        let fd = connectTo(address, port)
+        guard fd >= 0 else { return -fd }
+        close(fd)
+        return 0
+    }
+
+    /// SIGTERM, then the exit: status 0, not a signal (nor a sanitizer's exit-time verdict when built with one).
+    private func stop(_ server: ChildProcess, _ name: String, file: StaticString = #filePath, line: UInt = #line) {
+        server.process.terminate()
+        let began = Date()
+        let status = server.wait(seconds: 20)
+        XCTAssertLessThan(Date().timeIntervalSince(began), 20, "\(name) did not stop on SIGTERM", file: file, line: line)
+        XCTAssertEqual(server.process.terminationReason, .exit, "\(name) died of signal \(status)", file: file, line: line)
+        XCTAssertEqual(status, 0, "\(name) exit status; stderr: \(server.standardError)", file: file, line: line)
+    }
+
+    /// With no `--host`, each example answers on 127.0.0.1 and refuses 127.0.0.2 (another loopback address,
+    /// which a server listening on every interface would accept on).
+    func testExampleServersListenOnTheLoopbackAddressUnlessToldOtherwise() throws {
+        for name in Self.servers {
+            let (server, port) = try start(name, ["--loops", "1"])
+            XCTAssertTrue(server.standardOutput.contains("listening on 127.0.0.1 port"), "\(name): \(server.standardOutput)")
+            XCTAssertEqual(Self.connectErrno("127.0.0.1", port), 0, name)
+            XCTAssertEqual(Self.connectErrno("127.0.0.2", port), ECONNREFUSED, "\(name) listens beyond 127.0.0.1")
+            stop(server, name)
+        }
+    }
+
+    /// `--host '*'` still listens on every interface (here: both loopback addresses answer).
+    func testHostStarListensOnEveryInterface() throws {
+        let (server, port) = try start("echo-server", ["--loops", "1", "--host", "*"])
+        XCTAssertEqual(Self.connectErrno("127.0.0.1", port), 0)
+        XCTAssertEqual(Self.connectErrno("127.0.0.2", port), 0)
+        stop(server, "echo-server")
+    }
+
+    /// At its descriptor limit (`prlimit --nofile=40`) each example sheds connections and says so on stderr, a
+    /// line a second at most however many it sheds, and still stops cleanly afterwards.
+    func testExampleServersReportAcceptFailuresAtTheDescriptorLimitRateLimited() throws {
+        for name in Self.servers {
+            let (server, port) = try start(name, ["--loops", "1"], nofile: 40)
+            let began = DispatchTime.now()
+            var clients: [Int32] = []
+            defer { clients.forEach { close($0) } }
+            for _ in 0..<60 {
+                let fd = Self.connectTo("127.0.0.1", port)
+                if fd >= 0 { clients.append(fd) }
+            }
+            let deadline = Date().addingTimeInterval(10)
+            while !server.standardError.contains("accept failed"), Date() < deadline {
+                usleep(10_000)  // polling the child's stderr, bounded by the deadline
+            }
+            let seconds = Double(DispatchTime.now().uptimeNanoseconds - began.uptimeNanoseconds) / 1e9
+            let lines = server.standardError.split(separator: "\n").filter { $0.contains("accept failed") }
+            XCTAssertFalse(lines.isEmpty, "\(name) shed connections silently: \(server.standardError)")
+            XCTAssertTrue(lines.allSatisfy { $0.hasPrefix("\(name): accept failed:") }, "\(lines)")
+            XCTAssertLessThanOrEqual(Double(lines.count), seconds.rounded(.up) + 1, "\(name) is not rate-limited: \(lines)")
+            clients.forEach { close($0) }
+            clients = []
+            stop(server, name)
+        }
+    }
+
+    /// The README's first program serves until it is killed: its last statement never returns
+    /// (`dispatchMain()`), so the process outlives `accept` (the loops run on their own threads), and it
+    /// listens on the loopback address. (Built and run by hand: see the commit that added this test.)
+    func testTheReadmeTasteKeepsItsProcessServing() throws {
+        let readme = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("README.md")
+        let text = try String(contentsOf: readme, encoding: .utf8)
+        guard let taste = text.components(separatedBy: "## A taste").dropFirst().first,
+              let code = taste.components(separatedBy: "```swift\n").dropFirst().first?.components(separatedBy: "```").first else {
+            return XCTFail("README.md has no '## A taste' Swift block")
+        }
+        let statements = code.split(separator: "\n")
+            .map { $0.components(separatedBy: "//")[0].trimmingCharacters(in: .whitespaces) }
+            .filter { !$0.isEmpty }
+        XCTAssertEqual(statements.last, "dispatchMain()", "the taste's process exits when its last statement returns")
+        XCTAssertTrue(statements.contains("import Dispatch"))
+        XCTAssertTrue(statements.contains { $0.contains("accept(onInterface: \"127.0.0.1\"") }, "the taste listens beyond the loopback")
+    }
+}
+
+/// A server that did not start: the test fails with its output.
+private struct StartFailure: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
