@@ -121,7 +121,7 @@ C_BIN="$TMP/c-echo"
 if [ "$BUILD" = 1 ]; then
     for product in echo-server async-echo-server http-hello loadtest; do
         log "building $product (root package, release)"
-        (cd "$ROOT_DIR" && swift build -c release --scratch-path "$ROOT_BUILD" --product "$product" >"$OUT/build-$product.log" 2>&1) \
+        (cd "$ROOT_DIR" && swift build -c release -Xcc -gdwarf-4 --scratch-path "$ROOT_BUILD" --product "$product" >"$OUT/build-$product.log" 2>&1) \
             || { tail -30 "$OUT/build-$product.log" >&2; exit 1; }
     done
     for product in nio-echo-server nio-async-echo-server nio-http-server; do

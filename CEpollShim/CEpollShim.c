@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stddef.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
@@ -103,4 +104,17 @@ extern CEPOLL_SWIFTCC void *swift_task_getCurrent(void);
 
 CEPOLL_SWIFTCC void *cepoll_task_current(void) {
     return swift_task_getCurrent();
+}
+
+// MARK: datagrams (GCDAsyncUdpSocket)
+
+_Static_assert(sizeof(cepoll_mmsghdr) == sizeof(struct mmsghdr), "cepoll_mmsghdr has mmsghdr's layout");
+_Static_assert(offsetof(cepoll_mmsghdr, msg_len) == offsetof(struct mmsghdr, msg_len), "msg_len at mmsghdr's offset");
+
+int cepoll_recvmmsg(int fd, cepoll_mmsghdr *msgs, unsigned int count, int flags) {
+    return recvmmsg(fd, (struct mmsghdr *)msgs, count, flags, NULL);
+}
+
+int cepoll_sendmmsg(int fd, cepoll_mmsghdr *msgs, unsigned int count, int flags) {
+    return sendmmsg(fd, (struct mmsghdr *)msgs, count, flags | MSG_NOSIGNAL);
 }

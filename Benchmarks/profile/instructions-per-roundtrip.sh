@@ -12,6 +12,9 @@
 # executor (`async-echo-server` never does: its tasks all run on its loops) and cannot read the SwiftNIO
 # peers' debug info.
 #
+# Build the server with `-Xcc -gdwarf-4` (compare.sh does): valgrind 3.19 cannot read the DWARF 5 that clang
+# emits for the C targets (COpenSSL, CEpollShim) and gives up ("Possibly corrupted debuginfo file").
+#
 # Environment: CONNS (10), SIZE (64), SENDFN (send), PORT (19111), C_REF_DIR.
 set -euo pipefail
 [ $# -ge 1 ] || { echo "usage: $0 SERVER [server arguments]" >&2; exit 2; }

@@ -94,4 +94,42 @@ int cepoll_pipe(int fds[2]);
 /// The kernel's id of the calling thread.
 int cepoll_gettid(void);
 
+// MARK: datagrams (GCDAsyncUdpSocket)
+//
+// Swift's Glibc module is not built with _GNU_SOURCE, so `struct mmsghdr`, `recvmmsg` and `sendmmsg` are not
+// visible to it: `cepoll_mmsghdr` has the kernel's layout (checked in CEpollShim.c) and the two calls forward.
+
+#include <netinet/in.h>
+
+/// `struct mmsghdr`: one message of a `recvmmsg`/`sendmmsg` batch and the bytes it moved.
+typedef struct cepoll_mmsghdr {
+    struct msghdr msg_hdr;
+    unsigned int msg_len;
+} cepoll_mmsghdr;
+
+/// `MSG_TRUNC`: in a received message's `msg_flags`, the datagram was longer than the buffer.
+static const int CEPOLL_MSG_TRUNC = MSG_TRUNC;
+/// `MSG_DONTWAIT`.
+static const int CEPOLL_MSG_DONTWAIT = MSG_DONTWAIT;
+/// Multicast and broadcast options (macros or enum members in the Glibc overlay).
+static const int CEPOLL_IP_ADD_MEMBERSHIP = IP_ADD_MEMBERSHIP;
+static const int CEPOLL_IP_DROP_MEMBERSHIP = IP_DROP_MEMBERSHIP;
+static const int CEPOLL_IP_MULTICAST_IF = IP_MULTICAST_IF;
+static const int CEPOLL_IP_MULTICAST_LOOP = IP_MULTICAST_LOOP;
+static const int CEPOLL_IPV6_JOIN_GROUP = IPV6_JOIN_GROUP;
+static const int CEPOLL_IPV6_LEAVE_GROUP = IPV6_LEAVE_GROUP;
+static const int CEPOLL_IPV6_MULTICAST_IF = IPV6_MULTICAST_IF;
+static const int CEPOLL_SO_BROADCAST = SO_BROADCAST;
+static const int CEPOLL_SO_REUSEPORT = SO_REUSEPORT;
+static const int CEPOLL_SO_REUSEADDR = SO_REUSEADDR;
+/// `SOL_UDP` / `UDP_SEGMENT`: the GSO option (Linux 4.18); set per socket or per message in a cmsg.
+static const int CEPOLL_SOL_UDP = 17;
+static const int CEPOLL_UDP_SEGMENT = 103;
+
+/// `recvmmsg(fd, msgs, count, flags, NULL)`.
+int cepoll_recvmmsg(int fd, cepoll_mmsghdr *msgs, unsigned int count, int flags);
+
+/// `sendmmsg(fd, msgs, count, flags | MSG_NOSIGNAL)`.
+int cepoll_sendmmsg(int fd, cepoll_mmsghdr *msgs, unsigned int count, int flags);
+
 #endif

@@ -100,14 +100,17 @@ extension GCDAsyncSocket {
     /// Satisfies reads from the prebuffer, then from the socket while it is readable, for at most the
     /// wakeup's read budget; nothing while writes back up (``SocketOptions/ReadBackpressure``).
     func readLoop() {
-        while phase == .connected && !flags.contains(.readTimeoutAsking) {
+        // Backpressure holds reads, not the handshake: a server that queued a large reply behind startTLS
+        // must still reach it.
+        if flags.contains(.tlsQueued) && flags.contains(.readsPaused) && reads.front({ $0.isStartTLS }) == true {
+            beginTLSIfBothQueuesReady()
+            return
+        }
+        while phase == .connected && flags.isDisjoint(with: [.readTimeoutAsking, .readsPaused]) {
             if flags.contains(.tlsQueued) && reads.front({ $0.isStartTLS }) == true {
                 beginTLSIfBothQueuesReady()
                 return
             }
-            // Backpressure holds reads, not the handshake: a server that queued a large reply behind
-            // startTLS must still reach it.
-            guard !flags.contains(.readsPaused) else { return }
             if !wantsBytes {
                 // Nobody reads: leave data in the kernel (backpressure) unless the peer has hung up, in which
                 // case what it sent is drained so the end of the stream is seen now, not at the next read.
@@ -139,7 +142,7 @@ extension GCDAsyncSocket {
             return
         }
         let buffer = context.receiveBuffer
-        switch receiveChunk() {
+        switch receiveChunk(into: buffer) {
         case .nothing:
             break
         case .endOfStream:
@@ -162,14 +165,13 @@ extension GCDAsyncSocket {
         /// Nothing to read now, or the socket closed with the error.
         case nothing
         case endOfStream
-        /// That many bytes at the start of `context.receiveBuffer`.
+        /// That many bytes at the start of the buffer.
         case bytes(Int)
     }
 
-    /// One `recv` into the loop's receive buffer, counted against the wakeup's read budget; a failure
-    /// closes the socket. The one receive path for plaintext, handshake and TLS records.
-    func receiveChunk() -> Chunk {
-        let buffer = context.receiveBuffer
+    /// One `recv` into `buffer` (the loop's receive buffer), counted against the wakeup's read budget; a
+    /// failure closes the socket. The one receive path for plaintext, handshake and TLS records.
+    func receiveChunk(into buffer: UnsafeMutableRawBufferPointer) -> Chunk {
         let result: IOResult<Int>
         do {
             result = try Syscall.recv(fd, buffer)

@@ -130,14 +130,15 @@ extension GCDAsyncSocket {
 
     /// One `recv` of handshake bytes into the stash; false when there was nothing (or the socket closed).
     private func receiveHandshakeBytes(_ tls: TLSConnection) -> Bool {
-        switch receiveChunk() {
+        let buffer = context.receiveBuffer
+        switch receiveChunk(into: buffer) {
         case .nothing:
             return false
         case .endOfStream:
             closeWithError(TLSError.closedInHandshake)
             return false
         case .bytes(let count):
-            tls.stash.append(contentsOf: UnsafeRawBufferPointer(rebasing: context.receiveBuffer[0..<count]))
+            tls.stash.append(contentsOf: UnsafeRawBufferPointer(rebasing: buffer[0..<count]))
             return true
         }
     }
@@ -205,7 +206,8 @@ extension GCDAsyncSocket {
     func receiveTLS(_ tls: TLSConnection, intoPrebufferOnly: Bool) {
         var input: UnsafeRawBufferPointer?
         if tls.stash.isEmpty {
-            switch receiveChunk() {
+            let buffer = context.receiveBuffer
+            switch receiveChunk(into: buffer) {
             case .nothing:
                 return
             case .endOfStream:
@@ -216,7 +218,7 @@ extension GCDAsyncSocket {
                 flags.insert(.readEOF)
                 return
             case .bytes(let count):
-                input = UnsafeRawBufferPointer(rebasing: context.receiveBuffer[0..<count])
+                input = UnsafeRawBufferPointer(rebasing: buffer[0..<count])
             }
         }
         tls.withInput(input) { decrypt(tls, intoPrebufferOnly: intoPrebufferOnly) }

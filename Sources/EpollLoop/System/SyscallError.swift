@@ -6,6 +6,7 @@ public enum SystemCall: String, Sendable, Hashable, CaseIterable {
     case socket, bind, listen, accept = "accept4", connect, shutdown
     case getsockopt, setsockopt, getsockname, getpeername
     case fcntl, pipe = "pipe2", open, dup
+    case recvmmsg, sendmmsg
 }
 
 /// A system call failed: which call, and the `errno` it set.

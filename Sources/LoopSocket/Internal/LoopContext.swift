@@ -25,6 +25,8 @@ final class LoopContext {
     @exclusivity(unchecked) private var spareDeferredPumps: [GCDAsyncSocket] = []
     /// Where TLS connections decrypt into (one record, at most 16 KiB, per `SSL_read`); made on first use.
     @exclusivity(unchecked) private var plaintextBuffer: UnsafeMutableRawBufferPointer?
+    /// The `recvmmsg`/`sendmmsg` scratch space of the loop's UDP sockets, made on first use.
+    @exclusivity(unchecked) var datagramScratch: DatagramScratch?
 
     private init(loop: EventLoop) {
         self.loop = loop

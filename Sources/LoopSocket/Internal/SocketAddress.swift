@@ -177,7 +177,7 @@ struct SocketAddress: Sendable {
     }
 
     /// Writes the kernel's form of the address into `raw`; returns its length.
-    private func fill(_ raw: inout sockaddr_storage) -> socklen_t {
+    func fill(_ raw: inout sockaddr_storage) -> socklen_t {
         withUnsafeMutableBytes(of: &raw) { bytes -> socklen_t in
             switch storage {
             case .v4(let sin):

@@ -27,16 +27,18 @@ final class TLSConnection {
     let serverName: String?
     /// Where a client keeps its session for resumption.
     let sessionKey: Data?
-    var state = State.handshaking
+    // `@exclusivity(unchecked)`, as on GCDAsyncSocket: touched only on the socket's loop, one pump at a
+    // time, and the dynamic checks cost more per record than the bookkeeping they guard.
+    @exclusivity(unchecked) var state = State.handshaking
     /// Ciphertext received but not yet taken by OpenSSL (rare: bytes that followed the handshake's last
     /// message in the same segment).
-    var stash: [UInt8] = []
+    @exclusivity(unchecked) var stash: [UInt8] = []
     /// Plaintext bytes (of the queued writes) whose ciphertext sits in the output buffer: their writes
     /// complete when it has all gone to the kernel.
-    var encryptedPlaintext = 0
-    var closeNotifyReceived = false
-    var closeNotifySent = false
-    var handshakeTimer = TimerID.invalid
+    @exclusivity(unchecked) var encryptedPlaintext = 0
+    @exclusivity(unchecked) var closeNotifyReceived = false
+    @exclusivity(unchecked) var closeNotifySent = false
+    @exclusivity(unchecked) var handshakeTimer = TimerID.invalid
 
     init(context: TLSContext, serverName: String?, sessionKey: Data?) throws(TLSError) {
         let isServer = context.configuration.role == .server

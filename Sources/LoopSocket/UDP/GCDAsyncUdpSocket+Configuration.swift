@@ -1,0 +1,139 @@
+import Dispatch
+import EpollLoop
+
+/// Delegate, families and sizes: GCDAsyncUdpSocket's getter and setter methods (its header declares them as
+/// methods, not properties, so Swift calls them as methods: `sock.setIPv4Enabled(false)`).
+extension GCDAsyncUdpSocket {
+    // MARK: Delegate
+
+    /// The delegate (held weakly).
+    public func delegate() -> (any GCDAsyncUdpSocketDelegate)? {
+        shared.withLock { $0.delegate }
+    }
+
+    /// Sets the delegate; callbacks already on their way may still reach the previous one.
+    public func setDelegate(_ delegate: (any GCDAsyncUdpSocketDelegate)?) {
+        shared.withLock { $0.delegate = delegate }
+        let box = UncheckedSendable(delegate)
+        onLoop { [self] in loopDelegate = box.value }
+    }
+
+    /// Sets the delegate, waiting until no callback can reach the previous one from the loop.
+    public func synchronouslySetDelegate(_ delegate: (any GCDAsyncUdpSocketDelegate)?) {
+        shared.withLock { $0.delegate = delegate }
+        _ = syncOnLoop { loopDelegate = delegate }
+    }
+
+    /// The queue callbacks run on; `nil`: the socket's event loop.
+    public func delegateQueue() -> DispatchQueue? {
+        shared.withLock { $0.delegateQueue }
+    }
+
+    /// Sets the queue callbacks run on (`nil`: inline on the event loop).
+    public func setDelegateQueue(_ queue: DispatchQueue?) {
+        shared.withLock { $0.delegateQueue = queue }
+        onLoop { [self] in loopDelegateQueue = queue }
+    }
+
+    /// Sets the delegate queue, waiting until the loop uses it.
+    public func synchronouslySetDelegateQueue(_ queue: DispatchQueue?) {
+        shared.withLock { $0.delegateQueue = queue }
+        _ = syncOnLoop { loopDelegateQueue = queue }
+    }
+
+    /// Sets delegate and queue together.
+    public func setDelegate(_ delegate: (any GCDAsyncUdpSocketDelegate)?, delegateQueue: DispatchQueue?) {
+        shared.withLock {
+            $0.delegate = delegate
+            $0.delegateQueue = delegateQueue
+        }
+        let box = UncheckedSendable(delegate)
+        onLoop { [self] in
+            loopDelegate = box.value
+            loopDelegateQueue = delegateQueue
+        }
+    }
+
+    /// Sets delegate and queue together, waiting until the loop uses them.
+    public func synchronouslySetDelegate(_ delegate: (any GCDAsyncUdpSocketDelegate)?, delegateQueue: DispatchQueue?) {
+        shared.withLock {
+            $0.delegate = delegate
+            $0.delegateQueue = delegateQueue
+        }
+        _ = syncOnLoop {
+            loopDelegate = delegate
+            loopDelegateQueue = delegateQueue
+        }
+    }
+
+    /// Anything the user wants to keep with the socket.
+    public func userData() -> Any? {
+        shared.withLock { $0.userData }
+    }
+
+    /// Sets ``userData()``.
+    public func setUserData(_ userData: Any?) {
+        let box = UncheckedSendable(userData)
+        shared.withLock { $0.userData = box.value }
+    }
+
+    // MARK: Families
+
+    var configuration: Configuration { shared.withLock { $0.configuration } }
+
+    private func configure(_ change: (inout Configuration) -> Void) {
+        shared.withLock { change(&$0.configuration) }
+    }
+
+    /// Whether IPv4 may be used (default true). Takes effect at the next bind, connect or first send.
+    public func isIPv4Enabled() -> Bool { configuration.ipv4Enabled }
+    /// Enables or disables IPv4.
+    public func setIPv4Enabled(_ flag: Bool) { configure { $0.ipv4Enabled = flag } }
+    /// Whether IPv6 may be used (default true).
+    public func isIPv6Enabled() -> Bool { configuration.ipv6Enabled }
+    /// Enables or disables IPv6.
+    public func setIPv6Enabled(_ flag: Bool) { configure { $0.ipv6Enabled = flag } }
+    /// Whether a host with both kinds of address is reached over IPv4 (the default).
+    public func isIPv4Preferred() -> Bool { configuration.preference == .ipv4 }
+    /// Whether a host with both kinds of address is reached over IPv6.
+    public func isIPv6Preferred() -> Bool { configuration.preference == .ipv6 }
+    /// Whether the resolver's first address is used, whatever its family.
+    public func isIPVersionNeutral() -> Bool { configuration.preference == .neutral }
+    /// Prefers IPv4.
+    public func setPreferIPv4() { configure { $0.preference = .ipv4 } }
+    /// Prefers IPv6.
+    public func setPreferIPv6() { configure { $0.preference = .ipv6 } }
+    /// Uses the resolver's first address.
+    public func setIPVersionNeutral() { configure { $0.preference = .neutral } }
+
+    // MARK: Sizes
+
+    /// The largest IPv4 datagram received whole (default 65,535); a longer one is dropped and reported
+    /// through ``GCDAsyncUdpSocketDelegate/udpSocket(_:didNotReceiveDataDueToError:)``.
+    public func maxReceiveIPv4BufferSize() -> UInt16 { configuration.maxReceive4 }
+    /// Sets ``maxReceiveIPv4BufferSize()``.
+    public func setMaxReceiveIPv4BufferSize(_ max: UInt16) { configure { $0.maxReceive4 = max } }
+    /// The largest IPv6 datagram received whole (default 65,535; at most 65,536 are kept).
+    public func maxReceiveIPv6BufferSize() -> UInt32 { configuration.maxReceive6 }
+    /// Sets ``maxReceiveIPv6BufferSize()``.
+    public func setMaxReceiveIPv6BufferSize(_ max: UInt32) { configure { $0.maxReceive6 = max } }
+    /// The largest datagram ``send(_:withTimeout:tag:)`` accepts (default 65,535); a longer one fails with
+    /// `badParamError`.
+    public func maxSendBufferSize() -> UInt16 { configuration.maxSend }
+    /// Sets ``maxSendBufferSize()``.
+    public func setMaxSendBufferSize(_ max: UInt16) { configure { $0.maxSend = max } }
+
+    // MARK: Batching and backpressure (not in GCDAsyncUdpSocket)
+
+    /// Datagrams taken per readiness event with one `recvmmsg` (default 32, 1 to 64).
+    public func receiveBatchSize() -> Int { configuration.receiveBatch }
+    /// Sets ``receiveBatchSize()``, clamped to 1...64.
+    public func setReceiveBatchSize(_ count: Int) {
+        configure { $0.receiveBatch = Swift.min(Swift.max(count, 1), DatagramScratch.maxBatch) }
+    }
+    /// The bound on bytes queued for sending (default 1 MiB): a send that would pass it fails at once with
+    /// `otherError` (`ENOBUFS`) instead of growing memory without limit.
+    public func maxQueuedSendBytes() -> Int { configuration.maxQueuedSendBytes }
+    /// Sets ``maxQueuedSendBytes()``.
+    public func setMaxQueuedSendBytes(_ bytes: Int) { configure { $0.maxQueuedSendBytes = Swift.max(bytes, 0) } }
+}

@@ -1,0 +1,69 @@
+import Dispatch
+import FoundationEssentials
+
+/// Delivering callbacks: inline on the loop when there is no delegate queue, else `async` onto the queue.
+extension GCDAsyncUdpSocket {
+    enum DelegateTarget {
+        case none
+        case inline(any GCDAsyncUdpSocketDelegate)
+        case queued(any GCDAsyncUdpSocketDelegate, DispatchQueue)
+    }
+
+    /// Where the next callback goes. Loop only.
+    @inline(__always)
+    var delegateTarget: DelegateTarget {
+        guard let delegate = loopDelegate else { return .none }
+        if let queue = loopDelegateQueue { return .queued(delegate, queue) }
+        return .inline(delegate)
+    }
+
+    /// Delivers a callback (for the rarer events; the hot ones switch on ``delegateTarget`` themselves, so
+    /// the inline path allocates no closure).
+    func notify(_ event: @escaping (any GCDAsyncUdpSocketDelegate, GCDAsyncUdpSocket) -> Void) {
+        switch delegateTarget {
+        case .none:
+            return
+        case .inline(let delegate):
+            event(delegate, self)
+        case .queued(let delegate, let queue):
+            let box = UncheckedSendable((delegate, event))
+            queue.async { [self] in box.value.1(box.value.0, self) }
+        }
+    }
+
+    /// `udpSocket(_:didReceive:fromAddress:withFilterContext:)`.
+    @inline(__always)
+    func notifyDidReceive(_ data: Data, from address: Data, context: Any?) {
+        switch delegateTarget {
+        case .none: return
+        case .inline(let delegate): delegate.udpSocket(self, didReceive: data, fromAddress: address, withFilterContext: context)
+        case .queued(let delegate, let queue):
+            let box = UncheckedSendable((delegate, context))
+            queue.async { [self] in
+                box.value.0.udpSocket(self, didReceive: data, fromAddress: address, withFilterContext: box.value.1)
+            }
+        }
+    }
+
+    /// `udpSocket(_:didSendDataWithTag:)`.
+    @inline(__always)
+    func notifyDidSend(tag: Int) {
+        switch delegateTarget {
+        case .none: return
+        case .inline(let delegate): delegate.udpSocket(self, didSendDataWithTag: tag)
+        case .queued(let delegate, let queue):
+            let box = UncheckedSendable(delegate)
+            queue.async { [self] in box.value.udpSocket(self, didSendDataWithTag: tag) }
+        }
+    }
+
+    /// `udpSocket(_:didNotSendDataWithTag:dueToError:)`.
+    func notifyDidNotSend(tag: Int, error: GCDAsyncUdpSocketError) {
+        notify { $0.udpSocket($1, didNotSendDataWithTag: tag, dueToError: error) }
+    }
+
+    /// `udpSocket(_:didNotReceiveDataDueToError:)`.
+    func notifyDidNotReceive(_ error: GCDAsyncUdpSocketError) {
+        notify { $0.udpSocket($1, didNotReceiveDataDueToError: error) }
+    }
+}

@@ -1,0 +1,215 @@
+import CEpollShim
+import Dispatch
+import EpollLoop
+import FoundationEssentials
+import Glibc
+
+/// Receiving: `recvmmsg` batches into the loop's scratch slots, one `Data` per delivered datagram.
+extension GCDAsyncUdpSocket {
+    // MARK: Public API
+
+    /// Receives one datagram (the next that passes the receive filter), then stops.
+    ///
+    /// - Throws: `badConfigError` if the socket has no descriptor yet: bind it, connect it or send first.
+    public func receiveOnce() throws {
+        try startReceiving(.receiveOnce)
+    }
+
+    /// Receives every datagram until ``pauseReceiving()`` or close.
+    ///
+    /// - Throws: `badConfigError` if the socket has no descriptor yet: bind it, connect it or send first.
+    public func beginReceiving() throws {
+        try startReceiving(.receiveContinuous)
+    }
+
+    /// Stops receiving. Datagrams wait in the kernel's buffer (which drops what does not fit) until
+    /// ``receiveOnce()`` or ``beginReceiving()``; none already taken from it is lost.
+    public func pauseReceiving() {
+        onLoop { [self] in
+            flags.remove([.receiveOnce, .receiveContinuous])
+            updateInterest()
+        }
+    }
+
+    /// GCDAsyncUdpSocket's receive filter, called for each datagram before it is delivered: on `filterQueue`,
+    /// or inline on the loop when `filterQueue` is nil (GCDAsyncUdpSocket ignores a filter without a queue).
+    public func setReceiveFilter(_ filterBlock: GCDAsyncUdpSocketReceiveFilterBlock?, withQueue filterQueue: DispatchQueue?) {
+        setReceiveFilter(filterBlock, withQueue: filterQueue, isAsynchronous: true)
+    }
+
+    /// As ``setReceiveFilter(_:withQueue:)``. A filter with a queue is always called asynchronously: a
+    /// synchronous call would block the event loop.
+    public func setReceiveFilter(_ filterBlock: GCDAsyncUdpSocketReceiveFilterBlock?, withQueue filterQueue: DispatchQueue?, isAsynchronous: Bool) {
+        let slot = UncheckedSendable(filterBlock.map { FilterSlot(block: $0, queue: filterQueue) })
+        onLoop { [self] in receiveFilter = slot.value }
+    }
+
+    private func startReceiving(_ mode: Flags) throws {
+        try throwingOnLoop { () throws(GCDAsyncUdpSocketError) in
+            guard !flags.contains(mode) else { return }
+            guard flags.contains(.didCreateSockets) else {
+                throw GCDAsyncUdpSocketError(.badConfigError,
+                    "Must bind socket before you can receive data. You can do this explicitly via bind, or implicitly via connect or by sending data.")
+            }
+            flags.remove([.receiveOnce, .receiveContinuous])
+            flags.insert(mode)
+            if !held.isEmpty { schedulePump() }
+            updateInterest()
+        }
+    }
+
+    // MARK: Readiness
+
+    /// Whether the descriptors should be read now.
+    var wantsReceive: Bool {
+        guard held.isEmpty else { return false }
+        if flags.contains(.receiveContinuous) { return true }
+        return flags.contains(.receiveOnce) && pendingFilterOperations == 0
+    }
+
+    private var isReceiving: Bool { !flags.isDisjoint(with: [.receiveOnce, .receiveContinuous]) }
+
+    /// Sets each descriptor's epoll interest: readable while receiving, writable while a send waits for room.
+    func updateInterest() {
+        var interest: IOEvents = []
+        if wantsReceive { interest.insert(.readable) }
+        if flags.contains(.sendBlocked) { interest.insert(.writable) }
+        for channel in [channel4, channel6] {
+            guard let channel, channel.interest != interest else { continue }
+            do {
+                try eventLoop.setInterest(interest, fd: channel.fd)
+                channel.interest = interest
+            } catch {
+                closeWithError(GCDAsyncUdpSocketError(.otherError, "\(error)"))
+                return
+            }
+        }
+    }
+
+    func handleIO(_ events: IOEvents, on channel: DatagramChannel) {
+        if events.contains(.writable) && flags.contains(.sendBlocked) {
+            flags.remove(.sendBlocked)
+            pumpSends()
+        }
+        guard channel === channel4 || channel === channel6 else { return }  // closed by a callback
+        if events.contains(.readable) || events.contains(.error) {
+            if wantsReceive {
+                receive(on: channel)
+            } else if events.contains(.error) {
+                // An ICMP error is pending while nobody receives: take it (level-triggered EPOLLERR would
+                // otherwise spin the loop) and report it.
+                reportPendingError(on: channel)
+            }
+        }
+    }
+
+    private func reportPendingError(on channel: DatagramChannel) {
+        guard let code = try? Syscall.option(channel.fd, level: SOL_SOCKET, name: SO_ERROR), code != 0 else { return }
+        notifyDidNotReceive(GCDAsyncUdpSocketError(SyscallError(.recvmmsg, errno: Errno(rawValue: code))))
+    }
+
+    // MARK: Receiving a batch
+
+    /// Takes up to a batch of datagrams with one `recvmmsg` (one while receiving once) and delivers them.
+    private func receive(on channel: DatagramChannel) {
+        let configuration = self.configuration
+        let scratch = context.datagrams
+        let limit = Swift.min(channel.family == AF_INET ? Int(configuration.maxReceive4) : Int(configuration.maxReceive6),
+                              DatagramScratch.slotSize)
+        let batch = flags.contains(.receiveOnce) ? 1 : configuration.receiveBatch
+        scratch.prepareReceive(count: batch, limit: limit)
+        let generation = self.generation
+        let outcome = Result { () throws(SyscallError) in try Syscall.receiveMessages(channel.fd, scratch.receiveMessages, count: batch) }
+        flags.insert(.receiving)
+        switch outcome {
+        case .success(.wouldBlock):
+            break
+        case .success(.processed(let count)):
+            deliverBatch(count, scratch: scratch, limit: limit, generation: generation)
+        case .failure(let error) where Self.isTransient(error.errno):
+            notifyDidNotReceive(GCDAsyncUdpSocketError(error))
+        case .failure(let error):
+            closeWithError(GCDAsyncUdpSocketError(error))
+            return
+        }
+        guard generation == self.generation else { return }
+        flags.remove(.receiving)
+        if !sends.isEmpty { pumpSends() } else { updateInterest() }
+    }
+
+    /// Errors `recvmmsg` reports for one datagram or an earlier ICMP message, after which the socket works on.
+    private static func isTransient(_ errno: Errno) -> Bool {
+        switch errno.rawValue {
+        case ECONNREFUSED, EHOSTUNREACH, ENETUNREACH, ECONNRESET, EHOSTDOWN, ENETDOWN, EPROTO, ENOMEM, ENOBUFS: return true
+        default: return false
+        }
+    }
+
+    private func deliverBatch(_ count: Int, scratch: DatagramScratch, limit: Int, generation: UInt32) {
+        for i in 0..<count {
+            guard generation == self.generation else { return }
+            guard isReceiving else {
+                // Paused by a callback mid-batch: keep the rest for when receiving resumes.
+                for j in i..<count {
+                    guard !scratch.receivedTruncated(j) else { continue }
+                    held.append(ReceivedDatagram(data: Self.copy(scratch.receivedBytes(j)), address: Self.copy(scratch.receivedAddress(j))))
+                }
+                return
+            }
+            if scratch.receivedTruncated(i) {
+                notifyDidNotReceive(GCDAsyncUdpSocketError(.otherError,
+                    "Datagram longer than the maximum receive size (\(limit) bytes) dropped", errno: Errno(rawValue: EMSGSIZE)))
+                continue
+            }
+            deliver(Self.copy(scratch.receivedBytes(i)), from: Self.copy(scratch.receivedAddress(i)))
+        }
+    }
+
+    /// The one copy a received datagram costs: out of the reused slot into the `Data` the user keeps.
+    @inline(__always)
+    private static func copy(_ bytes: UnsafeRawBufferPointer) -> Data {
+        Data(bytes: bytes.baseAddress!, count: bytes.count)
+    }
+
+    /// Delivers datagrams held back when receiving paused mid-batch.
+    func deliverHeld() {
+        let generation = self.generation
+        while !held.isEmpty && isReceiving && generation == self.generation {
+            let datagram = held.removeFirst()
+            deliver(datagram.data, from: datagram.address)
+        }
+        if generation == self.generation { updateInterest() }
+    }
+
+    /// Runs the receive filter if there is one, then hands the datagram to the delegate.
+    private func deliver(_ data: Data, from address: Data) {
+        guard let filter = receiveFilter else {
+            complete(data, from: address, context: nil)
+            return
+        }
+        guard let queue = filter.queue else {
+            var context: Any?
+            if filter.block(data, address, &context) { complete(data, from: address, context: context) }
+            return
+        }
+        pendingFilterOperations += 1
+        let generation = self.generation
+        let block = UncheckedSendable(filter.block)
+        queue.async { [self] in
+            var context: Any?
+            let allowed = block.value(data, address, &context)
+            let result = UncheckedSendable(context)
+            onLoop { [self] in
+                guard generation == self.generation else { return }
+                pendingFilterOperations -= 1
+                if allowed { complete(data, from: address, context: result.value) }
+                updateInterest()
+            }
+        }
+    }
+
+    private func complete(_ data: Data, from address: Data, context: Any?) {
+        flags.remove(.receiveOnce)
+        notifyDidReceive(data, from: address, context: context)
+    }
+}

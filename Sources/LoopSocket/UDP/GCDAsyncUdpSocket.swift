@@ -1,0 +1,209 @@
+import Dispatch
+import EpollLoop
+import FoundationEssentials
+
+/// A UDP socket with GCDAsyncUdpSocket's API, pinned to one event loop.
+///
+/// Sends are queued with tags and timeouts and reported through the delegate; datagrams arrive one
+/// `receiveOnce()` at a time or continuously after `beginReceiving()`, as with CocoaAsyncSocket's
+/// GCDAsyncUdpSocket. Unlike it, every socket lives on one ``EventLoop`` for life: its I/O, timers and state
+/// are handled on that loop's thread and, when it has no `delegateQueue`, its delegate is called right
+/// there. Receiving drains up to ``receiveBatchSize()`` datagrams per readiness event with one `recvmmsg`,
+/// and the sends queued meanwhile leave together with `sendmmsg`. Methods may be called from any thread.
+///
+/// ```swift
+/// let socket = GCDAsyncUdpSocket(delegate: echo, delegateQueue: nil)
+/// try socket.bind(toPort: 0, interface: "127.0.0.1")
+/// try socket.beginReceiving()
+/// print("bound to", socket.localPort())
+/// ```
+public final class GCDAsyncUdpSocket: @unchecked Sendable {
+    // Thread-safety: `eventLoop` is immutable; `shared` is a mutex for what any thread may read or set
+    // (delegate, configuration, user data); everything else is confined to `eventLoop`'s thread.
+
+    /// The loop this socket belongs to for life.
+    public let eventLoop: EventLoop
+    let shared: Locked<SharedState>
+
+    // MARK: Loop-confined state (unchecked exclusivity: loop thread only, as in GCDAsyncSocket)
+
+    @exclusivity(unchecked) weak var loopDelegate: (any GCDAsyncUdpSocketDelegate)?
+    @exclusivity(unchecked) var loopDelegateQueue: DispatchQueue?
+    @exclusivity(unchecked) var flags: Flags = []
+    @exclusivity(unchecked) var channel4: DatagramChannel?
+    @exclusivity(unchecked) var channel6: DatagramChannel?
+    @exclusivity(unchecked) var peerAddress: SocketAddress?
+    /// Changes at every close: work started before it (resolution, filters, deferred pumps) checks it.
+    @exclusivity(unchecked) var generation: UInt32 = 0
+    @exclusivity(unchecked) var sends = OpQueue<SendOp>()
+    @exclusivity(unchecked) var queuedSendBytes = 0
+    @exclusivity(unchecked) var nextSendID: UInt32 = 0
+    /// Host names resolved for queued sends, by send id.
+    @exclusivity(unchecked) var resolutions: [UInt32: Result<[SocketAddress], GCDAsyncUdpSocketError>] = [:]
+    @exclusivity(unchecked) var sendTimer = TimerID.invalid
+    @exclusivity(unchecked) var retryTimer = TimerID.invalid
+    @exclusivity(unchecked) var sendFilter: FilterSlot<GCDAsyncUdpSocketSendFilterBlock>?
+    @exclusivity(unchecked) var receiveFilter: FilterSlot<GCDAsyncUdpSocketReceiveFilterBlock>?
+    /// Receive-filter calls out on their queue.
+    @exclusivity(unchecked) var pendingFilterOperations = 0
+    /// Datagrams received in a batch after receiving was paused mid-batch: delivered first when it resumes.
+    @exclusivity(unchecked) var held: [ReceivedDatagram] = []
+    @exclusivity(unchecked) var cachedContext: LoopContext?
+
+    /// A socket on `loop`, or on the next loop of `group`, or of ``GCDAsyncSocket/defaultGroup``.
+    ///
+    /// - Parameters:
+    ///   - delegate: receives the callbacks (held weakly, as GCDAsyncUdpSocket does).
+    ///   - delegateQueue: where callbacks run; `nil` runs them on the socket's event loop (fastest).
+    ///   - loop: the loop to pin the socket to.
+    ///   - group: when `loop` is nil, the socket takes `group.next()`.
+    public init(
+        delegate: (any GCDAsyncUdpSocketDelegate)? = nil, delegateQueue: DispatchQueue? = nil,
+        loop: EventLoop? = nil, group: EventLoopGroup? = nil
+    ) {
+        self.eventLoop = loop ?? (group ?? GCDAsyncSocket.defaultGroup).next()
+        self.shared = Locked(SharedState(delegate: delegate, delegateQueue: delegateQueue))
+        self.loopDelegate = delegate
+        self.loopDelegateQueue = delegateQueue
+    }
+
+    /// GCDAsyncUdpSocket's designated initialiser; the socket queue is ignored (the event loop takes its place).
+    public convenience init(delegate: (any GCDAsyncUdpSocketDelegate)?, delegateQueue: DispatchQueue?, socketQueue: DispatchQueue?) {
+        self.init(delegate: delegate, delegateQueue: delegateQueue)
+    }
+
+    /// A socket without a delegate yet; the socket queue is ignored.
+    public convenience init(socketQueue: DispatchQueue?) {
+        self.init(delegate: nil, delegateQueue: nil)
+    }
+
+    /// A socket without a delegate yet.
+    public convenience init() {
+        self.init(delegate: nil, delegateQueue: nil)
+    }
+
+    /// The shared per-loop state. Loop only.
+    var context: LoopContext {
+        if let cachedContext { return cachedContext }
+        let context = LoopContext.of(eventLoop)
+        cachedContext = context
+        return context
+    }
+
+    /// Runs `body` on the socket's loop: now if already there, otherwise queued. False if the loop is shut down.
+    @discardableResult
+    func onLoop(_ body: @escaping @Sendable () -> Void) -> Bool {
+        if eventLoop.inEventLoop {
+            body()
+            return true
+        }
+        do {
+            try eventLoop.execute(body)
+            return true
+        } catch {
+            return false
+        }
+    }
+
+    /// Runs `body` on the loop and waits for its result, as GCDAsyncUdpSocket's `dispatch_sync` onto its
+    /// socket queue does; `nil` if the loop is shut down. Called from another loop's thread, that loop waits.
+    func syncOnLoop<T>(_ body: () -> T) -> T? {
+        if eventLoop.inEventLoop { return body() }
+        var result: T?
+        withoutActuallyEscaping({ result = body() }) { block in
+            let box = PerformBox(block)
+            let done = DispatchSemaphoreBox()
+            if onLoop({ box.run(); done.signal() }) { done.wait() }
+        }
+        return result
+    }
+
+    /// ``syncOnLoop(_:)`` for the calls that throw: the loop being shut down is a `badConfigError`.
+    func throwingOnLoop(_ body: () throws(GCDAsyncUdpSocketError) -> Void) throws(GCDAsyncUdpSocketError) {
+        let outcome = syncOnLoop { () -> GCDAsyncUdpSocketError? in
+            do throws(GCDAsyncUdpSocketError) { try body() } catch { return error }
+            return nil
+        }
+        guard let outcome else { throw GCDAsyncUdpSocketError.loopShutDown }
+        if let error = outcome { throw error }
+    }
+}
+
+// MARK: - State
+
+extension GCDAsyncUdpSocket {
+    struct Flags: OptionSet {
+        let rawValue: UInt32
+        /// At least one descriptor exists (GCDAsyncUdpSocket's `kDidCreateSockets`).
+        static let didCreateSockets = Flags(rawValue: 1 << 0)
+        /// Bound explicitly, or implicitly by a send or a connect.
+        static let didBind = Flags(rawValue: 1 << 1)
+        /// A connect is resolving its host.
+        static let connecting = Flags(rawValue: 1 << 2)
+        static let didConnect = Flags(rawValue: 1 << 3)
+        static let receiveOnce = Flags(rawValue: 1 << 4)
+        static let receiveContinuous = Flags(rawValue: 1 << 5)
+        static let closeAfterSends = Flags(rawValue: 1 << 6)
+        /// The last send hit `EAGAIN`: wait for EPOLLOUT.
+        static let sendBlocked = Flags(rawValue: 1 << 7)
+        /// The last send hit `ENOBUFS`: a timer retries it (EPOLLOUT would not come: the buffer has room).
+        static let sendRetryPending = Flags(rawValue: 1 << 8)
+        /// The front send is out on the send filter's queue.
+        static let sendFilterPending = Flags(rawValue: 1 << 9)
+        /// The send pump is on the stack: sends queued now are taken by it.
+        static let sendPumping = Flags(rawValue: 1 << 10)
+        static let sendPumpAgain = Flags(rawValue: 1 << 11)
+        /// A batch of received datagrams is being delivered: sends queued now leave together after it.
+        static let receiving = Flags(rawValue: 1 << 12)
+        /// A pump of sends and held datagrams is scheduled for the next loop iteration.
+        static let pumpScheduled = Flags(rawValue: 1 << 13)
+    }
+
+    /// What any thread may read or set, under `shared`'s mutex.
+    struct SharedState: @unchecked Sendable {
+        weak var delegate: (any GCDAsyncUdpSocketDelegate)?
+        var delegateQueue: DispatchQueue?
+        var userData: Any?
+        var configuration = Configuration()
+
+        init(delegate: (any GCDAsyncUdpSocketDelegate)?, delegateQueue: DispatchQueue?) {
+            self.delegate = delegate
+            self.delegateQueue = delegateQueue
+        }
+    }
+
+    /// GCDAsyncUdpSocket's settings, plus the batching and backpressure ones this library adds.
+    struct Configuration {
+        var ipv4Enabled = true
+        var ipv6Enabled = true
+        var preference = Preference.ipv4
+        var maxReceive4: UInt16 = 65_535
+        var maxReceive6: UInt32 = 65_535
+        var maxSend: UInt16 = 65_535
+        var receiveBatch = 32
+        var maxQueuedSendBytes = 1 << 20
+    }
+
+    enum Preference {
+        case ipv4, ipv6, neutral
+    }
+
+    /// A datagram received but not yet delivered.
+    struct ReceivedDatagram {
+        var data: Data
+        var address: Data
+    }
+}
+
+/// GCDAsyncUdpSocket's receive filter: return false to drop the datagram; anything stored in `context` is
+/// passed to `udpSocket(_:didReceive:fromAddress:withFilterContext:)`.
+public typealias GCDAsyncUdpSocketReceiveFilterBlock = (_ data: Data, _ address: Data, _ context: UnsafeMutablePointer<Any?>) -> Bool
+
+/// GCDAsyncUdpSocket's send filter: return false to drop the datagram (it is then reported as sent).
+public typealias GCDAsyncUdpSocketSendFilterBlock = (_ data: Data, _ address: Data, _ tag: Int) -> Bool
+
+/// A filter with where it runs: inline on the loop (`queue == nil`) or on a queue.
+struct FilterSlot<Block> {
+    var block: Block
+    var queue: DispatchQueue?
+}
