@@ -40,6 +40,10 @@ let package = Package(
             name: "http-hello",
             dependencies: ["EpollLoop", "LoopSocket", "ExampleSupport"]
         ),
+        .executableTarget(
+            name: "udp-echo-server",
+            dependencies: ["EpollLoop", "LoopSocket", "ExampleSupport"]
+        ),
         .target(
             name: "LoadTest",
             dependencies: ["EpollLoop", "LoopSocket", "CEpollShim"]
