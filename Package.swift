@@ -52,6 +52,10 @@ let package = Package(
             name: "http-hello",
             dependencies: ["EpollLoop", "LoopSocket", "ExampleSupport", "HTTPHello"]
         ),
+        .executableTarget(
+            name: "udp-echo-server",
+            dependencies: ["EpollLoop", "LoopSocket", "ExampleSupport"]
+        ),
         .target(
             name: "LoadTest",
             dependencies: ["EpollLoop", "LoopSocket", "CEpollShim"]

@@ -39,10 +39,19 @@ extension GCDAsyncUdpSocket {
         case .inline(let delegate): delegate.udpSocket(self, didReceive: data, fromAddress: address, withFilterContext: context)
         case .queued(let delegate, let queue):
             let box = UncheckedSendable((delegate, context))
+            deliveriesInFlight.add(1, ordering: .relaxed)
             queue.async { [self] in
                 box.value.0.udpSocket(self, didReceive: data, fromAddress: address, withFilterContext: box.value.1)
+                deliveredOnQueue()
             }
         }
+    }
+
+    /// Counts a queued delivery done; the one that brings the count down to half the bound wakes reading
+    /// (which stopped at the bound; the count passes that value on its way down, so the wake-up is not missed).
+    private func deliveredOnQueue() {
+        let left = deliveriesInFlight.subtract(1, ordering: .relaxed).newValue
+        if left == Self.maxDeliveriesInFlight / 2 { onLoop { [self] in updateInterest() } }
     }
 
     /// `udpSocket(_:didSendDataWithTag:)`.

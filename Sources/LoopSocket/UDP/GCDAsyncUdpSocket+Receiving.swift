@@ -63,7 +63,11 @@ extension GCDAsyncUdpSocket {
     /// Whether the descriptors should be read now.
     var wantsReceive: Bool {
         guard held.isEmpty else { return false }
-        if flags.contains(.receiveContinuous) { return true }
+        if flags.contains(.receiveContinuous) {
+            // A slow delegate or filter queue: wait for it (see `deliveriesInFlight`).
+            return pendingFilterOperations < Self.maxDeliveriesInFlight
+                && deliveriesInFlight.load(ordering: .relaxed) < Self.maxDeliveriesInFlight
+        }
         return flags.contains(.receiveOnce) && pendingFilterOperations == 0
     }
 

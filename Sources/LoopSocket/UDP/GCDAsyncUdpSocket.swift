@@ -1,6 +1,7 @@
 import Dispatch
 import EpollLoop
 import FoundationEssentials
+import Synchronization
 
 /// A UDP socket with GCDAsyncUdpSocket's API, pinned to one event loop.
 ///
@@ -49,6 +50,14 @@ public final class GCDAsyncUdpSocket: @unchecked Sendable {
     /// Datagrams received in a batch after receiving was paused mid-batch: delivered first when it resumes.
     @exclusivity(unchecked) var held: [ReceivedDatagram] = []
     @exclusivity(unchecked) var cachedContext: LoopContext?
+    /// Datagrams handed to the delegate queue and not yet delivered there. Counted up on the loop, down on
+    /// the queue: past ``maxDeliveriesInFlight`` the loop stops reading, so a slow delegate queue leaves the
+    /// excess in the kernel's socket buffer (which drops it) instead of queueing without bound in memory.
+    let deliveriesInFlight = Atomic<Int>(0)
+
+    /// The bound on ``deliveriesInFlight`` (and on receive-filter calls out on their queue); reading resumes
+    /// once half of them have been delivered.
+    static let maxDeliveriesInFlight = 1024
 
     /// A socket on `loop`, or on the next loop of `group`, or of ``GCDAsyncSocket/defaultGroup``.
     ///

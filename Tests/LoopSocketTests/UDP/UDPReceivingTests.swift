@@ -192,4 +192,38 @@ final class UDPReceivingTests: SocketTestCase {
         XCTAssertLessThan(received, count, "a 4 KiB buffer cannot hold 2,000 datagrams")
         XCTAssertTrue(delegate.received.dropLast().allSatisfy { $0 == patternData(1000) })
     }
+
+    /// A delegate queue that stops draining must not make the socket queue datagrams in memory without bound:
+    /// past `maxDeliveriesInFlight` the loop stops reading and the kernel's socket buffer takes (and drops)
+    /// the rest; once the queue drains, receiving resumes on its own.
+    func testStalledDelegateQueueBoundsDatagramsQueuedInMemory() throws {
+        let queue = DispatchQueue(label: "udp-stalled-delegate")
+        let gate = DispatchSemaphore(value: 0)
+        queue.async { gate.wait() }  // stalls every delivery until the gate opens
+        let delegate = UDPRecorder()
+        let receiver = try makeReceiver(delegate, queue: queue)
+        let bound = GCDAsyncUdpSocket.maxDeliveriesInFlight
+        let senderDelegate = UDPRecorder()
+        let sender = makeUDP(senderDelegate)
+        sender.setMaxQueuedSendBytes(16 << 20)
+        let count = bound * 3
+        for i in 0..<count { sender.send(patternData(32), toHost: "127.0.0.1", port: receiver.localPort(), withTimeout: -1, tag: i) }
+        senderDelegate.waitForOutcomes(count)
+        XCTAssertEqual(senderDelegate.sentTags.count, count)
+        // Loopback delivers inside sendmmsg: the datagrams not dropped are in the receiver's buffer or queued.
+        // Wait (bounded) for the loop to reach the bound, then check it stopped there and left the rest unread.
+        let reached = ConditionWaiter().wait { receiver.deliveriesInFlight.load(ordering: .relaxed) >= bound }
+        XCTAssertTrue(reached, "the loop should read until the bound")
+        receiver.perform {}  // a full loop iteration after the readiness events
+        let inFlight = receiver.deliveriesInFlight.load(ordering: .relaxed)
+        XCTAssertLessThanOrEqual(inFlight, bound + DatagramScratch.maxBatch, "at most one batch past the bound")
+        var pending: Int32 = 0
+        XCTAssertEqual(ioctl(receiver.socket4FD(), UInt(FIONREAD), &pending), 0)
+        XCTAssertGreaterThan(pending, 0, "the rest waits in the kernel's buffer, unread")
+        gate.signal()
+        delegate.waitForReceived(inFlight + 1)  // reading resumed after the queue drained
+        sender.send(Data("marker".utf8), toHost: "127.0.0.1", port: receiver.localPort(), withTimeout: -1, tag: -1)
+        delegate.wait("the marker after the stall") { $0.contains { if case .received(let d, _, _) = $0 { return d == Data("marker".utf8) } else { return false } } }
+        XCTAssertTrue(delegate.received.dropLast().allSatisfy { $0 == patternData(32) })
+    }
 }
