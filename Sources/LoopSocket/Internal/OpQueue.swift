@@ -90,7 +90,7 @@ struct OpQueue<Element>: ~Copyable {
     }
 
     private mutating func grow() {
-        let grown = Swift.max(2, capacity * 2)
+        let grown = Swift.max(1, capacity * 2)  // 1 first: an idle connection's one queued read
         let new = UnsafeMutablePointer<Element>.allocate(capacity: grown)
         if let storage {
             for i in 0..<count { (new + i).moveInitialize(from: storage + slot(i), count: 1) }
