@@ -8,8 +8,9 @@
 # operation (utime+stime of the server over the measured window / operations: the primary figure) and
 # operations per second, plus an SVG chart. With --driver loadgen the load comes from the independent C
 # load generator (../shared/reference/c-echo/loadgen, built with the C servers) instead of loadtest, measured
-# the same way (server on core 0, loadgen on core 1, server CPU from /proc/PID/stat over loadgen's window). The machine is noisy: servers alternate within each round and
-# the table shows the median over rounds; compare ratios.
+# the same way (server on core 0, loadgen on core 1, server CPU from /proc/PID/stat over loadgen's window).
+# The machine is noisy: servers alternate within each round and the table shows the median over rounds;
+# compare ratios.
 #
 #     Benchmarks/compare.sh                 # full run: 10 s windows, 3 rounds (about 20 minutes)
 #     Benchmarks/compare.sh --quick         # 3 s windows, 1 round, to iterate
