@@ -3,8 +3,8 @@
 
     python3 Benchmarks/compare-report.py RESULTS_DIR [--svg FILE]
 
-Reads every per-run JSON in RESULTS_DIR (loadtest --json output tagged by compare.sh, and the idle-memory
-samples), takes the median over rounds of each (scenario, server), and prints one Markdown table (server CPU
+Reads every per-run JSON in RESULTS_DIR (loadtest --json output or, with --driver loadgen, loadgen's RESULT
+line as the same fields, tagged by compare.sh, and the idle-memory samples), takes the median over rounds of each (scenario, server), and prints one Markdown table (server CPU
 µs per operation, the primary figure, and operations per second), the checks against issue 4's and issue 5's
 targets, and a per-run detail table (RESULTS_DIR/details.md). Writes an SVG bar chart of server µs per
 operation per server per scenario.
@@ -84,6 +84,11 @@ def figures(run):
     unit = "µs/conn" if scenario == "connect" else "µs/op"
     rate = "conn/s" if scenario == "connect" else "op/s"
     return cost, run.get("requests_per_second"), unit, rate
+
+
+def driver_text(meta):
+    """What drove the servers: loadtest (one loop) or the C loadgen (compare.sh --driver loadgen)."""
+    return "the C loadgen" if meta.get("driver") == "loadgen" else "loadtest (1 loop)"
 
 
 def median(values):
@@ -274,7 +279,7 @@ def svg(summary, meta):
            f'<text x="10" y="22" font-size="16" font-weight="bold">Server CPU per operation, one loop on one core '
            f'(median of {meta.get("rounds", "?")} round(s); shorter is better)</text>',
            f'<text x="10" y="42" fill="#555">{escape(meta.get("date", ""))} · {escape(meta.get("cpu", ""))} · '
-           f'{escape(meta.get("kernel", ""))} · server on core 0, loadtest (1 loop) on core 1, '
+           f'{escape(meta.get("kernel", ""))} · server on core 0, {escape(driver_text(meta))} on core 1, '
            f'{meta.get("duration_s", "?")} s windows</text>']
     # Legend
     x = 10
@@ -323,7 +328,7 @@ def main():
         sys.exit(1)
     summary = summarize(runs)
     print()
-    print(f"Servers on one loop, pinned to core 0; loadtest with 1 loop on core 1. Median of {meta.get('rounds', '?')} "
+    print(f"Servers on one loop, pinned to core 0; {driver_text(meta)} on core 1. Median of {meta.get('rounds', '?')} "
           f"round(s), {meta.get('duration_s', '?')} s windows. Cells: server CPU per operation · operations per second.")
     print()
     print(table(summary, meta))

@@ -1,17 +1,21 @@
 #!/usr/bin/env bash
-# compare.sh: our servers beside SwiftNIO, the C reference and nginx, measured with loadtest.
+# compare.sh: our servers beside SwiftNIO, the C reference and nginx, measured with loadtest or the C loadgen.
 #
 # Builds (release) echo-server, async-echo-server, http-hello and loadtest (root package), nio-echo-server,
 # nio-async-echo-server and nio-http-server (this package), and the C reference servers (copied to a temp
 # dir and built with make). Then, round after round, runs every server of every scenario in turn, the server
 # pinned to core 0 and loadtest (one loop) pinned to core 1, and prints one table of server CPU µs per
 # operation (utime+stime of the server over the measured window / operations: the primary figure) and
-# operations per second, plus an SVG chart. The machine is noisy: servers alternate within each round and
-# the table shows the median over rounds; compare ratios.
+# operations per second, plus an SVG chart. With --driver loadgen the load comes from the independent C
+# load generator (../shared/reference/c-echo/loadgen, built with the C servers) instead of loadtest, measured
+# the same way (server on core 0, loadgen on core 1, server CPU from /proc/PID/stat over loadgen's window).
+# The machine is noisy: servers alternate within each round and the table shows the median over rounds;
+# compare ratios.
 #
 #     Benchmarks/compare.sh                 # full run: 10 s windows, 3 rounds (about 20 minutes)
 #     Benchmarks/compare.sh --quick         # 3 s windows, 1 round, to iterate
 #     Benchmarks/compare.sh --only e64_100,http --rounds 5 --svg docs/benchmarks-servers.svg
+#     Benchmarks/compare.sh --driver loadgen --only e64_100,e64_1000,e64_5000,connect,idle
 #
 # Options:
 #   --quick            3 s windows, 1 s warm-up, 1 round
@@ -25,6 +29,8 @@
 #   --no-build         use the binaries already built
 #   --build-only       build everything, measure nothing
 #   --no-nginx         leave nginx out even if installed
+#   --driver D         loadtest (default) or loadgen (the C load generator; it speaks no HTTP, so the http
+#                      scenario is left out; its pingpong/stream/churn/idle modes drive the other scenarios)
 #   --report DIR       only print the table and chart of an earlier run's DIR
 #
 # Everything listens on 127.0.0.1 only. Every process the script starts is killed when it exits, and every
@@ -49,6 +55,7 @@ REPORT_ONLY=""
 BUILD_ONLY=0
 IDLE_CONNECTIONS=10000
 ALL_SCENARIOS="e64_1 e64_100 e64_1000 e64_5000 e16k stream connect idle http"
+DRIVER=loadtest
 ARGS_TEXT="$*"
 
 while [ $# -gt 0 ]; do
@@ -63,6 +70,7 @@ while [ $# -gt 0 ]; do
         --no-build) BUILD=0 ;;
         --build-only) BUILD_ONLY=1 ;;
         --no-nginx) USE_NGINX=0 ;;
+        --driver) DRIVER="$2"; shift ;;
         --report) REPORT_ONLY="$2"; shift ;;
         -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
         *) echo "compare.sh: unknown option $1 (try --help)" >&2; exit 2 ;;
@@ -70,11 +78,22 @@ while [ $# -gt 0 ]; do
     shift
 done
 
+case "$DRIVER" in
+    loadtest|loadgen) ;;
+    *) echo "compare.sh: --driver is loadtest or loadgen, not $DRIVER" >&2; exit 2 ;;
+esac
+
 if [ -n "$REPORT_ONLY" ]; then
     exec python3 "$BENCH_DIR/compare-report.py" "$REPORT_ONLY" --svg "${SVG:-$REPORT_ONLY/servers.svg}"
 fi
 
 SCENARIOS="${ONLY:-$ALL_SCENARIOS}"
+if [ "$DRIVER" = loadgen ]; then
+    case " $SCENARIOS " in
+        *" http "*) echo "compare.sh: loadgen speaks no HTTP; the http scenario is left out" >&2 ;;
+    esac
+    SCENARIOS="$(echo " $SCENARIOS " | sed 's/ http / /; s/^ *//; s/ *$//')"
+fi
 OUT="${OUT:-/tmp/compare-$(date -u +%Y%m%d-%H%M%S)}"
 SVG="${SVG:-$OUT/servers.svg}"
 mkdir -p "$OUT"
@@ -133,13 +152,14 @@ fi
 log "building the C reference in $C_BIN"
 cp -r "$C_REF_DIR" "$C_BIN"
 chmod -R u+w "$C_BIN"
-make -s -C "$C_BIN" echo_server http_server >"$OUT/build-c.log" 2>&1 || { cat "$OUT/build-c.log" >&2; exit 1; }
+make -s -C "$C_BIN" echo_server http_server loadgen >"$OUT/build-c.log" 2>&1 || { cat "$OUT/build-c.log" >&2; exit 1; }
 
 for bin in "$ROOT_BIN/echo-server" "$ROOT_BIN/async-echo-server" "$ROOT_BIN/http-hello" "$ROOT_BIN/loadtest" \
            "$BENCH_BIN/nio-echo-server" "$BENCH_BIN/nio-async-echo-server" "$BENCH_BIN/nio-http-server"; do
     [ -x "$bin" ] || { echo "compare.sh: missing $bin (run without --no-build)" >&2; exit 1; }
 done
 LOADTEST="$ROOT_BIN/loadtest"
+LOADGEN="$C_BIN/loadgen"
 if [ "$BUILD_ONLY" = 1 ]; then
     log "built; binaries in $ROOT_BIN, $BENCH_BIN and $C_BIN (removed at exit)"
     exit 0
@@ -313,6 +333,11 @@ measure() { # scenario server round
     else
         warmup="$WARMUP"
         [ "$scenario" = e64_5000 ] && warmup=$((WARMUP > 2 ? WARMUP : 2))
+        if [ "$DRIVER" = loadgen ]; then
+            measure_loadgen "$scenario" "$server" "$round" "$port" "$warmup" "$result" "$tag"
+            stop_server
+            return 0
+        fi
         # shellcheck disable=SC2046
         taskset -c 1 timeout --kill-after=5 $((DURATION + warmup + 90)) \
             "$LOADTEST" $(loadtest_args "$scenario" "$port") --port "$port" --loops 1 \
@@ -339,14 +364,79 @@ EOF
     stop_server
 }
 
+# loadgen's command line of a scenario.
+loadgen_args() { # scenario port seconds
+    local scenario="$1" port="$2" secs="$3"
+    case "$scenario" in
+        e64_1) echo "pingpong 127.0.0.1 $port 1 64 $secs" ;;
+        e64_100) echo "pingpong 127.0.0.1 $port 100 64 $secs" ;;
+        e64_1000) echo "pingpong 127.0.0.1 $port 1000 64 $secs" ;;
+        e64_5000) echo "pingpong 127.0.0.1 $port 5000 64 $secs" ;;
+        e16k) echo "pingpong 127.0.0.1 $port 100 16384 $secs" ;;
+        stream) echo "stream 127.0.0.1 $port 10 $secs" ;;
+        connect) echo "churn 127.0.0.1 $port $secs 16" ;;
+    esac
+}
+
+# One window driven by loadgen; its RESULT line becomes the fields the report reads from loadtest's JSON
+# (requests, requests_per_second, server_cpu_s, server_us_per_request, bytes, mib_per_second, errors).
+measure_loadgen() { # scenario server round port warmup result tag
+    local scenario="$1" server="$2" round="$3" port="$4" warmup="$5" result="$6" tag="$7" lg
+    local pending=64
+    [ "$scenario" = e64_5000 ] && pending=128
+    # shellcheck disable=SC2046
+    LOADGEN_SERVER_PID="$SERVER_PID" LOADGEN_WARMUP="$warmup" LOADGEN_MAX_PENDING="$pending" \
+        taskset -c 1 timeout --kill-after=5 $((DURATION + warmup + 90)) \
+        "$LOADGEN" $(loadgen_args "$scenario" "$port" "$DURATION") >"$OUT/$tag.loadgen.log" 2>&1 &
+    lg=$!
+    STARTED_PIDS+=("$lg")
+    wait "$lg" || log "  $tag: loadgen exited with $? (see $OUT/$tag.loadgen.log)"
+    untrack "$lg"
+    python3 - "$OUT/$tag.loadgen.log" "$result" "$scenario" "$server" "$round" "$(cat /proc/loadavg)" <<'EOF' || true
+import json, sys
+log, path, scenario, server, round_, loadavg = sys.argv[1:7]
+line = next((l for l in open(log) if l.startswith("RESULT ")), None)
+if line is None:
+    sys.exit(0)
+f = dict(kv.split("=", 1) for kv in line.split()[1:] if "=" in kv)
+secs = float(f["secs"])
+srv_cpu_s = float(f["srv_cpu"]) / 100 * secs if "srv_cpu" in f else None
+d = {"driver": "loadgen", "mode": f["mode"], "duration_s": secs, "loadgen": f,
+     "errors": {"total": int(f.get("errors", 0))}, "server_cpu_s": srv_cpu_s}
+if f["mode"] == "stream":
+    d["mib_per_second"] = float(f["mib_s"])
+    d["bytes"] = float(f["mib_s"]) * secs * 1048576
+else:
+    rate = float(f["rps"] if "rps" in f else f["cps"])
+    d["requests_per_second"] = rate
+    d["requests"] = round(rate * secs)
+    d["server_us_per_request"] = float(f["srv_us_per_op"]) if "srv_us_per_op" in f else None
+d["compare"] = {"scenario": scenario, "server": server, "round": int(round_), "loadavg": loadavg}
+json.dump(d, open(path, "w"))
+cost = d.get("server_us_per_request")
+if f["mode"] == "stream" and srv_cpu_s is not None and d["bytes"] > 0:
+    cost_text = "%.2f µs/MiB" % (srv_cpu_s * 1e6 / (d["bytes"] / 1048576))
+else:
+    cost_text = "%.2f µs/op" % cost if cost is not None else "?"
+print("  %s: %.0f %s, server %s, errors %d (loadgen)" % (
+    path.rsplit("/", 1)[-1][:-5], d.get("mib_per_second") or d.get("requests_per_second") or 0,
+    "MiB/s" if f["mode"] == "stream" else "/s", cost_text, d["errors"]["total"]), file=sys.stderr)
+EOF
+}
+
 # Idle memory: server VmRSS before and after IDLE_CONNECTIONS idle connections.
 measure_idle() { # server port result tag
     local server="$1" port="$2" result="$3" tag="$4"
     local rss0 fd0 rss1 fd1 i lt established
     rss0="$(rss_kib "$SERVER_PID")"
     fd0="$(fd_count "$SERVER_PID")"
-    taskset -c 1 timeout --kill-after=5 120 "$LOADTEST" idle --port "$port" --connections "$IDLE_CONNECTIONS" \
-        --loops 1 --duration 100 --warmup 0 --json "$OUT/$tag.loadtest.json" --quiet >"$OUT/$tag.loadtest.log" 2>&1 &
+    if [ "$DRIVER" = loadgen ]; then
+        taskset -c 1 timeout --kill-after=5 120 "$LOADGEN" idle 127.0.0.1 "$port" "$IDLE_CONNECTIONS" 100 \
+            >"$OUT/$tag.loadgen.log" 2>&1 &
+    else
+        taskset -c 1 timeout --kill-after=5 120 "$LOADTEST" idle --port "$port" --connections "$IDLE_CONNECTIONS" \
+            --loops 1 --duration 100 --warmup 0 --json "$OUT/$tag.loadtest.json" --quiet >"$OUT/$tag.loadtest.log" 2>&1 &
+    fi
     lt=$!
     STARTED_PIDS+=("$lt")
     established=0
@@ -390,6 +480,7 @@ EOF
     echo "  \"kernel\": \"$(uname -sr)\","
     echo "  \"swift\": \"$(swift --version 2>/dev/null | head -1 | sed 's/"/\\"/g')\","
     echo "  \"nginx\": \"$( [ -n "$NGINX" ] && "$NGINX" -v 2>&1 | sed 's/.*: //' || echo none)\","
+    echo "  \"driver\": \"$DRIVER\","
     echo "  \"duration_s\": $DURATION, \"warmup_s\": $WARMUP, \"rounds\": $ROUNDS,"
     echo "  \"scenarios\": \"$SCENARIOS\","
     echo "  \"loadavg_start\": \"$(cat /proc/loadavg)\""

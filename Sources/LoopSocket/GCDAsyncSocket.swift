@@ -54,13 +54,12 @@ public final class GCDAsyncSocket: @unchecked Sendable {
     @exclusivity(unchecked) var closeDroppedWrites = false
     @exclusivity(unchecked) var nextOpID: UInt32 = 0
     @exclusivity(unchecked) var readTimer = TimerID.invalid
-    @exclusivity(unchecked) var readTimerOp: UInt32 = .max
     @exclusivity(unchecked) var writeTimer = TimerID.invalid
+    @exclusivity(unchecked) var readTimerOp: UInt32 = .max
     @exclusivity(unchecked) var writeTimerOp: UInt32 = .max
-    @exclusivity(unchecked) var connectTimer = TimerID.invalid
-    @exclusivity(unchecked) var listeners: [ListenHandler] = []
-    @exclusivity(unchecked) var connecting: ConnectAttempts?
-    @exclusivity(unchecked) var unixListenPath: String?
+    /// Connecting and listening state, allocated by the first connect or listen (``DialState``): an
+    /// accepted connection never needs it.
+    @exclusivity(unchecked) var dial: DialState?
     @exclusivity(unchecked) var cachedContext: LoopContext?
     /// The TLS layer between the engine and the kernel, from the start of the handshake to the close.
     @exclusivity(unchecked) var tls: TLSConnection?
@@ -124,6 +123,40 @@ public final class GCDAsyncSocket: @unchecked Sendable {
                 fatalError("LoopSocket: cannot start the default event loop group: \(error)")
             }
         }()
+    }
+
+    /// What only a connecting or listening socket holds, out of line. Loop only.
+    final class DialState {
+        // Unchecked like the socket's own loop-confined fields: touched only on the socket's loop.
+        @exclusivity(unchecked) var connectTimer = TimerID.invalid
+        @exclusivity(unchecked) var listeners: [ListenHandler] = []
+        @exclusivity(unchecked) var connecting: ConnectAttempts?
+        @exclusivity(unchecked) var unixListenPath: String?
+    }
+
+    /// The ``DialState``, allocated on first use. Loop only.
+    private var dialState: DialState {
+        if let dial { return dial }
+        let state = DialState()
+        dial = state
+        return state
+    }
+
+    var connectTimer: TimerID {
+        get { dial?.connectTimer ?? .invalid }
+        set { if dial != nil || newValue != .invalid { dialState.connectTimer = newValue } }
+    }
+    var listeners: [ListenHandler] {
+        get { dial?.listeners ?? [] }
+        set { if dial != nil || !newValue.isEmpty { dialState.listeners = newValue } }
+    }
+    var connecting: ConnectAttempts? {
+        get { dial?.connecting }
+        set { if dial != nil || newValue != nil { dialState.connecting = newValue } }
+    }
+    var unixListenPath: String? {
+        get { dial?.unixListenPath }
+        set { if dial != nil || newValue != nil { dialState.unixListenPath = newValue } }
     }
 
     /// The shared per-loop state. Loop only.
@@ -215,45 +248,137 @@ extension GCDAsyncSocket {
     }
 
     /// What any thread may read or set, under `shared`'s mutex.
+    ///
+    /// Kept small: every connection holds one (in the same allocation as its mutex), so what only listening,
+    /// TLS or `userData`-using sockets set lives in `rare`, allocated when first set to something.
     struct SharedState: @unchecked Sendable {
         weak var delegate: (any GCDAsyncSocketDelegate)?
         var delegateQueue: DispatchQueue?
-        var userData: Any?
         var configuration = Configuration()
-        /// The status the getters report.
-        var status = Phase.idle
         var localAddress: SocketAddress?
         var peerAddress: SocketAddress?
-        var listenAddresses: [SocketAddress] = []
-        var continuousTag = 0
-        /// What the TLS handshake negotiated, once the socket is secure.
-        var tls: TLSConnectionInfo?
+        /// The status the getters report (after the addresses: it fits in their padding).
+        var status = Phase.idle
         /// Bumped by every connect, accept or adoption: the loop publishes status only for the one it serves,
         /// so closing a connection after `disconnect()` from another thread cannot overwrite the status of a
         /// connect made right after it.
         var claim: UInt64 = 0
-        /// The listening handlers and Unix socket path, for `deinit` (which may run on any thread).
-        var openListeners: (handlers: [ListenHandler], unixPath: String?) = ([], nil)
+        private var rare: HeapBox<Rare>?
+
+        /// What few sockets set, out of line.
+        struct Rare {
+            var userData: Any?
+            var listenAddresses: [SocketAddress] = []
+            var tls: TLSConnectionInfo?
+            var openListeners: (handlers: [ListenHandler], unixPath: String?) = ([], nil)
+            var continuousTag = 0
+        }
 
         init(delegate: (any GCDAsyncSocketDelegate)?, delegateQueue: DispatchQueue?) {
             self.delegate = delegate
             self.delegateQueue = delegateQueue
         }
+
+        /// Sets a field of `rare`, allocating it only for a value other than the default.
+        private mutating func setRare(isDefault: Bool, _ body: (inout Rare) -> Void) {
+            if rare == nil {
+                if isDefault { return }
+                rare = HeapBox(Rare())
+            }
+            body(&rare!.value)
+        }
+
+        var userData: Any? {
+            get { rare?.value.userData }
+            set { setRare(isDefault: newValue == nil) { $0.userData = newValue } }
+        }
+        var listenAddresses: [SocketAddress] {
+            get { rare?.value.listenAddresses ?? [] }
+            set { setRare(isDefault: newValue.isEmpty) { $0.listenAddresses = newValue } }
+        }
+        /// What the TLS handshake negotiated, once the socket is secure.
+        var tls: TLSConnectionInfo? {
+            get { rare?.value.tls }
+            set { setRare(isDefault: newValue == nil) { $0.tls = newValue } }
+        }
+        /// The tag of ``GCDAsyncSocket/beginReceiving(tag:)``'s reads.
+        var continuousTag: Int {
+            get { rare?.value.continuousTag ?? 0 }
+            set { setRare(isDefault: newValue == 0) { $0.continuousTag = newValue } }
+        }
+        /// The listening handlers and Unix socket path, for `deinit` (which may run on any thread).
+        var openListeners: (handlers: [ListenHandler], unixPath: String?) {
+            get { rare?.value.openListeners ?? ([], nil) }
+            set { setRare(isDefault: newValue.handlers.isEmpty && newValue.unixPath == nil) { $0.openListeners = newValue } }
+        }
     }
 
     /// The settings GCDAsyncSocket exposes as properties, plus ``SocketOptions``; copied to the loop when a
     /// connect or accept starts.
-    struct Configuration {
-        var ipv4Enabled = true
-        var ipv6Enabled = true
-        var ipv4PreferredOverIPv6 = true
-        var alternateAddressDelay: TimeInterval = 0.3
-        var autoDisconnectOnClosedReadStream = true
-        var timeoutsFailOnlyTheOperation = false
-        var options = SocketOptions()
+    ///
+    /// Boxed and copy-on-write (``HeapBox``): every socket holds two (the shared copy and the loop's), and the
+    /// connections a listener accepts all share its box, so an idle connection carries two pointers instead
+    /// of twice 144 bytes. Sockets start with one default box shared by all.
+    struct Configuration: @unchecked Sendable {
+        // @unchecked: a value type like `Array`: a shared box is never written, a write first copies it.
+        struct Values {
+            var ipv4Enabled = true
+            var ipv6Enabled = true
+            var ipv4PreferredOverIPv6 = true
+            var alternateAddressDelay: TimeInterval = 0.3
+            var autoDisconnectOnClosedReadStream = true
+            var timeoutsFailOnlyTheOperation = false
+            var options = SocketOptions()
+            var claim: UInt64 = 0
+            var connectHost: String?
+        }
+
+        // nonisolated(unsafe): never mutated in place; a copy made from it gets its own box on its first change.
+        nonisolated(unsafe) private static let defaultBox = HeapBox(Values())
+
+        private var box: HeapBox<Values>
+
+        init() {
+            box = Self.defaultBox
+        }
+
+        var ipv4Enabled: Bool {
+            get { box.value.ipv4Enabled }
+            set { box.value.ipv4Enabled = newValue }
+        }
+        var ipv6Enabled: Bool {
+            get { box.value.ipv6Enabled }
+            set { box.value.ipv6Enabled = newValue }
+        }
+        var ipv4PreferredOverIPv6: Bool {
+            get { box.value.ipv4PreferredOverIPv6 }
+            set { box.value.ipv4PreferredOverIPv6 = newValue }
+        }
+        var alternateAddressDelay: TimeInterval {
+            get { box.value.alternateAddressDelay }
+            set { box.value.alternateAddressDelay = newValue }
+        }
+        var autoDisconnectOnClosedReadStream: Bool {
+            get { box.value.autoDisconnectOnClosedReadStream }
+            set { box.value.autoDisconnectOnClosedReadStream = newValue }
+        }
+        var timeoutsFailOnlyTheOperation: Bool {
+            get { box.value.timeoutsFailOnlyTheOperation }
+            set { box.value.timeoutsFailOnlyTheOperation = newValue }
+        }
+        var options: SocketOptions {
+            get { box.value.options }
+            _modify { yield &box.value.options }
+        }
         /// The ``SharedState/claim`` of the connect or accept this copy was made for.
-        var claim: UInt64 = 0
+        var claim: UInt64 {
+            get { box.value.claim }
+            set { box.value.claim = newValue }
+        }
         /// The host given to `connect(toHost:)`: a TLS client verifies it unless told another name.
-        var connectHost: String?
+        var connectHost: String? {
+            get { box.value.connectHost }
+            set { box.value.connectHost = newValue }
+        }
     }
 }

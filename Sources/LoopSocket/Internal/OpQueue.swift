@@ -8,9 +8,24 @@
 /// removal one move. Reading the front borrows it in place (``front(_:)``) instead of copying the operation.
 struct OpQueue<Element>: ~Copyable {
     private var storage: UnsafeMutablePointer<Element>?
-    private var capacity = 0
-    private var head = 0
-    private(set) var count = 0
+    // 32-bit indexes: every socket holds two queues, and 16 bytes less each keeps an idle connection's
+    // socket object in a smaller heap chunk. A queue never holds 2^32 operations.
+    private var capacity32: UInt32 = 0
+    private var head32: UInt32 = 0
+    private var count32: UInt32 = 0
+
+    private var capacity: Int {
+        get { Int(capacity32) }
+        set { capacity32 = UInt32(truncatingIfNeeded: newValue) }
+    }
+    private var head: Int {
+        get { Int(head32) }
+        set { head32 = UInt32(truncatingIfNeeded: newValue) }
+    }
+    private(set) var count: Int {
+        get { Int(count32) }
+        set { count32 = UInt32(truncatingIfNeeded: newValue) }
+    }
 
     init() {
         storage = nil
@@ -90,7 +105,7 @@ struct OpQueue<Element>: ~Copyable {
     }
 
     private mutating func grow() {
-        let grown = Swift.max(2, capacity * 2)
+        let grown = Swift.max(1, capacity * 2)  // 1 first: an idle connection's one queued read
         let new = UnsafeMutablePointer<Element>.allocate(capacity: grown)
         if let storage {
             for i in 0..<count { (new + i).moveInitialize(from: storage + slot(i), count: 1) }

@@ -20,15 +20,22 @@ struct ReadOp {
     /// Seconds; negative means none. Grows when the delegate extends it.
     var timeout: TimeInterval
     var id: UInt32
+    /// ``scanned``, stored in the 4 bytes after `id` (an idle connection's queued read fits a 96-byte heap
+    /// chunk instead of 112). Clamped: past 4 GiB a search restarts earlier than it could, never later.
+    var scannedStorage: UInt32 = 0
     /// Bytes gathered for a length or separator read that did not complete in one chunk.
     var buffer = Data()
-    /// Where the next separator search starts in `buffer` (earlier positions were ruled out).
-    var scanned = 0
     /// GCDAsyncSocket's `buffer:bufferOffset:` variants: receives the completed bytes.
     var sink: ((Data) -> Void)?
     /// An `async` read's continuation: it gets the outcome instead of the delegate. Resumed exactly once, on
     /// the loop, by whoever removes the operation from the queue (completion, failure, cancellation, close).
     var continuation: ReadContinuation?
+
+    /// Where the next separator search starts in `buffer` (earlier positions were ruled out).
+    var scanned: Int {
+        get { Int(scannedStorage) }
+        set { scannedStorage = UInt32(clamping: newValue) }
+    }
 
     /// Whether this is `startTLS`'s marker rather than a read.
     var isStartTLS: Bool {
