@@ -13,6 +13,7 @@ let package = Package(
     dependencies: [
         .package(name: "EpollLoop", path: ".."),
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-nio-ssl.git", "2.37.0"..<"2.38.0"),
         .package(url: "https://github.com/ordo-one/benchmark.git", from: "1.38.1",
                  traits: ["MallocInterposer"]),
     ],
@@ -89,6 +90,17 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
+            ]
+        ),
+        // HTTPS peer of http-hello --tls-cert/--tls-key for tls-compare.sh (swift-nio-ssl, BoringSSL inside).
+        .executableTarget(
+            name: "nio-https-server",
+            dependencies: [
+                "PeerServerSupport",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ]
         ),
     ],

@@ -103,32 +103,11 @@ TMP="$(mktemp -d /tmp/compare-work.XXXXXX)"
 # ---------------------------------------------------------------------------------------------------------
 # Cleanup: every process started here is recorded and killed by its pid at exit.
 
-STARTED_PIDS=()
-cleanup() {
-    local pid
-    for pid in "${STARTED_PIDS[@]:-}"; do
-        [ -n "$pid" ] || continue
-        kill -TERM "$pid" 2>/dev/null || true
-    done
-    sleep 0.3
-    for pid in "${STARTED_PIDS[@]:-}"; do
-        [ -n "$pid" ] || continue
-        kill -KILL "$pid" 2>/dev/null || true
-    done
-    rm -rf "$TMP"
-}
-# Forget a pid once it has been waited for, so that cleanup never signals a recycled pid.
-untrack() {
-    local pid="$1" i
-    for i in "${!STARTED_PIDS[@]}"; do
-        [ "${STARTED_PIDS[$i]}" = "$pid" ] && unset 'STARTED_PIDS[i]'
-    done
-    return 0
-}
+BENCH_NAME=compare.sh
+# shellcheck source=bench-lib.sh
+source "$BENCH_DIR/bench-lib.sh"
 trap cleanup EXIT
 trap 'echo "compare.sh: interrupted" >&2; exit 130' INT TERM
-
-log() { printf '%s %s\n' "$(date -u +%H:%M:%S)" "$*" >&2; }
 
 # ---------------------------------------------------------------------------------------------------------
 # Build
@@ -191,58 +170,6 @@ servers_of() {
     esac
 }
 
-NEXT_PORT=$((21000 + RANDOM % 4000))
-# A port nothing listens on (below the ephemeral range, so no client socket holds it).
-free_port() {
-    while :; do
-        NEXT_PORT=$((NEXT_PORT + 1))
-        [ "$NEXT_PORT" -lt 29990 ] || NEXT_PORT=21000
-        if [ -z "$(ss -Htan "sport = :$NEXT_PORT" 2>/dev/null)" ]; then
-            echo "$NEXT_PORT"
-            return
-        fi
-    done
-}
-
-write_nginx_conf() { # dir port
-    local dir="$1" port="$2"
-    mkdir -p "$dir/logs" "$dir/tmp"
-    cat >"$dir/nginx.conf" <<EOF
-# One worker, returning "hello" to every request on 127.0.0.1:$port, keep-alive without a request cap.
-user root;
-worker_processes 1;
-daemon off;
-pid $dir/nginx.pid;
-error_log $dir/logs/error.log warn;
-worker_rlimit_nofile 20000;
-events {
-    worker_connections 20000;
-    use epoll;
-}
-http {
-    access_log off;
-    keepalive_requests 1000000000;
-    keepalive_timeout 300s;
-    tcp_nodelay on;
-    client_body_temp_path $dir/tmp/body;
-    proxy_temp_path $dir/tmp/proxy;
-    fastcgi_temp_path $dir/tmp/fastcgi;
-    uwsgi_temp_path $dir/tmp/uwsgi;
-    scgi_temp_path $dir/tmp/scgi;
-    server {
-        listen 127.0.0.1:$port;
-        location / {
-            default_type text/plain;
-            return 200 "hello";
-        }
-    }
-}
-EOF
-}
-
-SERVER_PID=""      # the process whose CPU time is measured
-SERVER_MAIN_PID="" # the process we started (nginx: the master)
-
 # start_server NAME PORT LOG: starts it pinned to core 0, waits until it listens.
 start_server() {
     local name="$1" port="$2" logfile="$3"
@@ -261,47 +188,8 @@ start_server() {
             cmd=("$NGINX" -e "$TMP/nginx-$port/logs/error.log" -p "$TMP/nginx-$port" -c "$TMP/nginx-$port/nginx.conf") ;;
         *) echo "compare.sh: unknown server $name" >&2; exit 2 ;;
     esac
-    taskset -c 0 "${cmd[@]}" >"$logfile" 2>&1 &
-    SERVER_MAIN_PID=$!
-    STARTED_PIDS+=("$SERVER_MAIN_PID")
-    local i
-    for i in $(seq 1 100); do
-        if ss -Htln "sport = :$port" 2>/dev/null | grep -q .; then break; fi
-        if ! kill -0 "$SERVER_MAIN_PID" 2>/dev/null; then
-            echo "compare.sh: $name exited at start:" >&2; cat "$logfile" >&2; return 1
-        fi
-        sleep 0.1
-    done
-    ss -Htln "sport = :$port" | grep -q . || { echo "compare.sh: $name does not listen on $port" >&2; return 1; }
-    SERVER_PID="$SERVER_MAIN_PID"
-    if [ "$name" = nginx ]; then
-        for i in $(seq 1 50); do
-            SERVER_PID="$(pgrep -P "$SERVER_MAIN_PID" | head -1 || true)"
-            [ -n "$SERVER_PID" ] && break
-            sleep 0.1
-        done
-        [ -n "$SERVER_PID" ] || { echo "compare.sh: no nginx worker" >&2; return 1; }
-        STARTED_PIDS+=("$SERVER_PID")
-    fi
-    sleep 0.3
+    launch_server "$name" "$port" "$logfile" "${cmd[@]}"
 }
-
-stop_server() {
-    local pid="$SERVER_MAIN_PID" i
-    kill -TERM "$pid" 2>/dev/null || true
-    for i in $(seq 1 50); do
-        kill -0 "$pid" 2>/dev/null || break
-        sleep 0.1
-    done
-    kill -KILL "$pid" 2>/dev/null || true
-    [ "$SERVER_PID" = "$pid" ] || kill -KILL "$SERVER_PID" 2>/dev/null || true
-    wait "$pid" 2>/dev/null || true
-    untrack "$pid"
-    untrack "$SERVER_PID"
-}
-
-rss_kib() { awk '/^VmRSS:/ { print $2 }' "/proc/$1/status"; }
-fd_count() { ls "/proc/$1/fd" 2>/dev/null | wc -l; }
 
 # ---------------------------------------------------------------------------------------------------------
 # One measurement

@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# tls-instructions-per-request.sh: user-space instructions an HTTPS "hello" server spends per keep-alive
+# request (wrk -t1 -c100), exactly, and where they go.
+#
+#     Benchmarks/profile/tls-instructions-per-request.sh ours      # http-hello --tls-cert/--tls-key
+#     Benchmarks/profile/tls-instructions-per-request.sh nginx     # one nginx process (master_process off)
+#     Benchmarks/profile/tls-instructions-per-request.sh nio       # nio-https-server
+#     Benchmarks/profile/tls-instructions-per-request.sh ours-plain
+#
+# Runs the server under `valgrind --tool=callgrind` twice, driven by wrk for 4 s and for 10 s, and divides the
+# difference in instructions by the difference in requests wrk completed: start-up, the 100 handshakes and
+# shutdown cancel out. The longer run is also profiled in a steady window alone (callgrind_control dumps
+# a part 3 s in and another 8 s in; the second is the window) and the top functions by inclusive cost are printed as
+# instructions per request (share of the window × the per-request figure). Uses a throw-away ECDSA P-256
+# certificate; Swift symbols are demangled with `swift demangle` when it is there. Binaries: ROOT_BUILD (../../.build-compare) and BENCH_BUILD (../.build-peers), release.
+#
+# Environment: TOP (15), PORT (19443), KEEP (a directory to keep the callgrind files in).
+set -euo pipefail
+[ $# -eq 1 ] || { echo "usage: $0 ours|ours-plain|nginx|nio" >&2; exit 2; }
+SERVER="$1"
+HERE="$(cd "$(dirname "$0")" && pwd)"
+ROOT_BUILD="${ROOT_BUILD:-$HERE/../../.build-compare}"
+BENCH_BUILD="${BENCH_BUILD:-$HERE/../.build-peers}"
+PORT="${PORT:-19443}"
+TOP="${TOP:-15}"
+TMP="$(mktemp -d /tmp/tls-ir.XXXXXX)"
+VG_PID=""
+trap '[ -z "$VG_PID" ] || kill -KILL "$VG_PID" 2>/dev/null || true; rm -rf "$TMP"' EXIT
+
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -subj /CN=localhost \
+    -keyout "$TMP/key.pem" -out "$TMP/cert.pem" >/dev/null 2>&1
+# shellcheck source=../bench-lib.sh
+BENCH_NAME=tls-instructions-per-request.sh source "$HERE/../bench-lib.sh"
+URL="https://127.0.0.1:$PORT/"
+# valgrind 3.19 cannot read the Swift toolchain's DWARF 5 debug info: profile copies without it (the symbol
+# table stays, so functions keep their names).
+stripped() { objcopy --strip-debug "$1" "$TMP/$(basename "$1")" && echo "$TMP/$(basename "$1")"; }
+case "$SERVER" in
+    ours) CMD=("$(stripped "$ROOT_BUILD/release/http-hello")" --port "$PORT" --host 127.0.0.1 --loops 1 --tls-cert "$TMP/cert.pem" --tls-key "$TMP/key.pem") ;;
+    ours-plain) CMD=("$(stripped "$ROOT_BUILD/release/http-hello")" --port "$PORT" --host 127.0.0.1 --loops 1); URL="http://127.0.0.1:$PORT/" ;;
+    nio) CMD=("$(stripped "$BENCH_BUILD/release/nio-https-server")" --port "$PORT" --host 127.0.0.1 --cert "$TMP/cert.pem" --key "$TMP/key.pem") ;;
+    nginx)
+        write_nginx_conf "$TMP/nginx" "$PORT" "$TMP/cert.pem" "$TMP/key.pem"
+        sed -i 's/^daemon off;/daemon off;\nmaster_process off;/' "$TMP/nginx/nginx.conf"
+        CMD=(nginx -e "$TMP/nginx/logs/error.log" -p "$TMP/nginx" -c "$TMP/nginx/nginx.conf") ;;
+    *) echo "unknown server $SERVER" >&2; exit 2 ;;
+esac
+
+run() { # seconds out -> "instructions requests"
+    local seconds="$1" out="$2" requests
+    taskset -c 0 valgrind --tool=callgrind --callgrind-out-file="$out" "${CMD[@]}" >"$TMP/server.log" 2>&1 &
+    VG_PID=$!
+    for _ in $(seq 300); do ss -Htln "sport = :$PORT" | grep -q . && break; sleep 0.2; done
+    taskset -c 1 timeout $((seconds + 60)) wrk -t1 -c100 -d "${seconds}s" "$URL" >"$TMP/wrk.log" 2>&1 &
+    local w=$!
+    if [ "$seconds" -ge 10 ]; then
+        sleep 3; callgrind_control -d "$VG_PID" >/dev/null   # part 1: start-up, handshakes, 3 s
+        sleep 5; callgrind_control -d "$VG_PID" >/dev/null   # part 2: the steady window
+    fi
+    wait "$w" || true
+    kill -TERM "$VG_PID" 2>/dev/null || true
+    for _ in $(seq 100); do kill -0 "$VG_PID" 2>/dev/null || break; sleep 0.2; done
+    kill -KILL "$VG_PID" 2>/dev/null || true
+    wait "$VG_PID" 2>/dev/null || true
+    VG_PID=""
+    requests="$(awk '/requests in/ { print $1 }' "$TMP/wrk.log")"
+    local f total=0
+    for f in "$out" "$out".*; do
+        [ -f "$f" ] || continue
+        total=$((total + $(python3 "$HERE/callgrind-calls.py" "$f" none | cut -d' ' -f1)))
+    done
+    echo "$total $requests"
+}
+a=($(run 4 "$TMP/callgrind.short"))
+b=($(run 10 "$TMP/callgrind.long"))
+PER="$(python3 -c 'import sys; a,b,c,d=map(int,sys.argv[1:5]); print(round((c-a)/(d-b)))' "${a[@]}" "${b[@]}")"
+echo "$SERVER: $PER instructions per request ($((b[1] - a[1])) requests between a 4 s and a 10 s run; totals ${a[0]} / ${a[1]} and ${b[0]} / ${b[1]})"
+WINDOW="$(ls "$TMP"/callgrind.long.2 2>/dev/null || true)"
+if [ -n "$WINDOW" ]; then
+    echo
+    echo "steady window (3 s to 8 s of the 10 s run), top $TOP by inclusive cost below the event loop's own frames"
+    echo "(those under 99% of the window), as instructions per request:"
+    DEMANGLE=(cat)
+    command -v swift >/dev/null 2>&1 && DEMANGLE=(swift demangle --simplified)
+    callgrind_annotate --inclusive=yes --threshold=100 "$WINDOW" 2>/dev/null | "${DEMANGLE[@]}" \
+        | python3 -c '
+import re, sys
+per, top = float(sys.argv[1]), int(sys.argv[2])
+total, rows = None, []
+for line in sys.stdin:
+    m = re.match(r"\s*([\d,]+)\s+(?:\(\s*[\d.]+%\)\s+)?(.*) \[", line) or re.match(r"\s*([\d,]+)\s+(?:\(\s*[\d.]+%\)\s+)?(\S.*)$", line)
+    if not m:
+        continue
+    n = int(m.group(1).replace(",", ""))
+    name = m.group(2).strip()
+    if "PROGRAM TOTALS" in name:
+        total = n
+    elif total and not name.startswith(("Ir", "-")) and n < 0.99 * total:
+        rows.append((n, name))  # below the frames every request passes through (thread, loop, dispatch)
+print("| instructions/request | share | function |")
+print("| ---: | ---: | --- |")
+for n, name in rows[:top]:
+    name = re.sub(r"^.*?:", "", name, count=1) if name.startswith("/") or "???" in name[:4] else name
+    print(f"| {n / total * per:,.0f} | {n / total * 100:.1f}% | `{name[:110]}` |")
+' "$PER" "$TOP"
+    [ -z "${KEEP:-}" ] || { mkdir -p "$KEEP"; cp "$TMP"/callgrind.* "$KEEP"/; }
+fi

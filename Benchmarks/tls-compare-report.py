@@ -1,0 +1,66 @@
+#!/usr/bin/env python3
+"""Prints tls-compare.sh's Markdown tables from a run's results.jsonl: per case and server the median over
+rounds, the rounds themselves, and the ratio to nginx (ours / nginx: below 1 is better for us).
+
+    python3 tls-compare-report.py /tmp/tls-compare-YYYYmmdd-HHMMSS
+"""
+import json
+import statistics
+import sys
+from collections import defaultdict
+
+out = sys.argv[1]
+runs = [json.loads(line) for line in open(f"{out}/results.jsonl") if line.strip()]
+try:
+    print("".join(f"    {line}" for line in open(f"{out}/meta.txt")))
+except OSError:
+    pass
+
+by = defaultdict(lambda: defaultdict(list))
+order = defaultdict(list)
+for r in runs:
+    by[r["case"]][r["server"]].append(r)
+    if r["server"] not in order[r["case"]]:
+        order[r["case"]].append(r["server"])
+
+TITLES = {
+    "keepalive": ("HTTPS hello, keep-alive, wrk -t1 -c100", "µs/request", "requests/s"),
+    "close": ("New connection per request, wrk -t1 -c16 -H 'Connection: close' (resumed handshakes)", "µs/connection", "connections/s"),
+    "full": ("New connection per request, 16 × openssl s_time -new (full handshakes)", "µs/connection", "connections/s"),
+    "plain": ("Plaintext hello, keep-alive, wrk -t1 -c100", "µs/request", "requests/s"),
+    "idle": ("Idle TLS connections after the handshake", "RSS B/connection", "malloc B/connection"),
+}
+
+
+def med(values):
+    values = [v for v in values if v is not None]
+    return statistics.median(values) if values else None
+
+
+def fmt(v, digits=1):
+    return "-" if v is None else f"{v:,.{digits}f}"
+
+
+for case in ["keepalive", "close", "full", "idle", "plain"]:
+    if case not in by:
+        continue
+    title, first, second = TITLES[case]
+    print(f"\n### {case}: {title}\n")
+    nginx = "nginx-plain" if case == "plain" else "nginx"
+    if case == "idle":
+        key1, key2 = "rss_bytes_per_conn", "heap_bytes_per_conn"
+    else:
+        key1, key2 = "us_per_op", "per_second"
+    base1 = med([r.get(key1) for r in by[case].get(nginx, [])])
+    base2 = med([r.get(key2) for r in by[case].get(nginx, [])])
+    print(f"| server | {first} (median) | × nginx | {second} (median) | × nginx | rounds ({first}) | errors |")
+    print("| --- | ---: | ---: | ---: | ---: | --- | ---: |")
+    for server in order[case]:
+        rs = by[case][server]
+        v1, v2 = med([r.get(key1) for r in rs]), med([r.get(key2) for r in rs])
+        ratio1 = f"{v1 / base1:.2f}" if v1 is not None and base1 else "-"
+        ratio2 = f"{v2 / base2:.2f}" if v2 is not None and base2 else "-"
+        rounds = ", ".join(fmt(r.get(key1), 0 if case == "idle" else 1) for r in rs)
+        errors = sum(int(r.get("errors") or 0) for r in rs) if case != "idle" else \
+            sum(int(r.get("connections") or 0) < 1 for r in rs)
+        print(f"| {server} | {fmt(v1, 0 if case == 'idle' else 1)} | {ratio1} | {fmt(v2, 0)} | {ratio2} | {rounds} | {errors} |")
