@@ -130,7 +130,9 @@ extension GCDAsyncSocket {
                 if handleEndOfStream() { continue }
                 return
             }
-            guard readBudget > 0, flags.contains(.readReady) || tls?.stash.isEmpty == false else { return }
+            // Ciphertext already in the TLS layer's input (what came behind the handshake's last message) is
+            // read whatever the budget: it is not in the kernel, so no EPOLLIN would ever report it.
+            guard (readBudget > 0 && flags.contains(.readReady)) || tls?.stash.isEmpty == false else { return }
             receive(intoPrebufferOnly: false)
         }
     }

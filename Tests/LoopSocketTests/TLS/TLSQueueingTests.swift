@@ -154,3 +154,23 @@ final class TLSQueueingTests: TLSTestCase {
         XCTAssertEqual(error?.socketError?.code, .closedError, "a clean end (close_notify), not a cut: \(String(describing: error))")
     }
 }
+
+extension TLSQueueingTests {
+    /// Application data that arrives with the client's last handshake message stays in the TLS layer's
+    /// input, not in the kernel: it is read even when the wakeup's read budget went on the handshake (with
+    /// a budget of one read, as http-hello uses, it waited for bytes that never came).
+    func testDataBehindTheHandshakeIsReadWithAReadBudgetOfOne() throws {
+        let serverDelegate = makeDelegate("server")
+        let server = try makeTLSEchoServer(serverDelegate, .server(identity: try Self.identity()))
+        server.options.maxReadsPerWakeup = 1
+        for round in 0..<5 {
+            let delegate = makeDelegate("client \(round)")
+            let client = try connectTLSClient(delegate, port: server.localPort, Self.client())
+            // Queued before the handshake: sent right behind the client's Finished.
+            client.write(Data("early \(round)".utf8), withTimeout: testTimeout, tag: 0)
+            client.readData(toLength: 7, withTimeout: testTimeout, tag: 0)
+            XCTAssertEqual(delegate.waitForReadBytes(7), Data("early \(round)".utf8))
+            client.disconnect()
+        }
+    }
+}
