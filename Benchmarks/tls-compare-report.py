@@ -29,6 +29,7 @@ TITLES = {
     "full": ("New connection per request, 16 × openssl s_time -new (full handshakes)", "µs/connection", "connections/s"),
     "plain": ("Plaintext hello, keep-alive, wrk -t1 -c100", "µs/request", "requests/s"),
     "idle": ("Idle TLS connections after the handshake", "RSS B/connection", "malloc B/connection"),
+    "idleplain": ("Idle plain TCP connections (the same client without TLS)", "RSS B/connection", "malloc B/connection"),
 }
 
 
@@ -41,13 +42,14 @@ def fmt(v, digits=1):
     return "-" if v is None else f"{v:,.{digits}f}"
 
 
-for case in ["keepalive", "close", "full", "idle", "plain"]:
+for case in ["keepalive", "close", "full", "idle", "plain", "idleplain"]:
     if case not in by:
         continue
     title, first, second = TITLES[case]
     print(f"\n### {case}: {title}\n")
-    nginx = "nginx-plain" if case == "plain" else "nginx"
-    if case == "idle":
+    nginx = "nginx-plain" if case in ("plain", "idleplain") else "nginx"
+    idle = case.startswith("idle")
+    if idle:
         key1, key2 = "rss_bytes_per_conn", "heap_bytes_per_conn"
     else:
         key1, key2 = "us_per_op", "per_second"
@@ -60,7 +62,7 @@ for case in ["keepalive", "close", "full", "idle", "plain"]:
         v1, v2 = med([r.get(key1) for r in rs]), med([r.get(key2) for r in rs])
         ratio1 = f"{v1 / base1:.2f}" if v1 is not None and base1 else "-"
         ratio2 = f"{v2 / base2:.2f}" if v2 is not None and base2 else "-"
-        rounds = ", ".join(fmt(r.get(key1), 0 if case == "idle" else 1) for r in rs)
-        errors = sum(int(r.get("errors") or 0) for r in rs) if case != "idle" else \
+        rounds = ", ".join(fmt(r.get(key1), 0 if idle else 1) for r in rs)
+        errors = sum(int(r.get("errors") or 0) for r in rs) if not idle else \
             sum(int(r.get("connections") or 0) < 1 for r in rs)
-        print(f"| {server} | {fmt(v1, 0 if case == 'idle' else 1)} | {ratio1} | {fmt(v2, 0)} | {ratio2} | {rounds} | {errors} |")
+        print(f"| {server} | {fmt(v1, 0 if idle else 1)} | {ratio1} | {fmt(v2, 0)} | {ratio2} | {rounds} | {errors} |")

@@ -18,6 +18,7 @@
 #   idle       heap per idle TLS connection after its handshake: tls-idle-client.py opens N connections,
 #              VmRSS (and glibc malloc in-use bytes, read with gdb) before and after, divided by N
 #   plain      plaintext http-hello and nginx, keep-alive, wrk -t1 -c100, for reference
+#   idleplain  the idle case over plain TCP (ours and nginx), the part of the idle figure that is not TLS
 #
 #     Benchmarks/tls-compare.sh                       # 10 s windows, 2 rounds (about 8 minutes)
 #     Benchmarks/tls-compare.sh --quick               # 3 s windows, 1 round
@@ -27,7 +28,7 @@
 #   --quick            3 s windows, 1 round
 #   --duration S       measured window per run (default 10)
 #   --rounds N         rounds (default 2)
-#   --only LIST        cases, comma-separated (default all): keepalive close full idle plain
+#   --only LIST        cases, comma-separated (default all): keepalive close full idle plain idleplain
 #   --idle N           connections in the idle case (default 2000)
 #   --out DIR          where raw results go (default /tmp/tls-compare-YYYYmmdd-HHMMSS)
 #   --no-build         use the binaries already built
@@ -50,7 +51,7 @@ OUT=""
 BUILD=1
 REPORT_ONLY=""
 IDLE_CONNECTIONS=2000
-ALL_CASES="keepalive close full idle plain"
+ALL_CASES="keepalive close full idle plain idleplain"
 ARGS_TEXT="$*"
 
 while [ $# -gt 0 ]; do
@@ -126,7 +127,7 @@ CLK_TCK="$(getconf CLK_TCK)"
 servers_of() {
     case "$1" in
         keepalive|close|full|idle) echo "ours nginx nio" ;;
-        plain) echo "ours-plain nginx-plain" ;;
+        plain|idleplain) echo "ours-plain nginx-plain" ;;
         *) echo "tls-compare.sh: unknown case $1" >&2; exit 2 ;;
     esac
 }
@@ -243,13 +244,16 @@ report_run() { # case server round ticks0 ticks1 operations per_second errors
 # Heap per idle TLS connection: VmRSS and malloc in use before and after IDLE_CONNECTIONS handshakes.
 measure_idle() { # case server round port tag
     local case_="$1" server="$2" round="$3" port="$4" tag="$5" rss0 rss1 heap0 heap1 fd0 fd1 c ready="" i
-    # One connection first, so that what every server sets up on its first TLS connection is not counted.
-    timeout 10 openssl s_client -connect "127.0.0.1:$port" </dev/null >/dev/null 2>&1 || true
+    local -a plain=()
+    [ "$case_" = idleplain ] && plain=(--plain)
+    # One connection first, so that what every server sets up on its first connection is not counted.
+    timeout 10 taskset -c 1 python3 "$BENCH_DIR/tls-idle-client.py" --port "$port" --connections 1 --hold 0.1 "${plain[@]}" \
+        </dev/null >/dev/null 2>&1 || true
     sleep 0.5
     rss0="$(rss_kib "$SERVER_PID")"; fd0="$(fd_count "$SERVER_PID")"; heap0="$(malloc_in_use "$SERVER_PID")"
     mkfifo "$TMP/idle-hold.$tag"
     taskset -c 1 timeout --kill-after=5 300 python3 "$BENCH_DIR/tls-idle-client.py" --port "$port" \
-        --connections "$IDLE_CONNECTIONS" --hold 240 <"$TMP/idle-hold.$tag" >"$OUT/$tag.client.log" 2>&1 &
+        --connections "$IDLE_CONNECTIONS" --hold 240 "${plain[@]}" <"$TMP/idle-hold.$tag" >"$OUT/$tag.client.log" 2>&1 &
     c=$!
     STARTED_PIDS+=("$c")
     exec 9>"$TMP/idle-hold.$tag"   # the client holds its connections until this closes
@@ -281,7 +285,7 @@ measure() { # case server round
     case "$case_" in
         keepalive|close|plain) measure_wrk "$case_" "$server" "$round" "$port" "$tag" ;;
         full) measure_full "$case_" "$server" "$round" "$port" "$tag" ;;
-        idle) measure_idle "$case_" "$server" "$round" "$port" "$tag" ;;
+        idle|idleplain) measure_idle "$case_" "$server" "$round" "$port" "$tag" ;;
     esac
     kill -0 "$SERVER_PID" 2>/dev/null || log "  $tag: the server died (see $OUT/$tag.server.log)"
     stop_server

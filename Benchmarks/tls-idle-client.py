@@ -2,12 +2,13 @@
 """tls-idle-client.py: opens N TLS connections to 127.0.0.1:PORT, completes each handshake, then holds them
 idle (nothing sent) for tls-compare.sh's heap-per-idle-connection case.
 
-    tls-idle-client.py --port P --connections 2000 [--parallel 32] [--hold 120]
+    tls-idle-client.py --port P --connections 2000 [--parallel 32] [--hold 120] [--plain]
 
 Prints "ready N" (N handshakes completed) on standard output once every connection has finished its handshake
 or failed, then holds them until standard input closes, SIGTERM, or --hold seconds pass, and exits. Each
 handshake is a full one (a new SSLContext session cache is never reused); certificates are not verified
-(the server is the local one under test). Exits 1 if any connection failed.
+(the server is the local one under test). --plain opens plain TCP connections instead, for the same
+figure without TLS. Exits 1 if any connection failed.
 """
 import argparse
 import asyncio
@@ -20,7 +21,8 @@ async def open_one(port, context, gate, held, failures):
     async with gate:
         try:
             reader, writer = await asyncio.wait_for(
-                asyncio.open_connection("127.0.0.1", port, ssl=context, server_hostname="localhost"), 30)
+                asyncio.open_connection("127.0.0.1", port, ssl=context,
+                                        server_hostname="localhost" if context else None), 30)
             held.append((reader, writer))
         except Exception as error:  # noqa: BLE001 - every failure is counted and the first one printed
             if not failures:
@@ -34,18 +36,21 @@ async def main():
     parser.add_argument("--connections", type=int, default=2000)
     parser.add_argument("--parallel", type=int, default=32)
     parser.add_argument("--hold", type=float, default=120)
+    parser.add_argument("--plain", action="store_true")
     args = parser.parse_args()
 
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
     context.check_hostname = False
     context.verify_mode = ssl.CERT_NONE
     context.set_alpn_protocols(["http/1.1"])
+    if args.plain:
+        context = None
     gate = asyncio.Semaphore(args.parallel)
     held, failures = [], []
     await asyncio.gather(*(open_one(args.port, context, gate, held, failures) for _ in range(args.connections)))
     # Let the server's post-handshake messages (TLS 1.3 session tickets) arrive and be read.
     await asyncio.sleep(0.5)
-    versions = {w.get_extra_info("ssl_object").version() for _, w in held}
+    versions = {w.get_extra_info("ssl_object").version() if not args.plain else "plain" for _, w in held}
     print(f"ready {len(held)} failed {len(failures)} versions {','.join(sorted(versions))}", flush=True)
 
     loop = asyncio.get_running_loop()

@@ -14,7 +14,10 @@
 # instructions per request (share of the window × the per-request figure). Uses a throw-away ECDSA P-256
 # certificate; Swift symbols are demangled with `swift demangle` when it is there. Binaries: ROOT_BUILD (../../.build-compare) and BENCH_BUILD (../.build-peers), release.
 #
-# Environment: TOP (15), PORT (19443), KEEP (a directory to keep the callgrind files in).
+# Environment: TOP (15), PORT (19443), KEEP (a directory to keep the callgrind files in), DRIVE:
+#   keepalive (default)  wrk -t1 -c100: per request
+#   close                wrk -t1 -c16 -H 'Connection: close': per connection (wrk resumes TLS 1.3 sessions)
+#   full                 16 × openssl s_time -new -www /: per connection, full handshakes
 set -euo pipefail
 [ $# -eq 1 ] || { echo "usage: $0 ours|ours-plain|nginx|nio" >&2; exit 2; }
 SERVER="$1"
@@ -23,6 +26,7 @@ ROOT_BUILD="${ROOT_BUILD:-$HERE/../../.build-compare}"
 BENCH_BUILD="${BENCH_BUILD:-$HERE/../.build-peers}"
 PORT="${PORT:-19443}"
 TOP="${TOP:-15}"
+DRIVE="${DRIVE:-keepalive}"
 TMP="$(mktemp -d /tmp/tls-ir.XXXXXX)"
 VG_PID=""
 trap '[ -z "$VG_PID" ] || kill -KILL "$VG_PID" 2>/dev/null || true; rm -rf "$TMP"' EXIT
@@ -46,12 +50,27 @@ case "$SERVER" in
     *) echo "unknown server $SERVER" >&2; exit 2 ;;
 esac
 
+drive() { # seconds: the load, on core 1, until it ends by itself
+    local i
+    case "$DRIVE" in
+        keepalive) taskset -c 1 timeout $(($1 + 60)) wrk -t1 -c100 -d "${1}s" "$URL" >"$TMP/wrk.log" 2>&1 || true ;;
+        close) taskset -c 1 timeout $(($1 + 60)) wrk -t1 -c16 -H 'Connection: close' -d "${1}s" "$URL" >"$TMP/wrk.log" 2>&1 || true ;;
+        full)
+            for i in $(seq 1 16); do
+                taskset -c 1 timeout $(($1 + 60)) openssl s_time -connect "127.0.0.1:$PORT" -new -www / -time "$1" >"$TMP/s_time.$i.log" 2>&1 &
+            done
+            wait ;;
+        *) echo "DRIVE is keepalive, close or full" >&2; exit 2 ;;
+    esac
+}
+
 run() { # seconds out -> "instructions requests"
     local seconds="$1" out="$2" requests
+    rm -f "$TMP"/s_time.*.log
     taskset -c 0 valgrind --tool=callgrind --callgrind-out-file="$out" "${CMD[@]}" >"$TMP/server.log" 2>&1 &
     VG_PID=$!
     for _ in $(seq 300); do ss -Htln "sport = :$PORT" | grep -q . && break; sleep 0.2; done
-    taskset -c 1 timeout $((seconds + 60)) wrk -t1 -c100 -d "${seconds}s" "$URL" >"$TMP/wrk.log" 2>&1 &
+    drive "$seconds" &
     local w=$!
     if [ "$seconds" -ge 10 ]; then
         sleep 3; callgrind_control -d "$VG_PID" >/dev/null   # part 1: start-up, handshakes, 3 s
@@ -63,7 +82,11 @@ run() { # seconds out -> "instructions requests"
     kill -KILL "$VG_PID" 2>/dev/null || true
     wait "$VG_PID" 2>/dev/null || true
     VG_PID=""
-    requests="$(awk '/requests in/ { print $1 }' "$TMP/wrk.log")"
+    if [ "$DRIVE" = full ]; then
+        requests="$(cat "$TMP"/s_time.*.log | awk '/connections in .* real seconds/ { n += $1 } END { print n + 0 }')"
+    else
+        requests="$(awk '/requests in/ { print $1 }' "$TMP/wrk.log")"
+    fi
     local f total=0
     for f in "$out" "$out".*; do
         [ -f "$f" ] || continue
@@ -74,12 +97,13 @@ run() { # seconds out -> "instructions requests"
 a=($(run 4 "$TMP/callgrind.short"))
 b=($(run 10 "$TMP/callgrind.long"))
 PER="$(python3 -c 'import sys; a,b,c,d=map(int,sys.argv[1:5]); print(round((c-a)/(d-b)))' "${a[@]}" "${b[@]}")"
-echo "$SERVER: $PER instructions per request ($((b[1] - a[1])) requests between a 4 s and a 10 s run; totals ${a[0]} / ${a[1]} and ${b[0]} / ${b[1]})"
+UNIT=request; [ "$DRIVE" = keepalive ] || UNIT=connection
+echo "$SERVER ($DRIVE): $PER instructions per $UNIT ($((b[1] - a[1])) ${UNIT}s between a 4 s and a 10 s run; totals ${a[0]} / ${a[1]} and ${b[0]} / ${b[1]})"
 WINDOW="$(ls "$TMP"/callgrind.long.2 2>/dev/null || true)"
 if [ -n "$WINDOW" ]; then
     echo
     echo "steady window (3 s to 8 s of the 10 s run), top $TOP by inclusive cost below the event loop's own frames"
-    echo "(those under 99% of the window), as instructions per request:"
+    echo "(those under 99% of the window), as instructions per $UNIT:"
     DEMANGLE=(cat)
     command -v swift >/dev/null 2>&1 && DEMANGLE=(swift demangle --simplified)
     callgrind_annotate --inclusive=yes --threshold=100 "$WINDOW" 2>/dev/null | "${DEMANGLE[@]}" \
@@ -97,11 +121,11 @@ for line in sys.stdin:
         total = n
     elif total and not name.startswith(("Ir", "-")) and n < 0.99 * total:
         rows.append((n, name))  # below the frames every request passes through (thread, loop, dispatch)
-print("| instructions/request | share | function |")
+print(f"| instructions/{sys.argv[3]} | share | function |")
 print("| ---: | ---: | --- |")
 for n, name in rows[:top]:
     name = re.sub(r"^.*?:", "", name, count=1) if name.startswith("/") or "???" in name[:4] else name
     print(f"| {n / total * per:,.0f} | {n / total * 100:.1f}% | `{name[:110]}` |")
-' "$PER" "$TOP"
+' "$PER" "$TOP" "$UNIT"
     [ -z "${KEEP:-}" ] || { mkdir -p "$KEEP"; cp "$TMP"/callgrind.* "$KEEP"/; }
 fi
