@@ -8,41 +8,39 @@ extension GCDAsyncSocket {
     /// socket's other work.
     public var delegate: (any GCDAsyncSocketDelegate)? {
         get { shared.withLock { $0.delegate } }
-        set { setDelegate(newValue, delegateQueue: delegateQueue) }
+        set { changeDelegate(.delegate(newValue), waiting: false) }
     }
 
     /// The queue delegate callbacks run on; `nil` runs them inline on the socket's event loop.
     public var delegateQueue: DispatchQueue? {
         get { shared.withLock { $0.delegateQueue } }
-        set { setDelegate(delegate, delegateQueue: newValue) }
+        set { changeDelegate(.queue(newValue), waiting: false) }
     }
 
     /// Sets the delegate and its queue together.
     public func setDelegate(_ delegate: (any GCDAsyncSocketDelegate)?, delegateQueue: DispatchQueue?) {
-        shared.withLock {
-            $0.delegate = delegate
-            $0.delegateQueue = delegateQueue
-        }
-        let box = UncheckedSendable(delegate)
-        onLoop { [self] in
-            loopDelegate = box.value
-            loopDelegateQueue = delegateQueue
-        }
+        changeDelegate(.both(delegate, delegateQueue), waiting: false)
     }
 
-    /// GCDAsyncSocket's synchronous setter; here the same as ``setDelegate(_:delegateQueue:)``.
+    /// Sets the delegate, returning once the loop uses it: from then on no callback from the loop reaches the
+    /// previous delegate (one already queued on the delegate queue may still run). Called from another
+    /// loop's thread, that loop waits meanwhile.
     public func synchronouslySetDelegate(_ delegate: (any GCDAsyncSocketDelegate)?) {
-        setDelegate(delegate, delegateQueue: delegateQueue)
+        changeDelegate(.delegate(delegate), waiting: true)
     }
 
-    /// GCDAsyncSocket's synchronous setter; here the same as setting ``delegateQueue``.
+    /// Sets the delegate queue, returning once the loop uses it.
     public func synchronouslySetDelegateQueue(_ delegateQueue: DispatchQueue?) {
-        setDelegate(delegate, delegateQueue: delegateQueue)
+        changeDelegate(.queue(delegateQueue), waiting: true)
     }
 
-    /// GCDAsyncSocket's synchronous setter; here the same as ``setDelegate(_:delegateQueue:)``.
+    /// Sets the delegate and its queue together, returning once the loop uses them.
     public func synchronouslySetDelegate(_ delegate: (any GCDAsyncSocketDelegate)?, delegateQueue: DispatchQueue?) {
-        setDelegate(delegate, delegateQueue: delegateQueue)
+        changeDelegate(.both(delegate, delegateQueue), waiting: true)
+    }
+
+    func storeDelegate(_ change: DelegateChange<any GCDAsyncSocketDelegate>) {
+        shared.withLock { change.apply(delegate: &$0.delegate, queue: &$0.delegateQueue) }
     }
 
     /// Anything you want to keep with the socket; the socket never looks at it.

@@ -158,30 +158,6 @@ public final class GCDAsyncSocket: @unchecked Sendable {
         get { dial?.unixListenPath }
         set { if dial != nil || newValue != nil { dialState.unixListenPath = newValue } }
     }
-
-    /// The shared per-loop state. Loop only.
-    var context: LoopContext {
-        if let cachedContext { return cachedContext }
-        let context = LoopContext.of(eventLoop)
-        cachedContext = context
-        return context
-    }
-
-    /// Runs `body` on the socket's loop: now if already there, otherwise queued (one wakeup per loop iteration).
-    /// Returns false if the loop is shut down.
-    @discardableResult
-    func onLoop(_ body: @escaping @Sendable () -> Void) -> Bool {
-        if eventLoop.inEventLoop {
-            body()
-            return true
-        }
-        do {
-            try eventLoop.execute(body)
-            return true
-        } catch {
-            return false
-        }
-    }
 }
 
 // MARK: - State
@@ -382,3 +358,5 @@ extension GCDAsyncSocket {
         }
     }
 }
+
+extension GCDAsyncSocket: DelegatingSocket {}

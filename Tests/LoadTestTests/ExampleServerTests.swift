@@ -115,6 +115,51 @@ final class ExampleServerTests: XCTestCase {
         }
     }
 
+    /// `udp-echo-server` as its usage line promises: with no `--host` it binds 127.0.0.1, echoes each datagram
+    /// (empty, small, and the largest IPv4 allows) to its sender whole and in order, and leaves with status
+    /// 0 on SIGTERM; with two loops (two sockets sharing the port) it still answers every datagram.
+    func testUDPEchoServerEchoesEveryDatagramToItsSender() throws {
+        for loops in ["1", "2"] {
+            let program = ChildProcess.product("udp-echo-server")
+            let server = try ChildProcess(program, ["--port", "0", "--loops", loops])
+            guard server.waitForOutput(containing: "bound to", seconds: 20), let port = Self.port(in: server.standardOutput) else {
+                server.wait(seconds: 5)
+                return XCTFail("udp-echo-server did not start: \(server.standardOutput) \(server.standardError)")
+            }
+            XCTAssertTrue(server.standardOutput.contains("bound to 127.0.0.1 port"), server.standardOutput)
+            let fd = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
+            XCTAssertGreaterThanOrEqual(fd, 0)
+            defer { close(fd) }
+            var limit = timeval(tv_sec: 5, tv_usec: 0)  // every receive below is bounded
+            setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
+            var size: Int32 = 1 << 20
+            setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+            var to = sockaddr_in()
+            to.sin_family = sa_family_t(AF_INET)
+            to.sin_port = port.bigEndian
+            inet_pton(AF_INET, "127.0.0.1", &to.sin_addr)
+            let payloads = [[UInt8]()] + (0..<50).map { i in (0..<(i * 7 + 1)).map { UInt8(truncatingIfNeeded: $0 &+ i) } }
+                + [(0..<65_507).map { UInt8(truncatingIfNeeded: $0 * 31) }]
+            for payload in payloads {
+                let sent = payload.withUnsafeBytes { bytes in
+                    withUnsafePointer(to: &to) {
+                        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                            sendto(fd, bytes.baseAddress, bytes.count, 0, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+                        }
+                    }
+                }
+                XCTAssertEqual(sent, payload.count)
+            }
+            var buffer = [UInt8](repeating: 0, count: 70_000)
+            for (index, payload) in payloads.enumerated() {
+                let got = recv(fd, &buffer, buffer.count, 0)
+                guard got >= 0 else { return XCTFail("echo \(index) of \(payloads.count) did not come back (errno \(errno)), \(loops) loop(s)") }
+                XCTAssertEqual(Array(buffer[0..<got]), payload, "echo \(index)")
+            }
+            stop(server, "udp-echo-server")
+        }
+    }
+
     /// The README's first program serves until it is killed: its last statement never returns
     /// (`dispatchMain()`), so the process outlives `accept` (the loops run on their own threads), and it
     /// listens on the loopback address. (Built and run by hand: see the commit that added this test.)

@@ -120,6 +120,36 @@ final class DelegateQueueTests: SocketTestCase {
         XCTAssertTrue(client.delegate === second && client.delegateQueue === queue)
     }
 
+    /// `synchronouslySetDelegate` returns only once the loop uses the new delegate (CocoaAsyncSocket's
+    /// `dispatch_sync` onto the socket queue): while the loop is busy the call waits, and when it returns no
+    /// callback can reach the previous delegate from the loop.
+    func testSynchronouslySetDelegateWaitsForTheLoop() throws {
+        let client = makeSocket(makeDelegate("old"))
+        let replacement = makeDelegate("new")
+        let loopBusy = DispatchSemaphore(value: 0)
+        let gate = DispatchSemaphore(value: 0)
+        try client.eventLoop.execute {
+            loopBusy.signal()
+            _ = gate.wait(timeout: .now() + 10)
+        }
+        XCTAssertEqual(loopBusy.wait(timeout: .now() + 10), .success)
+
+        let returned = DispatchSemaphore(value: 0)
+        let box = UncheckedSendable((client, replacement))
+        Thread.detachNewThread {
+            box.value.0.synchronouslySetDelegate(box.value.1)
+            returned.signal()
+        }
+        // The loop is held: the call cannot have taken effect, so it must not have returned. (Waiting for
+        // something not to happen needs a window; a correct socket passes however long it is.)
+        XCTAssertEqual(returned.wait(timeout: .now() + .milliseconds(200)), .timedOut)
+        XCTAssertTrue(client.delegate === replacement, "the getter sees the new delegate at once")
+        gate.signal()
+        XCTAssertEqual(returned.wait(timeout: .now() + 10), .success)
+        XCTAssertTrue(try onLoop(client.eventLoop) { client.loopDelegate === replacement })
+
+    }
+
     /// Connecting needs a delegate (GCDAsyncSocket's rule, FidelityTests); a socket whose delegate is
     /// gone afterwards goes on working.
     func testWithoutADelegateEverythingStillWorks() throws {
@@ -230,3 +260,4 @@ final class ThreadSafetyTests: SocketTestCase {
         }
     }
 }
+

@@ -13,15 +13,12 @@ extension GCDAsyncUdpSocket {
 
     /// Sets the delegate; callbacks already on their way may still reach the previous one.
     public func setDelegate(_ delegate: (any GCDAsyncUdpSocketDelegate)?) {
-        shared.withLock { $0.delegate = delegate }
-        let box = UncheckedSendable(delegate)
-        onLoop { [self] in loopDelegate = box.value }
+        changeDelegate(.delegate(delegate), waiting: false)
     }
 
     /// Sets the delegate, waiting until no callback can reach the previous one from the loop.
     public func synchronouslySetDelegate(_ delegate: (any GCDAsyncUdpSocketDelegate)?) {
-        shared.withLock { $0.delegate = delegate }
-        _ = syncOnLoop { loopDelegate = delegate }
+        changeDelegate(.delegate(delegate), waiting: true)
     }
 
     /// The queue callbacks run on; `nil`: the socket's event loop.
@@ -31,39 +28,26 @@ extension GCDAsyncUdpSocket {
 
     /// Sets the queue callbacks run on (`nil`: inline on the event loop).
     public func setDelegateQueue(_ queue: DispatchQueue?) {
-        shared.withLock { $0.delegateQueue = queue }
-        onLoop { [self] in loopDelegateQueue = queue }
+        changeDelegate(.queue(queue), waiting: false)
     }
 
     /// Sets the delegate queue, waiting until the loop uses it.
     public func synchronouslySetDelegateQueue(_ queue: DispatchQueue?) {
-        shared.withLock { $0.delegateQueue = queue }
-        _ = syncOnLoop { loopDelegateQueue = queue }
+        changeDelegate(.queue(queue), waiting: true)
     }
 
     /// Sets delegate and queue together.
     public func setDelegate(_ delegate: (any GCDAsyncUdpSocketDelegate)?, delegateQueue: DispatchQueue?) {
-        shared.withLock {
-            $0.delegate = delegate
-            $0.delegateQueue = delegateQueue
-        }
-        let box = UncheckedSendable(delegate)
-        onLoop { [self] in
-            loopDelegate = box.value
-            loopDelegateQueue = delegateQueue
-        }
+        changeDelegate(.both(delegate, delegateQueue), waiting: false)
     }
 
     /// Sets delegate and queue together, waiting until the loop uses them.
     public func synchronouslySetDelegate(_ delegate: (any GCDAsyncUdpSocketDelegate)?, delegateQueue: DispatchQueue?) {
-        shared.withLock {
-            $0.delegate = delegate
-            $0.delegateQueue = delegateQueue
-        }
-        _ = syncOnLoop {
-            loopDelegate = delegate
-            loopDelegateQueue = delegateQueue
-        }
+        changeDelegate(.both(delegate, delegateQueue), waiting: true)
+    }
+
+    func storeDelegate(_ change: DelegateChange<any GCDAsyncUdpSocketDelegate>) {
+        shared.withLock { change.apply(delegate: &$0.delegate, queue: &$0.delegateQueue) }
     }
 
     /// Anything the user wants to keep with the socket.

@@ -3,32 +3,16 @@ import FoundationEssentials
 
 /// Delivering callbacks: inline on the loop when there is no delegate queue, else `async` onto the queue.
 extension GCDAsyncUdpSocket {
-    enum DelegateTarget {
-        case none
-        case inline(any GCDAsyncUdpSocketDelegate)
-        case queued(any GCDAsyncUdpSocketDelegate, DispatchQueue)
-    }
-
     /// Where the next callback goes. Loop only.
     @inline(__always)
-    var delegateTarget: DelegateTarget {
-        guard let delegate = loopDelegate else { return .none }
-        if let queue = loopDelegateQueue { return .queued(delegate, queue) }
-        return .inline(delegate)
+    var delegateTarget: DelegateTarget<any GCDAsyncUdpSocketDelegate> {
+        DelegateTarget(loopDelegate, queue: loopDelegateQueue)
     }
 
     /// Delivers a callback (for the rarer events; the hot ones switch on ``delegateTarget`` themselves, so
     /// the inline path allocates no closure).
     func notify(_ event: @escaping (any GCDAsyncUdpSocketDelegate, GCDAsyncUdpSocket) -> Void) {
-        switch delegateTarget {
-        case .none:
-            return
-        case .inline(let delegate):
-            event(delegate, self)
-        case .queued(let delegate, let queue):
-            let box = UncheckedSendable((delegate, event))
-            queue.async { [self] in box.value.1(box.value.0, self) }
-        }
+        delegateTarget.deliver(to: self, event)
     }
 
     /// `udpSocket(_:didReceive:fromAddress:withFilterContext:)`.

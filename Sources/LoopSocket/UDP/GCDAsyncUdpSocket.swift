@@ -91,42 +91,6 @@ public final class GCDAsyncUdpSocket: @unchecked Sendable {
         self.init(delegate: nil, delegateQueue: nil)
     }
 
-    /// The shared per-loop state. Loop only.
-    var context: LoopContext {
-        if let cachedContext { return cachedContext }
-        let context = LoopContext.of(eventLoop)
-        cachedContext = context
-        return context
-    }
-
-    /// Runs `body` on the socket's loop: now if already there, otherwise queued. False if the loop is shut down.
-    @discardableResult
-    func onLoop(_ body: @escaping @Sendable () -> Void) -> Bool {
-        if eventLoop.inEventLoop {
-            body()
-            return true
-        }
-        do {
-            try eventLoop.execute(body)
-            return true
-        } catch {
-            return false
-        }
-    }
-
-    /// Runs `body` on the loop and waits for its result, as GCDAsyncUdpSocket's `dispatch_sync` onto its
-    /// socket queue does; `nil` if the loop is shut down. Called from another loop's thread, that loop waits.
-    func syncOnLoop<T>(_ body: () -> T) -> T? {
-        if eventLoop.inEventLoop { return body() }
-        var result: T?
-        withoutActuallyEscaping({ result = body() }) { block in
-            let box = PerformBox(block)
-            let done = DispatchSemaphoreBox()
-            if onLoop({ box.run(); done.signal() }) { done.wait() }
-        }
-        return result
-    }
-
     /// ``syncOnLoop(_:)`` for the calls that throw: the loop being shut down is a `badConfigError`.
     func throwingOnLoop(_ body: () throws(GCDAsyncUdpSocketError) -> Void) throws(GCDAsyncUdpSocketError) {
         let outcome = syncOnLoop { () -> GCDAsyncUdpSocketError? in
@@ -216,3 +180,5 @@ struct FilterSlot<Block> {
     var block: Block
     var queue: DispatchQueue?
 }
+
+extension GCDAsyncUdpSocket: DelegatingSocket {}
