@@ -296,12 +296,19 @@ int lsock_ctx_set_alpn_server(SSL_CTX *ctx, const uint8_t *wire, size_t length) 
 }
 
 void lsock_ctx_set_server_session_cache(SSL_CTX *ctx, int enabled, const uint8_t *sid_ctx, unsigned int sid_length) {
+    /* Clients that take tickets (TLS 1.3, and TLS 1.2 with RFC 5077) resume from stateless tickets and
+     * leave nothing in the internal cache (OpenSSL gives them an empty session id); only TLS 1.2 clients
+     * without ticket support are stored, up to OpenSSL's bound of 20,480 sessions. */
     SSL_CTX_set_session_cache_mode(ctx, enabled ? SSL_SESS_CACHE_SERVER : SSL_SESS_CACHE_OFF);
     if (!enabled) {
         SSL_CTX_set_options(ctx, SSL_OP_NO_TICKET);
         SSL_CTX_set_num_tickets(ctx, 0);
     }
     SSL_CTX_set_session_id_context(ctx, sid_ctx, sid_length);
+}
+
+long lsock_ctx_session_count(SSL_CTX *ctx) {
+    return SSL_CTX_sess_number(ctx);
 }
 
 int lsock_ctx_add_chain_cert(SSL_CTX *ctx, X509 *cert) {

@@ -65,6 +65,8 @@ int lsock_ctx_set_sni(SSL_CTX *ctx, const char *const *names, SSL_CTX *const *co
 int lsock_ctx_set_alpn_server(SSL_CTX *ctx, const uint8_t *wire, size_t length);
 /// `SSL_CTX_set_session_cache_mode` and the session id context (macro and function).
 void lsock_ctx_set_server_session_cache(SSL_CTX *ctx, int enabled, const uint8_t *sid_ctx, unsigned int sid_length);
+/// `SSL_CTX_sess_number` (a macro): how many sessions the context's internal cache holds.
+long lsock_ctx_session_count(SSL_CTX *ctx);
 /// Adds an extra chain certificate (`SSL_CTX_add1_chain_cert`, a macro).
 int lsock_ctx_add_chain_cert(SSL_CTX *ctx, X509 *cert);
 /// Adds an extra chain certificate to a connection's own chain (`SSL_add1_chain_cert`).

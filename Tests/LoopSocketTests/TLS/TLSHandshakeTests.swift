@@ -1,3 +1,4 @@
+import COpenSSL
 import Foundation
 import SharedTestSupport
 import XCTest
@@ -210,20 +211,29 @@ final class TLSHandshakeTests: TLSTestCase {
         XCTAssertEqual(otherDelegate.waitForDisconnect(of: other)?.tlsError?.verificationFailure, "hostname mismatch")
     }
 
-    func testSessionResumption() throws {
+    /// A client resumes its session on its next connection, in TLS 1.3 and in TLS 1.2, by the server's
+    /// stateless tickets: the server itself stores no session (its memory does not grow with its clients).
+    func testSessionResumptionByTicketsStoresNothingOnTheServer() throws {
         let serverDelegate = makeDelegate("server")
         let server = try makeTLSEchoServer(serverDelegate, .server(identity: try Self.identity()))
-        let clientTLS = Self.client()
-        for round in 0..<2 {
-            let delegate = makeDelegate("client \(round)")
-            let client = try connectTLSClient(delegate, port: server.localPort, clientTLS)
-            // The TLS 1.3 ticket arrives after the handshake: one round trip takes it in.
-            client.write(Data("x".utf8), withTimeout: -1, tag: 0)
-            client.readData(toLength: 1, withTimeout: testTimeout, tag: 0)
-            delegate.waitForReadBytes(1)
-            XCTAssertEqual(client.tlsInfo?.sessionResumed, round == 1, "round \(round)")
-            client.disconnect()
-            delegate.waitForDisconnect(of: client)
+        for (index, version) in [TLSVersion.v1_3, .v1_2].enumerated() {
+            let clientTLS = Self.client { $0.maximumVersion = version }
+            for round in 0..<2 {
+                let delegate = makeDelegate("client \(version) \(round)")
+                let client = try connectTLSClient(delegate, port: server.localPort, clientTLS)
+                // The TLS 1.3 ticket arrives after the handshake: one round trip takes it in.
+                client.write(Data("x".utf8), withTimeout: -1, tag: 0)
+                client.readData(toLength: 1, withTimeout: testTimeout, tag: 0)
+                delegate.waitForReadBytes(1)
+                XCTAssertEqual(client.tlsInfo?.sessionResumed, round == 1, "\(version) round \(round)")
+                let accepted = serverDelegate.waitForAccepts(index * 2 + round + 1).last
+                let stored = try onLoop(server.eventLoop) { () -> Int? in
+                    accepted?.tls.map { lsock_ctx_session_count(SSL_get_SSL_CTX($0.ssl)) }
+                }
+                XCTAssertEqual(stored, 0, "sessions stored by the server")
+                client.disconnect()
+                delegate.waitForDisconnect(of: client)
+            }
         }
     }
 
