@@ -6,16 +6,32 @@ import LoopSocket
 /// reads past their bodies, and queues one response per request, in order. Callbacks run on the
 /// connection's loop, one at a time, so its state needs no lock.
 final class HTTPHelloConnection: GCDAsyncSocketDelegate, @unchecked Sendable {
-    let configuration: HTTPHelloServer.Configuration
-    /// The server's responses (shared bytes).
-    let responses: HTTPResponses
+    // An idle connection is this object, its socket and the kernel's: the configuration and the response
+    // bytes are the server's, shared by reference, and a body's state is boxed, allocated only while a
+    // request's body is read past (a 64-byte object instead of about 400).
+    /// The server: its configuration and its response bytes.
+    let server: HTTPHelloServer
     // `@exclusivity(unchecked)`: touched only in this connection's callbacks, on its loop, one at a time;
     // the dynamic checks cost about 800 instructions per request (callgrind).
     /// Bytes of an incomplete head (nothing else is kept between reads).
     @exclusivity(unchecked) private var buffer: [UInt8] = []
     /// The body being read past, and the request it belongs to (answered once it ends).
-    @exclusivity(unchecked) private var body: (decoder: HTTPBodyDecoder, request: HTTPRequestHead)?
+    @exclusivity(unchecked) private var body: BodyState?
     @exclusivity(unchecked) private var phase = Phase.serving
+    /// The connection keeps itself alive until its socket disconnects (the socket holds its delegate
+    /// weakly): cheaper than the socket's `userData`, which would allocate the socket's box of rare state.
+    @exclusivity(unchecked) private var life: HTTPHelloConnection?
+
+    /// A request's body being read past.
+    final class BodyState {
+        var decoder: HTTPBodyDecoder
+        let request: HTTPRequestHead
+
+        init(_ request: HTTPRequestHead) {
+            self.decoder = HTTPBodyDecoder(request.body)
+            self.request = request
+        }
+    }
 
     enum Phase {
         case serving
@@ -26,9 +42,13 @@ final class HTTPHelloConnection: GCDAsyncSocketDelegate, @unchecked Sendable {
         case lingering(deadline: DispatchTime)
     }
 
-    init(configuration: HTTPHelloServer.Configuration, responses: HTTPResponses) {
-        self.configuration = configuration
-        self.responses = responses
+    init(server: HTTPHelloServer) {
+        self.server = server
+        life = self
+    }
+
+    func socketDidDisconnect(_ sock: GCDAsyncSocket, withError err: (any Error)?) {
+        life = nil
     }
 
     func socket(_ sock: GCDAsyncSocket, didRead data: Data, withTag tag: Int) {
@@ -42,7 +62,7 @@ final class HTTPHelloConnection: GCDAsyncSocketDelegate, @unchecked Sendable {
         }
         switch phase {
         case .serving:
-            sock.readData(withTimeout: configuration.idleTimeout, tag: 0)
+            sock.readData(withTimeout: server.configuration.idleTimeout, tag: 0)
         case .closing:
             return
         case .lingering(let deadline):
@@ -72,23 +92,21 @@ final class HTTPHelloConnection: GCDAsyncSocketDelegate, @unchecked Sendable {
         while offset < bytes.count, case .serving = phase {
             let rest = UnsafeBufferPointer(rebasing: bytes[offset...])
             if let current = body {
-                var decoder = current.decoder
-                let request = current.request
-                let (used, outcome) = decoder.consume(rest)
+                let (used, outcome) = current.decoder.consume(rest)
                 offset += used
                 switch outcome {
                 case .needMore:
-                    body = (decoder, request)
+                    break
                 case .done:
                     body = nil
-                    respond(to: request, on: sock)
+                    respond(to: current.request, on: sock)
                 case .failed:
                     body = nil
                     refuse(.badRequest, on: sock)
                 }
                 continue
             }
-            switch HTTPHeadParser.parse(rest, maxLength: configuration.maxHeadLength) {
+            switch HTTPHeadParser.parse(rest, maxLength: server.configuration.maxHeadLength) {
             case .incomplete:
                 return offset
             case .failed(let failure):
@@ -99,8 +117,8 @@ final class HTTPHelloConnection: GCDAsyncSocketDelegate, @unchecked Sendable {
                 if request.body == .none {
                     respond(to: request, on: sock)
                 } else {
-                    if request.expectsContinue { sock.write(responses.continue, withTimeout: 10, tag: 0) }
-                    body = (HTTPBodyDecoder(request.body), request)
+                    if request.expectsContinue { sock.write(server.responses.continue, withTimeout: 10, tag: 0) }
+                    body = BodyState(request)
                 }
             }
         }
@@ -108,7 +126,7 @@ final class HTTPHelloConnection: GCDAsyncSocketDelegate, @unchecked Sendable {
     }
 
     private func respond(to request: HTTPRequestHead, on sock: GCDAsyncSocket) {
-        sock.write(responses.to(request), withTimeout: 10, tag: 0)
+        sock.write(server.responses.to(request), withTimeout: 10, tag: 0)
         if !request.keepAlive {
             phase = .closing
             sock.disconnectAfterWriting()
@@ -119,7 +137,7 @@ final class HTTPHelloConnection: GCDAsyncSocketDelegate, @unchecked Sendable {
     private func refuse(_ failure: HTTPFailure, on sock: GCDAsyncSocket) {
         sock.write(HTTPResponses.failure(failure), withTimeout: 10, tag: 0)
         sock.closeWriteStream()
-        phase = .lingering(deadline: .now() + configuration.lingerTimeout)
+        phase = .lingering(deadline: .now() + server.configuration.lingerTimeout)
         buffer = []
     }
 }

@@ -39,11 +39,10 @@ public final class HTTPHelloServer: GCDAsyncSocketDelegate, Sendable {
         self.acceptFailed = acceptFailed
     }
 
-    /// Gives the new connection its own delegate, kept alive by the socket's `userData` for as long as the
-    /// socket lives (no cycle: the connection does not hold the socket).
+    /// Gives the new connection its own delegate, which keeps itself alive until the socket disconnects
+    /// (the connection does not hold the socket).
     public func socket(_ sock: GCDAsyncSocket, didAcceptNewSocket newSocket: GCDAsyncSocket) {
-        let connection = HTTPHelloConnection(configuration: configuration, responses: responses)
-        newSocket.userData = connection
+        let connection = HTTPHelloConnection(server: self)
         newSocket.delegate = connection
         if let tls = configuration.tls { newSocket.startTLS(tls) }
         newSocket.readData(withTimeout: configuration.idleTimeout, tag: 0)

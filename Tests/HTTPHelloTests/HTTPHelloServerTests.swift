@@ -209,4 +209,50 @@ final class HTTPHelloServerTests: XCTestCase {
         try second.send("GET / HTTP/1.1\r\nHost: x\r\n\r\n")
         XCTAssertEqual(try second.receiveToEnd().data, ok)
     }
+
+    /// Each connection's state lives exactly as long as its socket: it is freed when the client closes,
+    /// when the server closes after `Connection: close`, and after a refusal; never before its response.
+    func testConnectionStateIsFreedWhenTheConnectionEnds() throws {
+        group = try EventLoopGroup(numberOfLoops: 1, name: "http-test")
+        server = HTTPHelloServer()
+        let watcher = ConnectionWatcher(server)
+        listener = GCDAsyncSocket(delegate: watcher, delegateQueue: nil, loop: group.loops[0], group: group)
+        try listener.accept(onInterface: "127.0.0.1", port: 0)
+        let requests = [
+            "GET / HTTP/1.1\r\nHost: x\r\n\r\n",                      // the client closes
+            "GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",  // the server closes
+            "GET / HTTP/9.9\r\nHost: x\r\n\r\n",                      // refused (505), then closed
+        ]
+        for (index, request) in requests.enumerated() {
+            let client = try HTTPTestClient(port: listener.localPort)
+            try client.send(request)
+            XCTAssertGreaterThan(try client.receive(5).count, 0, "a response first")
+            XCTAssertTrue(watcher.isAlive(index), "alive while the socket is open (request \(index))")
+            if index > 0 { _ = try client.receiveToEnd() }
+            Glibc.shutdown(client.fd, Int32(SHUT_WR))  // (ends the refused connection's linger early)
+            let deadline = Date().addingTimeInterval(10)
+            while watcher.isAlive(index), Date() < deadline { usleep(1_000) }  // polled, bounded
+            XCTAssertFalse(watcher.isAlive(index), "request \(index): the connection's state outlived its socket")
+        }
+    }
+}
+
+/// Passes accepts to the server and keeps a weak reference to each connection's delegate.
+private final class ConnectionWatcher: GCDAsyncSocketDelegate, @unchecked Sendable {
+    private struct Weak { weak var value: AnyObject? }
+    private let server: HTTPHelloServer
+    private let lock = NSLock()
+    private var connections: [Weak] = []
+
+    init(_ server: HTTPHelloServer) { self.server = server }
+
+    func socket(_ sock: GCDAsyncSocket, didAcceptNewSocket newSocket: GCDAsyncSocket) {
+        server.socket(sock, didAcceptNewSocket: newSocket)
+        let delegate = newSocket.delegate
+        lock.withLock { connections.append(Weak(value: delegate)) }
+    }
+
+    func isAlive(_ index: Int) -> Bool {
+        lock.withLock { index < connections.count && connections[index].value != nil }
+    }
 }
