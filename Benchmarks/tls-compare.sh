@@ -29,6 +29,8 @@
 #   --duration S       measured window per run (default 10)
 #   --rounds N         rounds (default 2)
 #   --only LIST        cases, comma-separated (default all): keepalive close full idle plain idleplain
+#   --servers LIST     only these servers, comma-separated (ours nginx nio ours-plain nginx-plain); without
+#                      nio, nio-https-server is neither built nor needed
 #   --idle N           connections in the idle case (default 2000)
 #   --out DIR          where raw results go (default /tmp/tls-compare-YYYYmmdd-HHMMSS)
 #   --no-build         use the binaries already built
@@ -47,6 +49,7 @@ DURATION=10
 WARMUP=1
 ROUNDS=2
 ONLY=""
+SERVERS=""
 OUT=""
 BUILD=1
 REPORT_ONLY=""
@@ -60,6 +63,7 @@ while [ $# -gt 0 ]; do
         --duration) DURATION="$2"; shift ;;
         --rounds) ROUNDS="$2"; shift ;;
         --only) ONLY="${2//,/ }"; shift ;;
+        --servers) SERVERS=" ${2//,/ } "; shift ;;
         --idle) IDLE_CONNECTIONS="$2"; shift ;;
         --out) OUT="$2"; shift ;;
         --no-build) BUILD=0 ;;
@@ -94,17 +98,21 @@ trap 'echo "tls-compare.sh: interrupted" >&2; exit 130' INT TERM
 # ---------------------------------------------------------------------------------------------------------
 # Build and certificate
 
+wanted() { [ -z "$SERVERS" ] || [[ "$SERVERS" == *" $1 "* ]]; }
+
 ROOT_BIN="$ROOT_BUILD/release"
 BENCH_BIN="$BENCH_BUILD/release"
 if [ "$BUILD" = 1 ]; then
     log "building http-hello (root package, release)"
     (cd "$ROOT_DIR" && swift build -c release --scratch-path "$ROOT_BUILD" --product http-hello >"$OUT/build-http-hello.log" 2>&1) \
         || { tail -30 "$OUT/build-http-hello.log" >&2; exit 1; }
-    log "building nio-https-server (Benchmarks package, release)"
-    (cd "$BENCH_DIR" && swift build -c release --scratch-path "$BENCH_BUILD" --product nio-https-server >"$OUT/build-nio-https-server.log" 2>&1) \
-        || { tail -30 "$OUT/build-nio-https-server.log" >&2; exit 1; }
+    if wanted nio; then
+        log "building nio-https-server (Benchmarks package, release)"
+        (cd "$BENCH_DIR" && swift build -c release --scratch-path "$BENCH_BUILD" --product nio-https-server >"$OUT/build-nio-https-server.log" 2>&1) \
+            || { tail -30 "$OUT/build-nio-https-server.log" >&2; exit 1; }
+    fi
 fi
-for bin in "$ROOT_BIN/http-hello" "$BENCH_BIN/nio-https-server"; do
+for bin in "$ROOT_BIN/http-hello" $(wanted nio && echo "$BENCH_BIN/nio-https-server"); do
     [ -x "$bin" ] || { echo "tls-compare.sh: missing $bin (run without --no-build)" >&2; exit 1; }
 done
 
@@ -125,11 +133,14 @@ CLK_TCK="$(getconf CLK_TCK)"
 # Servers
 
 servers_of() {
+    local all name
     case "$1" in
-        keepalive|close|full|idle) echo "ours nginx nio" ;;
-        plain|idleplain) echo "ours-plain nginx-plain" ;;
+        keepalive|close|full|idle) all="ours nginx nio" ;;
+        plain|idleplain) all="ours-plain nginx-plain" ;;
         *) echo "tls-compare.sh: unknown case $1" >&2; exit 2 ;;
     esac
+    for name in $all; do wanted "$name" && echo -n "$name "; done
+    echo
 }
 
 start_server() { # name port log
