@@ -67,9 +67,19 @@ let package = Package(
         ),
         // SwiftNIO peer servers for compare.sh (same flags and "listening ... port P" line as ours).
         .target(name: "PeerServerSupport"),
+        .target(
+            name: "PeerNIOSupport",
+            dependencies: [
+                "PeerServerSupport",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ]
+        ),
         .executableTarget(
             name: "nio-echo-server",
             dependencies: [
+                "PeerNIOSupport",
                 "PeerServerSupport",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -86,6 +96,7 @@ let package = Package(
         .executableTarget(
             name: "nio-http-server",
             dependencies: [
+                "PeerNIOSupport",
                 "PeerServerSupport",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -96,6 +107,7 @@ let package = Package(
         .executableTarget(
             name: "nio-https-server",
             dependencies: [
+                "PeerNIOSupport",
                 "PeerServerSupport",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

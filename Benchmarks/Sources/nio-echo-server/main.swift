@@ -7,6 +7,7 @@
 // SwiftNIO echo, the same job the project's echo-server and the C reference do.
 import NIOCore
 import NIOPosix
+import PeerNIOSupport
 import PeerServerSupport
 
 final class EchoHandler: ChannelInboundHandler, Sendable {
@@ -26,28 +27,7 @@ final class EchoHandler: ChannelInboundHandler, Sendable {
     }
 }
 
-let arguments = PeerServerArguments.parse(name: "nio-echo-server")
-let group = MultiThreadedEventLoopGroup(numberOfThreads: arguments.loops)
 let handler = EchoHandler()
-let bootstrap = ServerBootstrap(group: group)
-    .serverChannelOption(.backlog, value: 4096)
-    .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
-    .childChannelInitializer { channel in
-        channel.eventLoop.makeCompletedFuture {
-            try channel.pipeline.syncOperations.addHandler(handler)
-        }
-    }
-    .childChannelOption(.tcpOption(.tcp_nodelay), value: 1)
-    .childChannelOption(.maxMessagesPerRead, value: 16)
-    .childChannelOption(.recvAllocator, value: AdaptiveRecvByteBufferAllocator())
-
-let channel: any Channel
-do {
-    channel = try bootstrap.bind(host: arguments.host, port: arguments.port).wait()
-} catch {
-    PeerServerArguments.fail("cannot listen on \(arguments.host):\(arguments.port): \(error)")
+PeerServer.run(name: "nio-echo-server", arguments: PeerServerArguments.parse(name: "nio-echo-server")) { channel in
+    try channel.pipeline.syncOperations.addHandler(handler)
 }
-PeerServerArguments.announce("nio-echo-server listening on \(arguments.host) port \(channel.localAddress?.port ?? arguments.port) with \(arguments.loops) loop(s)")
-PeerServerArguments.waitForTermination()
-try? channel.close().wait()
-try? group.syncShutdownGracefully()
