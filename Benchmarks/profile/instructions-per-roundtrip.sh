@@ -19,13 +19,9 @@
 set -euo pipefail
 [ $# -ge 1 ] || { echo "usage: $0 SERVER [server arguments]" >&2; exit 2; }
 SERVER="$1"; shift
-HERE="$(cd "$(dirname "$0")" && pwd)"
-C_REF_DIR="${C_REF_DIR:-$HERE/../../../shared/reference/c-echo}"
+source "$(dirname "$0")/c-echo-lib.sh"
 PORT="${PORT:-19111}"
-TMP="$(mktemp -d /tmp/ir-per-rt.XXXXXX)"
-trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$TMP"' EXIT
-cp -r "$C_REF_DIR" "$TMP/c-echo" && chmod -R u+w "$TMP/c-echo"
-make -s -C "$TMP/c-echo" loadgen >/dev/null
+c_echo_setup ir-per-rt loadgen
 
 run() {  # seconds -> "instructions sends"
     local seconds=$1 out="$TMP/callgrind.$1"; shift

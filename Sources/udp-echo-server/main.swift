@@ -12,9 +12,13 @@ import ExampleSupport
 import LoopSocket
 
 /// Sends each datagram straight back; the callbacks run inline on the socket's loop, so the echoes queued
-/// during one `recvmmsg` batch leave together with one `sendmmsg`.
+/// during one `recvmmsg` batch leave together with one `sendmmsg`. One per socket, used only on its loop.
 final class UDPEchoDelegate: GCDAsyncUdpSocketDelegate {
+    /// Datagrams echoed, printed at exit as the C yardstick does (the instruction-count script divides by it).
+    var echoed = 0
+
     func udpSocket(_ sock: GCDAsyncUdpSocket, didReceive data: Data, fromAddress address: Data, withFilterContext filterContext: Any?) {
+        echoed &+= 1
         sock.send(data, toAddress: address, withTimeout: -1, tag: 0)
     }
 
@@ -30,10 +34,12 @@ do {
 } catch {
     ServerArguments.fail("cannot start event loops: \(error)")
 }
-let delegate = UDPEchoDelegate()
+var delegates: [UDPEchoDelegate] = []
 var sockets: [GCDAsyncUdpSocket] = []
 var port = arguments.port
 for loop in group.loops {
+    let delegate = UDPEchoDelegate()
+    delegates.append(delegate)
     let socket = GCDAsyncUdpSocket(delegate: delegate, delegateQueue: nil, loop: loop)
     do {
         if group.loops.count > 1 { try socket.enableReusePort(true) }
@@ -57,3 +63,5 @@ ServerArguments.announce("udp-echo-server bound to \(arguments.host ?? "*") port
 ServerArguments.waitForTermination()
 for socket in sockets { socket.close() }
 try? group.shutdownGracefully()
+// The loops have stopped: the counters are no longer touched.
+ServerArguments.announce("udp-echo-server: \(delegates.reduce(0) { $0 + $1.echoed }) datagrams echoed")

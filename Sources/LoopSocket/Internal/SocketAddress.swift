@@ -22,12 +22,29 @@ struct SocketAddress: Sendable {
 
     /// From raw `sockaddr` bytes (as GCDAsyncSocket's `NSData` addresses hold them); `nil` if malformed.
     init?(bytes: Data) {
+        // withUnsafeBytes, not `copyBytes(to:)`: that one is generic over the destination and, unspecialized
+        // across the module boundary, instantiated generic metadata at run time on every call (half of
+        // udp-echo-server's instructions, which parses each sender's address to reply to it).
+        guard let address = bytes.withUnsafeBytes({ SocketAddress(raw: $0) }) else { return nil }
+        self = address
+    }
+
+    /// From raw `sockaddr` bytes; `nil` if malformed. IPv4 and IPv6 are read in place (the per-datagram
+    /// path); other families go through a `sockaddr_storage`.
+    init?(raw bytes: UnsafeRawBufferPointer) {
         guard bytes.count >= MemoryLayout<sa_family_t>.size, bytes.count <= MemoryLayout<sockaddr_storage>.size else {
             return nil
         }
-        var raw = sockaddr_storage()
-        withUnsafeMutableBytes(of: &raw) { _ = bytes.copyBytes(to: $0) }
-        self.init(storage: raw, length: socklen_t(bytes.count))
+        switch Int32(bytes.loadUnaligned(as: sa_family_t.self)) {
+        case AF_INET where bytes.count >= MemoryLayout<sockaddr_in>.size:
+            self.init(bytes.loadUnaligned(as: sockaddr_in.self))
+        case AF_INET6 where bytes.count >= MemoryLayout<sockaddr_in6>.size:
+            self.init(bytes.loadUnaligned(as: sockaddr_in6.self))
+        default:
+            var raw = sockaddr_storage()
+            withUnsafeMutableBytes(of: &raw) { $0.copyMemory(from: bytes) }
+            self.init(storage: raw, length: socklen_t(bytes.count))
+        }
     }
 
     /// From what the kernel filled in (`accept`, `getsockname`, `getpeername`).

@@ -1,5 +1,6 @@
 import CEpollShim
 import EpollLoop
+import FoundationEssentials
 import Glibc
 
 /// The memory every UDP socket of one loop receives into and sends from: `mmsghdr` arrays, iovecs, address
@@ -22,6 +23,8 @@ final class DatagramScratch {
     let sendMessages: UnsafeMutablePointer<cepoll_mmsghdr>
     let sendIovecs: UnsafeMutablePointer<iovec>
     let sendAddresses: UnsafeMutablePointer<sockaddr_storage>
+    /// The `Data` each recent sender was delivered as (see ``DatagramAddressCache``).
+    let senders = DatagramAddressCache()
 
     init() {
         let count = Self.maxBatch
@@ -82,6 +85,13 @@ final class DatagramScratch {
     @inline(__always)
     func receivedAddress(_ i: Int) -> UnsafeRawBufferPointer {
         UnsafeRawBufferPointer(start: receiveAddresses + i, count: Int(receiveMessages[i].msg_hdr.msg_namelen))
+    }
+
+    /// The sender of received message `i` as the `Data` delivered to the delegate (shared with earlier
+    /// datagrams from the same sender).
+    @inline(__always)
+    func receivedSender(_ i: Int) -> Data {
+        senders.data(for: receivedAddress(i))
     }
 
     /// Sets send message `i` to `bytes`, to `destination` (nil on a connected socket).

@@ -156,7 +156,7 @@ extension GCDAsyncUdpSocket {
                 // Paused by a callback mid-batch: keep the rest for when receiving resumes.
                 for j in i..<count {
                     guard !scratch.receivedTruncated(j) else { continue }
-                    held.append(ReceivedDatagram(data: Self.copy(scratch.receivedBytes(j)), address: Self.copy(scratch.receivedAddress(j))))
+                    held.append(ReceivedDatagram(data: Self.copy(scratch.receivedBytes(j)), address: scratch.receivedSender(j)))
                 }
                 return
             }
@@ -165,7 +165,7 @@ extension GCDAsyncUdpSocket {
                     "Datagram longer than the maximum receive size (\(limit) bytes) dropped", errno: Errno(rawValue: EMSGSIZE)))
                 continue
             }
-            deliver(Self.copy(scratch.receivedBytes(i)), from: Self.copy(scratch.receivedAddress(i)))
+            deliver(Self.copy(scratch.receivedBytes(i)), from: scratch.receivedSender(i))
         }
     }
 
