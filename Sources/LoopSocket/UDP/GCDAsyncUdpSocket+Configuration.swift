@@ -66,7 +66,14 @@ extension GCDAsyncUdpSocket {
     var configuration: Configuration { shared.withLock { $0.configuration } }
 
     private func configure(_ change: (inout Configuration) -> Void) {
-        shared.withLock { change(&$0.configuration) }
+        let updated = shared.withLock { change(&$0.configuration); return $0.configuration }
+        if eventLoop.inEventLoop {
+            loopConfiguration = updated
+        } else {
+            // Queued like a send from this thread, so a send this thread makes after the change sees it. It
+            // copies the configuration as it is when it runs, so changes from several threads converge.
+            _ = onLoop { [self] in loopConfiguration = configuration }
+        }
     }
 
     /// Whether IPv4 may be used (default true). Takes effect at the next bind, connect or first send.

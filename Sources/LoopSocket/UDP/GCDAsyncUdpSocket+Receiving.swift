@@ -116,7 +116,7 @@ extension GCDAsyncUdpSocket {
 
     /// Takes up to a batch of datagrams with one `recvmmsg` (one while receiving once) and delivers them.
     private func receive(on channel: DatagramChannel) {
-        let configuration = self.configuration
+        let configuration = loopConfiguration
         let scratch = context.datagrams
         let limit = Swift.min(channel.family == AF_INET ? Int(configuration.maxReceive4) : Int(configuration.maxReceive6),
                               DatagramScratch.slotSize)

@@ -33,6 +33,19 @@ extension GCDAsyncUdpSocket {
             if case .address(let address) = self { return address }
             return nil
         }
+
+        var isConnected: Bool {
+            if case .connected = self { return true }
+            return false
+        }
+
+        /// An address or the connected peer: nothing left to resolve or pick.
+        var isSettled: Bool {
+            switch self {
+            case .connected, .address: return true
+            case .candidates, .resolving, .invalid: return false
+            }
+        }
     }
 
     /// After `ENOBUFS` the kernel has room in the socket buffer (so no EPOLLOUT is coming) but not below it:
@@ -113,7 +126,7 @@ extension GCDAsyncUdpSocket {
     /// Queues a send; false if it failed at once (too large, or the queue is full), which is then reported
     /// in the next loop iteration without holding the data.
     private func enqueueOnLoop(_ data: Data, _ destination: Destination, deadline: UInt64, tag: Int, resolve: (String, UInt16)?) -> Bool {
-        let configuration = self.configuration
+        let configuration = loopConfiguration
         var failure: GCDAsyncUdpSocketError?
         if data.count > Int(configuration.maxSend) {
             failure = GCDAsyncUdpSocketError(.badParamError, "Datagram of \(data.count) bytes is larger than maxSendBufferSize (\(configuration.maxSend))")
@@ -229,8 +242,33 @@ extension GCDAsyncUdpSocket {
     /// Settles the front send's destination (picks among candidates, takes a resolution) and checks it
     /// against the socket's state (GCDAsyncUdpSocket's `doPreSend`).
     private func prepareFront() -> FrontState {
-        let destination = sends.front { $0.destination }!
-        let id = sends.front { $0.id }!
+        // The usual destinations (an address, the connected peer) are read in place: copying the enum out
+        // and back costs an outlined copy and destroy per datagram.
+        if !sends.front({ $0.destination.isSettled })! {
+            if let state = settleFront() { return state }
+        }
+        let (isConnected, address) = sends.front { op in (op.destination.isConnected, op.destination.address) }!
+        if flags.contains(.didConnect) {
+            guard isConnected, let peerAddress, let channel = channel(to: peerAddress) else {
+                return .failed(GCDAsyncUdpSocketError(.badConfigError, "Cannot specify destination of packet for connected socket"))
+            }
+            return .ready(channel)
+        }
+        guard let address else {
+            return .failed(GCDAsyncUdpSocketError(.badConfigError, "You must specify destination of packet for a non-connected socket"))
+        }
+        do { try createChannelsIfNeeded() } catch { return .failed(error) }
+        guard let channel = channel(to: address) else {
+            return .failed(GCDAsyncUdpSocketError(.badConfigError,
+                "The socket has no IPv\(address.isIPv4 ? 4 : 6) descriptor: that family is disabled, or the socket is bound to the other one"))
+        }
+        return .ready(channel)
+    }
+
+    /// Settles a front send addressed by name or by candidates into one address (or an error; `.wait` while
+    /// the name is being resolved); nil when it has been settled.
+    private func settleFront() -> FrontState? {
+        let (destination, id) = sends.front { ($0.destination, $0.id) }!
         let settled: Destination
         switch destination {
         case .invalid(let error):
@@ -245,24 +283,10 @@ extension GCDAsyncUdpSocket {
         case .candidates(let addresses):
             do { settled = .address(try pickAddress(from: addresses)) } catch { return .failed(error) }
         case .connected, .address:
-            settled = destination
+            return nil
         }
         sends.withFirst { $0.destination = settled }
-        if flags.contains(.didConnect) {
-            guard case .connected = settled, let peerAddress, let channel = channel(to: peerAddress) else {
-                return .failed(GCDAsyncUdpSocketError(.badConfigError, "Cannot specify destination of packet for connected socket"))
-            }
-            return .ready(channel)
-        }
-        guard let address = settled.address else {
-            return .failed(GCDAsyncUdpSocketError(.badConfigError, "You must specify destination of packet for a non-connected socket"))
-        }
-        do { try createChannelsIfNeeded() } catch { return .failed(error) }
-        guard let channel = channel(to: address) else {
-            return .failed(GCDAsyncUdpSocketError(.badConfigError,
-                "The socket has no IPv\(address.isIPv4 ? 4 : 6) descriptor: that family is disabled, or the socket is bound to the other one"))
-        }
-        return .ready(channel)
+        return nil
     }
 
     private func failFront(_ error: GCDAsyncUdpSocketError) {
@@ -315,11 +339,12 @@ extension GCDAsyncUdpSocket {
         if i == count {
             return Result { () throws(SyscallError) in try Syscall.sendMessages(fd, scratch.sendMessages, count: count) }
         }
-        return sends.at(i) { op in
-            op.data.withUnsafeBytes { bytes in
-                scratch.prepareSend(i, bytes, to: op.destination.address)
-                return transmit(from: i + 1, count: count, scratch: scratch, fd: fd)
-            }
+        // Address and data are taken out first: calling `withUnsafeBytes` on the borrowed operation made the
+        // compiler copy the whole operation (its destination enum included) per datagram.
+        let (data, address) = sends.at(i) { ($0.data, $0.destination.address) }
+        return data.withUnsafeBytes { bytes in
+            scratch.prepareSend(i, bytes, to: address)
+            return transmit(from: i + 1, count: count, scratch: scratch, fd: fd)
         }
     }
 
@@ -331,14 +356,14 @@ extension GCDAsyncUdpSocket {
             notifyDidSend(tag: op.tag)
             return
         }
-        var tags: [Int] = []
-        tags.reserveCapacity(count)
-        for _ in 0..<count {
-            let op = sends.removeFirst()
-            queuedSendBytes -= op.data.count
-            tags.append(op.tag)
+        withUnsafeTemporaryAllocation(of: Int.self, capacity: count) { tags in
+            for i in 0..<count {
+                let op = sends.removeFirst()
+                queuedSendBytes -= op.data.count
+                tags.initializeElement(at: i, to: op.tag)
+            }
+            for i in 0..<count { notifyDidSend(tag: tags[i]) }
         }
-        for tag in tags { notifyDidSend(tag: tag) }
     }
 
     /// Runs the send filter on the front datagram, inline or on its queue, then sends or drops it.

@@ -50,6 +50,9 @@ public final class GCDAsyncUdpSocket: @unchecked Sendable {
     /// Datagrams received in a batch after receiving was paused mid-batch: delivered first when it resumes.
     @exclusivity(unchecked) var held: [ReceivedDatagram] = []
     @exclusivity(unchecked) var cachedContext: LoopContext?
+    /// The loop's copy of ``SharedState/configuration``, read per datagram without the lock; every change
+    /// reaches it through the loop, in order with the sends queued after it.
+    @exclusivity(unchecked) var loopConfiguration = Configuration()
     /// Datagrams handed to the delegate queue and not yet delivered there. Counted up on the loop, down on
     /// the queue: past ``maxDeliveriesInFlight`` the loop stops reading, so a slow delegate queue leaves the
     /// excess in the kernel's socket buffer (which drops it) instead of queueing without bound in memory.
