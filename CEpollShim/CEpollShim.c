@@ -8,6 +8,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stddef.h>
+#include <string.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
@@ -117,4 +118,29 @@ int cepoll_recvmmsg(int fd, cepoll_mmsghdr *msgs, unsigned int count, int flags)
 
 int cepoll_sendmmsg(int fd, cepoll_mmsghdr *msgs, unsigned int count, int flags) {
     return sendmmsg(fd, (struct mmsghdr *)msgs, count, flags | MSG_NOSIGNAL);
+}
+
+_Static_assert(CMSG_SPACE(sizeof(uint16_t)) <= CEPOLL_UDP_CONTROL_SPACE, "UDP_SEGMENT cmsg fits");
+_Static_assert(CMSG_SPACE(sizeof(int)) <= CEPOLL_UDP_CONTROL_SPACE, "UDP_GRO cmsg fits");
+
+void cepoll_set_udp_segment(struct msghdr *header, void *control, uint16_t segment) {
+    header->msg_control = control;
+    header->msg_controllen = CMSG_SPACE(sizeof(uint16_t));
+    struct cmsghdr *cmsg = CMSG_FIRSTHDR(header);
+    cmsg->cmsg_level = CEPOLL_SOL_UDP;
+    cmsg->cmsg_type = CEPOLL_UDP_SEGMENT;
+    cmsg->cmsg_len = CMSG_LEN(sizeof(uint16_t));
+    memcpy(CMSG_DATA(cmsg), &segment, sizeof(segment));
+}
+
+int cepoll_udp_gro_segment(const struct msghdr *header) {
+    if (header->msg_controllen == 0) return 0;
+    for (struct cmsghdr *cmsg = CMSG_FIRSTHDR(header); cmsg != NULL; cmsg = CMSG_NXTHDR((struct msghdr *)header, cmsg)) {
+        if (cmsg->cmsg_level == CEPOLL_SOL_UDP && cmsg->cmsg_type == CEPOLL_UDP_GRO && cmsg->cmsg_len >= CMSG_LEN(sizeof(int))) {
+            int segment;
+            memcpy(&segment, CMSG_DATA(cmsg), sizeof(segment));
+            return segment;
+        }
+    }
+    return 0;
 }

@@ -125,6 +125,18 @@ static const int CEPOLL_SO_REUSEADDR = SO_REUSEADDR;
 /// `SOL_UDP` / `UDP_SEGMENT`: the GSO option (Linux 4.18); set per socket or per message in a cmsg.
 static const int CEPOLL_SOL_UDP = 17;
 static const int CEPOLL_UDP_SEGMENT = 103;
+/// `UDP_GRO` (Linux 5.0): receive runs of datagrams coalesced into one buffer, with their size in a cmsg.
+static const int CEPOLL_UDP_GRO = 104;
+/// Control bytes one message needs for its `UDP_SEGMENT` (sending) or `UDP_GRO` (receiving) cmsg.
+#define CEPOLL_UDP_CONTROL_SPACE 32
+
+/// Writes a `UDP_SEGMENT` cmsg of `segment` bytes into `control` (CEPOLL_UDP_CONTROL_SPACE bytes, 8-aligned)
+/// and points `header` at it.
+void cepoll_set_udp_segment(struct msghdr *header, void *control, uint16_t segment);
+
+/// The segment size in a received message's `UDP_GRO` cmsg: the size of each datagram coalesced into it
+/// (the last may be shorter); 0 if the message carries none (one datagram).
+int cepoll_udp_gro_segment(const struct msghdr *header);
 
 /// `recvmmsg(fd, msgs, count, flags, NULL)`.
 int cepoll_recvmmsg(int fd, cepoll_mmsghdr *msgs, unsigned int count, int flags);

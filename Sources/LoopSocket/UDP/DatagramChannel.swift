@@ -1,3 +1,4 @@
+import CEpollShim
 import EpollLoop
 
 /// One descriptor of a ``GCDAsyncUdpSocket`` (a socket has one per IP family it uses, as GCDAsyncUdpSocket
@@ -11,12 +12,31 @@ final class DatagramChannel: IOEventHandler {
     let family: Int32
     /// The interest registered with the loop (kept here so an unchanged interest costs no system call).
     var interest: IOEvents = []
+    /// The kernel takes `UDP_SEGMENT` (GSO, Linux 4.18) on this descriptor.
+    var canSegment = false
+    /// `UDP_GRO` is on (Linux 5.0): a received message may hold a run of datagrams.
+    var coalesces = false
     let owner: GCDAsyncUdpSocket
 
     init(fd: Int32, family: Int32, owner: GCDAsyncUdpSocket) {
         self.fd = fd
         self.family = family
         self.owner = owner
+    }
+
+    /// Finds out what the kernel offers: GSO where `getsockopt(UDP_SEGMENT)` answers, GRO where
+    /// `setsockopt(UDP_GRO)` is accepted (when `offload` is wanted). Older kernels refuse both: plain I/O.
+    func detectOffload(_ offload: Bool) {
+        canSegment = (try? Syscall.option(fd, level: CEPOLL_SOL_UDP, name: CEPOLL_UDP_SEGMENT)) != nil
+        setCoalescing(offload)
+    }
+
+    /// Turns `UDP_GRO` on or off.
+    func setCoalescing(_ on: Bool) {
+        guard on != coalesces else { return }
+        if (try? Syscall.setOption(fd, level: CEPOLL_SOL_UDP, name: CEPOLL_UDP_GRO, value: on ? 1 : 0)) != nil {
+            coalesces = on
+        }
     }
 
     func handleIO(_ events: IOEvents) {

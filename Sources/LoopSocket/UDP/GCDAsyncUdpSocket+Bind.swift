@@ -116,6 +116,7 @@ extension GCDAsyncUdpSocket {
             try? Syscall.close(fd)
             throw error
         }
+        channel.detectOffload(loopConfiguration.segmentationOffload)
         if family == AF_INET { channel4 = channel } else { channel6 = channel }
         flags.insert(.didCreateSockets)
         return channel

@@ -127,4 +127,19 @@ extension GCDAsyncUdpSocket {
     public func maxQueuedSendBytes() -> Int { configuration.maxQueuedSendBytes }
     /// Sets ``maxQueuedSendBytes()``.
     public func setMaxQueuedSendBytes(_ bytes: Int) { configure { $0.maxQueuedSendBytes = Swift.max(bytes, 0) } }
+
+    /// Whether UDP segmentation offload is used where the kernel has it (default true): a run of queued
+    /// datagrams of one size to one destination leaves as one `UDP_SEGMENT` message (GSO), and runs the
+    /// kernel coalesced on receive (`UDP_GRO`) are split back into datagrams. Delivery is the same either way:
+    /// one callback per datagram, in order.
+    public func isSegmentationOffloadEnabled() -> Bool { configuration.segmentationOffload }
+    /// Sets ``isSegmentationOffloadEnabled()``; takes effect for sockets already created too.
+    public func setSegmentationOffloadEnabled(_ flag: Bool) {
+        configure { $0.segmentationOffload = flag }
+        _ = onLoop { [self] in
+            let on = loopConfiguration.segmentationOffload  // the latest setting, whichever thread made it
+            channel4?.setCoalescing(on)
+            channel6?.setCoalescing(on)
+        }
+    }
 }

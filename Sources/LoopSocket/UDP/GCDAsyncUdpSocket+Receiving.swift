@@ -121,7 +121,7 @@ extension GCDAsyncUdpSocket {
         let limit = Swift.min(channel.family == AF_INET ? Int(configuration.maxReceive4) : Int(configuration.maxReceive6),
                               DatagramScratch.slotSize)
         let batch = flags.contains(.receiveOnce) ? 1 : configuration.receiveBatch
-        scratch.prepareReceive(count: batch, limit: limit)
+        scratch.prepareReceive(count: batch, limit: limit, coalescing: channel.coalesces)
         let generation = self.generation
         let outcome = Result { () throws(SyscallError) in try Syscall.receiveMessages(channel.fd, scratch.receiveMessages, count: batch) }
         flags.insert(.receiving)
@@ -149,23 +149,35 @@ extension GCDAsyncUdpSocket {
         }
     }
 
+    /// Delivers the `count` messages received into `scratch`, each one datagram or (with GRO) a run of
+    /// datagrams of the message's segment size, split back here. A callback that pauses receiving leaves
+    /// the rest held, in order.
     private func deliverBatch(_ count: Int, scratch: DatagramScratch, limit: Int, generation: UInt32) {
+        var holding = false
         for i in 0..<count {
-            guard generation == self.generation else { return }
-            guard isReceiving else {
-                // Paused by a callback mid-batch: keep the rest for when receiving resumes.
-                for j in i..<count {
-                    guard !scratch.receivedTruncated(j) else { continue }
-                    held.append(ReceivedDatagram(data: Self.copy(scratch.receivedBytes(j)), address: scratch.receivedSender(j)))
+            let bytes = scratch.receivedBytes(i)
+            let segment = scratch.receivedSegmentSize(i)
+            if segment > 0 { coalescedMessagesReceived &+= 1 }
+            let truncated = scratch.receivedTruncated(i)
+            var offset = 0
+            repeat {  // once for a zero-length datagram
+                let length = segment > 0 ? Swift.min(segment, bytes.count - offset) : bytes.count
+                let datagram = UnsafeRawBufferPointer(rebasing: bytes[offset..<(offset + length)])
+                offset += length
+                guard generation == self.generation else { return }
+                if !holding && !isReceiving { holding = true }
+                if truncated || length > limit {
+                    if !holding {
+                        notifyDidNotReceive(GCDAsyncUdpSocketError(.otherError,
+                            "Datagram longer than the maximum receive size (\(limit) bytes) dropped", errno: Errno(rawValue: EMSGSIZE)))
+                    }
+                } else if holding {
+                    // Paused by a callback mid-batch: keep the rest for when receiving resumes.
+                    held.append(ReceivedDatagram(data: Self.copy(datagram), address: scratch.receivedSender(i)))
+                } else {
+                    deliver(Self.copy(datagram), from: scratch.receivedSender(i))
                 }
-                return
-            }
-            if scratch.receivedTruncated(i) {
-                notifyDidNotReceive(GCDAsyncUdpSocketError(.otherError,
-                    "Datagram longer than the maximum receive size (\(limit) bytes) dropped", errno: Errno(rawValue: EMSGSIZE)))
-                continue
-            }
-            deliver(Self.copy(scratch.receivedBytes(i)), from: scratch.receivedSender(i))
+            } while offset < bytes.count
         }
     }
 

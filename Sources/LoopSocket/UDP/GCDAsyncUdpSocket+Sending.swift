@@ -312,13 +312,20 @@ extension GCDAsyncUdpSocket {
             count += 1
         }
         let scratch = context.datagrams
-        let outcome = transmit(from: 0, count: count, scratch: scratch, fd: target.fd)
+        let segmenting = count > 1 && target.canSegment && loopConfiguration.segmentationOffload
+            && !flags.contains(.segmentationRefused)
+        scratch.beginSend()
+        let outcome = transmit(from: 0, count: count, scratch: scratch, fd: target.fd, segmenting: segmenting)
         flags.insert(.didBind)  // the kernel bound it to an ephemeral port if it was not
         switch outcome {
         case .success(.processed(let sent)):
             completeFront(sent)
         case .success(.wouldBlock):
             flags.insert(.sendBlocked)
+        case .failure(let error) where scratch.isSegmented(0) && Self.refusesSegmentation(error.errno):
+            // The route cannot take GSO (no checksum offload, a segment above its MTU): nothing left, so
+            // the same datagrams go again one per message, as they would have without offload.
+            flags.insert(.segmentationRefused)
         case .failure(let error) where error.errno == .noBufferSpace:
             flags.insert(.sendRetryPending)
             let generation = self.generation
@@ -333,18 +340,30 @@ extension GCDAsyncUdpSocket {
         }
     }
 
-    /// Points message `i`… of the scratch space at the queued datagrams (each `Data`'s bytes stay valid only
-    /// inside its `withUnsafeBytes`, so the calls nest) and sends them.
-    private func transmit(from i: Int, count: Int, scratch: DatagramScratch, fd: Int32) -> Result<IOResult<Int>, SyscallError> {
+    /// The errors with which the kernel refuses a `UDP_SEGMENT` message it would take as separate datagrams.
+    private static func refusesSegmentation(_ errno: Errno) -> Bool {
+        switch errno.rawValue {
+        case EIO, EINVAL, EOPNOTSUPP, ENOPROTOOPT, EMSGSIZE: return true
+        default: return false
+        }
+    }
+
+    /// Plans datagrams `i`… of the batch into the scratch space (each `Data`'s bytes stay valid only inside
+    /// its `withUnsafeBytes`, so the calls nest) and sends them; the count sent is in datagrams.
+    private func transmit(from i: Int, count: Int, scratch: DatagramScratch, fd: Int32, segmenting: Bool) -> Result<IOResult<Int>, SyscallError> {
         if i == count {
-            return Result { () throws(SyscallError) in try Syscall.sendMessages(fd, scratch.sendMessages, count: count) }
+            let messages = scratch.finishSend()
+            let outcome = Result { () throws(SyscallError) in try Syscall.sendMessages(fd, scratch.sendMessages, count: messages) }
+            guard case .success(.processed(let sent)) = outcome else { return outcome }
+            if segmenting { segmentedMessagesSent &+= (0..<sent).count { scratch.isSegmented($0) } }
+            return .success(.processed(scratch.datagrams(inFirst: sent)))
         }
         // Address and data are taken out first: calling `withUnsafeBytes` on the borrowed operation made the
         // compiler copy the whole operation (its destination enum included) per datagram.
         let (data, address) = sends.at(i) { ($0.data, $0.destination.address) }
         return data.withUnsafeBytes { bytes in
-            scratch.prepareSend(i, bytes, to: address)
-            return transmit(from: i + 1, count: count, scratch: scratch, fd: fd)
+            scratch.addSend(i, bytes, to: address, segmenting: segmenting)
+            return transmit(from: i + 1, count: count, scratch: scratch, fd: fd, segmenting: segmenting)
         }
     }
 

@@ -53,6 +53,10 @@ public final class GCDAsyncUdpSocket: @unchecked Sendable {
     /// The loop's copy of ``SharedState/configuration``, read per datagram without the lock; every change
     /// reaches it through the loop, in order with the sends queued after it.
     @exclusivity(unchecked) var loopConfiguration = Configuration()
+    /// Messages that left carrying a run of datagrams (GSO) and received messages that held one (GRO):
+    /// what tests and benchmarks read to see offload at work.
+    @exclusivity(unchecked) var segmentedMessagesSent = 0
+    @exclusivity(unchecked) var coalescedMessagesReceived = 0
     /// Datagrams handed to the delegate queue and not yet delivered there. Counted up on the loop, down on
     /// the queue: past ``maxDeliveriesInFlight`` the loop stops reading, so a slow delegate queue leaves the
     /// excess in the kernel's socket buffer (which drops it) instead of queueing without bound in memory.
@@ -133,6 +137,8 @@ extension GCDAsyncUdpSocket {
         static let receiving = Flags(rawValue: 1 << 12)
         /// A pump of sends and held datagrams is scheduled for the next loop iteration.
         static let pumpScheduled = Flags(rawValue: 1 << 13)
+        /// A `UDP_SEGMENT` send failed: this socket sends one datagram per message from now on.
+        static let segmentationRefused = Flags(rawValue: 1 << 14)
     }
 
     /// What any thread may read or set, under `shared`'s mutex.
@@ -158,6 +164,8 @@ extension GCDAsyncUdpSocket {
         var maxSend: UInt16 = 65_535
         var receiveBatch = 32
         var maxQueuedSendBytes = 1 << 20
+        /// UDP GSO on send and GRO on receive, where the kernel has them.
+        var segmentationOffload = true
     }
 
     enum Preference {
