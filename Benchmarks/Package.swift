@@ -86,6 +86,14 @@ let package = Package(
             ]
         ),
         .executableTarget(
+            name: "nio-udp-echo-server",
+            dependencies: [
+                "PeerServerSupport",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ]
+        ),
+        .executableTarget(
             name: "nio-async-echo-server",
             dependencies: [
                 "PeerServerSupport",

@@ -1,16 +1,23 @@
 #!/usr/bin/env bash
-# Server CPU per echoed datagram: udp-echo-server (one loop) beside the C yardstick udp_echo_server, driven by
-# udpgen. Server pinned to core 0, udpgen to core 1; servers alternate within one run (the machine is shared).
+# Server CPU per echoed datagram: udp-echo-server (one loop) beside the C yardstick udp_echo_server and
+# SwiftNIO's DatagramBootstrap echo (nio-udp-echo-server, when built), driven by udpgen. Server pinned to core
+# 0, udpgen to core 1; servers alternate within each round (the machine is shared); ROUNDS rounds (3), then
+# the median per server and its ratio to C.
 #
 #     Benchmarks/udp-compare.sh [SECONDS] [FLOWS...]     (defaults: 5 s; 100 1000 flows; 64-byte datagrams)
 #
-# Needs `swift build -c release --product udp-echo-server` and `make` in ../shared/reference/c-echo.
+# Needs `swift build -c release --product udp-echo-server`, `make` in ../shared/reference/c-echo (or C_ECHO
+# pointing at a built copy), and for the SwiftNIO peer `swift build -c release --product nio-udp-echo-server`
+# in Benchmarks/ (or NIO_UDP_ECHO_SERVER).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SECS=${1:-5}; shift || true
 FLOWS=("${@:-100 1000}"); FLOWS=(${FLOWS[@]})
 REF=${C_ECHO:-../shared/reference/c-echo}
 SWIFT_SERVER=${UDP_ECHO_SERVER:-.build/release/udp-echo-server}
+NIO_SERVER=${NIO_UDP_ECHO_SERVER:-Benchmarks/.build/release/nio-udp-echo-server}
+ROUNDS=${ROUNDS:-3}
+RESULTS=$(mktemp /tmp/udp-compare-results.XXXXXX)
 TICK=$(getconf CLK_TCK)
 
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
@@ -38,9 +45,25 @@ run_one() {  # name flows command...
 }
 
 for flows in "${FLOWS[@]}"; do
-    for round in 1 2; do
+    for round in $(seq "$ROUNDS"); do
         run_one c-udp_echo_server "$flows" "$REF/udp_echo_server"
         run_one udp-echo-server "$flows" "$SWIFT_SERVER" --loops 1 --host 127.0.0.1 --port
+        if [ -x "$NIO_SERVER" ]; then run_one nio-udp-echo-server "$flows" "$NIO_SERVER" --loops 1 --host 127.0.0.1 --port; fi
     done
-done
-rm -f /tmp/udp-compare-server.$$ /tmp/udp-compare-gen.$$
+done | tee "$RESULTS"
+echo "medians (µs of server CPU per datagram; ratio to C; datagrams lost per window):"
+python3 - "$RESULTS" <<'PY'
+import re, statistics, sys
+rows = {}
+for line in open(sys.argv[1]):
+    m = re.match(r"(\S+)\s+flows=(\d+)\s+rps=\d+\s+server_cpu_us_per_dgram=([\d.]+)\s+lost=(\S*)", line)
+    if m: rows.setdefault((int(m[2]), m[1]), []).append((float(m[3]), m[4]))
+for flows in sorted({f for f, _ in rows}):
+    c = statistics.median(x for x, _ in rows.get((flows, "c-udp_echo_server"), [(float("nan"), "")]))
+    for name in ("c-udp_echo_server", "udp-echo-server", "nio-udp-echo-server"):
+        if (flows, name) not in rows: continue
+        values = [x for x, _ in rows[(flows, name)]]
+        lost = ",".join(l for _, l in rows[(flows, name)])
+        print(f"  flows={flows:<5} {name:<20} {statistics.median(values):.2f} ({statistics.median(values) / c:.2f}x C)  lost {lost}")
+PY
+rm -f /tmp/udp-compare-server.$$ /tmp/udp-compare-gen.$$ "$RESULTS"

@@ -1,0 +1,205 @@
+import EpollLoop
+import FoundationEssentials
+
+/// The delegate behind an ``AsyncUDPSocket``: turns GCDAsyncUdpSocket's callbacks (inline on the loop) into
+/// resumed continuations, and holds received datagrams until the task asks for them.
+///
+/// Loop-confined: every member is touched on the socket's loop only (hence `@unchecked Sendable`).
+///
+/// Bounded: at most ``limit`` received items wait here. Reaching the bound pauses receiving, so a task that
+/// stops asking leaves further datagrams in the kernel's socket buffer (which drops what does not fit), not
+/// in memory; receiving resumes when the task has taken half of them. A pause in the middle of a `recvmmsg`
+/// batch holds the rest of that batch in the socket (at most 64 datagrams more).
+final class AsyncUDPSocketHandler: GCDAsyncUdpSocketDelegate, @unchecked Sendable {
+    typealias Datagram = AsyncUDPSocket.Datagram
+
+    /// A received datagram, or an error reported in its place (an ICMP error, an over-long datagram).
+    enum Item {
+        case datagram(Datagram)
+        case failure(GCDAsyncUdpSocketError)
+    }
+
+    let limit: Int
+    private var items: [Item] = []
+    private var itemsStart = 0
+    /// Receiving is paused because ``limit`` items wait.
+    private(set) var paused = false
+    /// The task waiting in `receive()`, with the id its cancellation names.
+    private var receiver: (id: UInt64, continuation: UnsafeContinuation<Datagram?, any Error>)?
+    private var nextWaiterID: UInt64 = 1
+    /// Sends waiting for the kernel to take their datagram, by tag.
+    private var senders: [Int: UnsafeContinuation<Void, any Error>] = [:]
+    private var nextTag = 0
+    private var connectWaiter: UnsafeContinuation<Void, any Error>?
+    private var closeWaiters: [UnsafeContinuation<Void, Never>] = []
+    /// Set once the socket has closed: later receives return nil, later sends fail.
+    private(set) var closed = false
+    private(set) var closeError: GCDAsyncUdpSocketError?
+
+    init(limit: Int) {
+        self.limit = max(1, limit)
+    }
+
+    var bufferedCount: Int { items.count - itemsStart }
+    /// A task waits in `receive()`.
+    var hasReceiver: Bool { receiver != nil }
+
+    // MARK: Receiving
+
+    /// The next waiting item, if any; resumes receiving when enough have been taken.
+    func takeBuffered(_ socket: GCDAsyncUdpSocket) -> Item? {
+        guard itemsStart < items.count else { return nil }
+        let item = items[itemsStart]
+        itemsStart += 1
+        if itemsStart == items.count {
+            items.removeAll(keepingCapacity: items.capacity <= 64)
+            itemsStart = 0
+        } else if itemsStart >= 64 && itemsStart * 2 >= items.count {
+            items.removeFirst(itemsStart)
+            itemsStart = 0
+        }
+        if paused && bufferedCount <= limit / 2 && !closed {
+            paused = false
+            try? socket.beginReceiving()
+        }
+        return item
+    }
+
+    /// Completes `continuation` now (a waiting item, or the end after a close) or keeps it until one comes.
+    func waitForDatagram(_ continuation: UnsafeContinuation<Datagram?, any Error>, _ socket: GCDAsyncUdpSocket,
+                         _ cancellation: PendingCancellation<UInt64>) {
+        if cancellation.cancelled { return continuation.resume(throwing: CancellationError()) }
+        if let item = takeBuffered(socket) { return Self.resume(continuation, with: item) }
+        if closed { return Self.resumeAtEnd(continuation, closeError) }
+        guard receiver == nil else {
+            return continuation.resume(throwing: GCDAsyncUdpSocketError(.badConfigError,
+                "Another task is already receiving from this socket: an AsyncUDPSocket has one receiver at a time"))
+        }
+        let id = nextWaiterID
+        nextWaiterID &+= 1
+        cancellation.id = id
+        receiver = (id, continuation)
+    }
+
+    func cancelReceive(_ id: UInt64) {
+        guard let receiver, receiver.id == id else { return }
+        self.receiver = nil
+        receiver.continuation.resume(throwing: CancellationError())
+    }
+
+    private func arrived(_ item: Item, on socket: GCDAsyncUdpSocket) {
+        if let receiver {
+            self.receiver = nil
+            return Self.resume(receiver.continuation, with: item)
+        }
+        // Errors can arrive while receiving is paused (an ICMP error is taken even then, so that it does not
+        // spin the loop): past twice the bound they are dropped, so they cannot grow memory either.
+        if case .failure = item, bufferedCount >= 2 * limit { return }
+        items.append(item)
+        if bufferedCount >= limit && !paused {
+            paused = true
+            socket.pauseReceiving()
+        }
+    }
+
+    private static func resume(_ continuation: UnsafeContinuation<Datagram?, any Error>, with item: Item) {
+        switch item {
+        case .datagram(let datagram): continuation.resume(returning: datagram)
+        case .failure(let error): continuation.resume(throwing: error)
+        }
+    }
+
+    /// After a close: nil (the end of the datagrams), or the error that closed the socket.
+    private static func resumeAtEnd(_ continuation: UnsafeContinuation<Datagram?, any Error>, _ error: GCDAsyncUdpSocketError?) {
+        if let error { continuation.resume(throwing: error) } else { continuation.resume(returning: nil) }
+    }
+
+    // MARK: Sending
+
+    /// Registers `continuation` for the next send and returns its tag; nil (after failing it) once closed.
+    func registerSend(_ continuation: UnsafeContinuation<Void, any Error>, _ cancellation: PendingCancellation<Int>) -> Int? {
+        if cancellation.cancelled {
+            continuation.resume(throwing: CancellationError())
+            return nil
+        }
+        if closed {
+            continuation.resume(throwing: closeError ?? GCDAsyncUdpSocketError.closed)
+            return nil
+        }
+        let tag = nextTag
+        nextTag &+= 1
+        cancellation.id = tag
+        senders[tag] = continuation
+        return tag
+    }
+
+    /// Stops waiting for send `tag` (its datagram stays queued and is still sent).
+    func cancelSend(_ tag: Int) {
+        senders.removeValue(forKey: tag)?.resume(throwing: CancellationError())
+    }
+
+    // MARK: Connecting and closing
+
+    func waitForConnect(_ continuation: UnsafeContinuation<Void, any Error>) {
+        connectWaiter = continuation
+    }
+
+    func waitForClose(_ continuation: UnsafeContinuation<Void, Never>) {
+        if closed { return continuation.resume() }
+        closeWaiters.append(continuation)
+    }
+
+    /// The socket closed (or, never having had a descriptor, will report nothing): ends everything waiting.
+    func finish(_ error: GCDAsyncUdpSocketError?) {
+        guard !closed else { return }
+        closed = true
+        closeError = error
+        if let receiver {
+            self.receiver = nil
+            Self.resumeAtEnd(receiver.continuation, error)
+        }
+        let waiting = senders
+        senders.removeAll()
+        for continuation in waiting.values { continuation.resume(throwing: error ?? GCDAsyncUdpSocketError.closed) }
+        connectWaiter?.resume(throwing: error ?? GCDAsyncUdpSocketError.closed)
+        connectWaiter = nil
+        let closeWaiters = self.closeWaiters
+        self.closeWaiters.removeAll()
+        for continuation in closeWaiters { continuation.resume() }
+    }
+
+    // MARK: GCDAsyncUdpSocketDelegate
+
+    func udpSocket(_ sock: GCDAsyncUdpSocket, didReceive data: Data, fromAddress address: Data, withFilterContext filterContext: Any?) {
+        arrived(.datagram(Datagram(data: data, sender: address)), on: sock)
+    }
+
+    func udpSocket(_ sock: GCDAsyncUdpSocket, didNotReceiveDataDueToError error: any Error) {
+        let error = error as? GCDAsyncUdpSocketError ?? GCDAsyncUdpSocketError(.otherError, "\(error)")
+        arrived(.failure(error), on: sock)
+    }
+
+    func udpSocket(_ sock: GCDAsyncUdpSocket, didSendDataWithTag tag: Int) {
+        senders.removeValue(forKey: tag)?.resume()
+    }
+
+    func udpSocket(_ sock: GCDAsyncUdpSocket, didNotSendDataWithTag tag: Int, dueToError error: (any Error)?) {
+        let error = error as? GCDAsyncUdpSocketError ?? GCDAsyncUdpSocketError(.otherError, error.map { "\($0)" } ?? "Send failed")
+        senders.removeValue(forKey: tag)?.resume(throwing: error)
+    }
+
+    func udpSocket(_ sock: GCDAsyncUdpSocket, didConnectToAddress address: Data) {
+        connectWaiter?.resume()
+        connectWaiter = nil
+    }
+
+    func udpSocket(_ sock: GCDAsyncUdpSocket, didNotConnect error: (any Error)?) {
+        let error = error as? GCDAsyncUdpSocketError ?? GCDAsyncUdpSocketError(.otherError, error.map { "\($0)" } ?? "Connect failed")
+        connectWaiter?.resume(throwing: error)
+        connectWaiter = nil
+    }
+
+    func udpSocketDidClose(_ sock: GCDAsyncUdpSocket, withError error: (any Error)?) {
+        finish(error.map { $0 as? GCDAsyncUdpSocketError ?? GCDAsyncUdpSocketError(.otherError, "\($0)") })
+    }
+}
