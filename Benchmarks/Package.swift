@@ -86,6 +86,13 @@ let package = Package(
             ]
         ),
         .executableTarget(
+            name: "udp-gso",
+            dependencies: [
+                .product(name: "EpollLoop", package: "EpollLoop"),
+                .product(name: "LoopSocket", package: "EpollLoop"),
+            ]
+        ),
+        .executableTarget(
             name: "nio-udp-echo-server",
             dependencies: [
                 "PeerServerSupport",
