@@ -9,7 +9,10 @@
 #include <sched.h>
 #include <stddef.h>
 #include <string.h>
+#include <stdatomic.h>
 #include <sys/eventfd.h>
+#include <sys/syscall.h>
+#include <linux/futex.h>
 #include <unistd.h>
 
 #if defined(__x86_64__)
@@ -143,4 +146,29 @@ int cepoll_udp_gro_segment(const struct msghdr *header) {
         }
     }
     return 0;
+}
+
+// MARK: the 4-byte lock (see the header)
+
+_Static_assert(sizeof(_Atomic uint32_t) == sizeof(cepoll_lock_t), "the lock word is a plain uint32_t");
+
+void cepoll_lock(cepoll_lock_t *lock) {
+    _Atomic uint32_t *word = (_Atomic uint32_t *)lock;
+    uint32_t state = 0;
+    if (atomic_compare_exchange_strong_explicit(word, &state, 1, memory_order_acquire, memory_order_relaxed)) {
+        return;
+    }
+    // Contended: mark the lock as having waiters (2) and sleep until an unlock finds it free for us.
+    if (state != 2) state = atomic_exchange_explicit(word, 2, memory_order_acquire);
+    while (state != 0) {
+        syscall(SYS_futex, word, FUTEX_WAIT_PRIVATE, 2, NULL, NULL, 0);
+        state = atomic_exchange_explicit(word, 2, memory_order_acquire);
+    }
+}
+
+void cepoll_unlock(cepoll_lock_t *lock) {
+    _Atomic uint32_t *word = (_Atomic uint32_t *)lock;
+    if (atomic_exchange_explicit(word, 0, memory_order_release) == 2) {
+        syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+    }
 }

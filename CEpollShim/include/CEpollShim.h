@@ -94,6 +94,23 @@ int cepoll_pipe(int fds[2]);
 /// The kernel's id of the calling thread.
 int cepoll_gettid(void);
 
+// MARK: a 4-byte lock
+
+/// A mutex in one `uint32_t` (0 unlocked, 1 locked, 2 locked with waiters), for `Locked`: a connection holds
+/// one, and glibc's `pthread_mutex_t` is 40 bytes. The algorithm is glibc's own low-level lock (Drepper,
+/// "Futexes Are Tricky", mutex 3): one compare-and-swap to lock and one exchange to unlock when uncontended,
+/// a private futex wait/wake when contended. Its atomics live here in C, not in Swift, so that a
+/// ThreadSanitizer build (which compiles this file with `-fsanitize=thread` too) sees their acquire/release
+/// ordering; it cannot see that of `Synchronization.Mutex`, whose atomics are in the uninstrumented stdlib.
+/// Not recursive; not robust; initialise to 0.
+typedef uint32_t cepoll_lock_t;
+
+/// Acquires `lock`, sleeping on a futex while another thread holds it.
+void cepoll_lock(cepoll_lock_t *lock);
+
+/// Releases `lock`, waking one waiter if there are any.
+void cepoll_unlock(cepoll_lock_t *lock);
+
 // MARK: datagrams (GCDAsyncUdpSocket)
 //
 // Swift's Glibc module is not built with _GNU_SOURCE, so `struct mmsghdr`, `recvmmsg` and `sendmmsg` are not

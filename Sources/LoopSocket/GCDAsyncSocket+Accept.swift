@@ -202,7 +202,7 @@ extension GCDAsyncSocket {
             case .success(.wouldBlock):
                 return
             case .success(.processed(let child)):
-                handOff(child, peer: SocketAddress(storage: storage, length: length))
+                handOff(child, peer: SocketAddress(storage: storage, length: length), isUnix: listener.address.isUnix)
             case .failure(let error):
                 switch error.errno {
                 case .tooManyOpenFiles, .tooManyOpenFilesInSystem, .noBufferSpace, .noMemory:
@@ -244,11 +244,8 @@ extension GCDAsyncSocket {
     }
 
     /// Wraps an accepted descriptor in a socket on the next loop of the group and tells the delegate.
-    private func handOff(_ child: Int32, peer accepted: SocketAddress?) {
+    private func handOff(_ child: Int32, peer: SocketAddress?, isUnix: Bool) {
         let target = group?.next() ?? eventLoop
-        // accept4 filled in the peer's address (a Unix peer's is usually unnamed: ask the kernel then).
-        let peer = accepted ?? SocketAddress.of(fd: child, peer: true)
-        let local = SocketAddress.of(fd: child, peer: false)
         var queue = loopDelegateQueue
         if let delegate = loopDelegate, let chosen = delegate.newSocketQueueForConnection(fromAddress: peer?.data ?? Data(), on: self) {
             queue = chosen
@@ -259,14 +256,14 @@ extension GCDAsyncSocket {
             $0.configuration = configuration
             $0.claim = configuration.claim
             $0.status = .connected
-            $0.peerAddress = peer
-            $0.localAddress = local
+            $0.fd = child
         }
         let adopted = socket.onLoop {
             socket.flags.insert(.accepted)
-            socket.adopt(child, configuration: configuration, isUnix: local?.isUnix ?? false)
+            socket.adopt(child, configuration: configuration, isUnix: isUnix)
         }
         guard adopted else {
+            socket.unpublish(child)
             try? Syscall.close(child)
             return
         }
@@ -283,6 +280,7 @@ extension GCDAsyncSocket {
         do {
             try eventLoop.register(fd: fd, interest: .readHangup, handler: self)
         } catch {
+            unpublish(fd)
             try? Syscall.close(fd)
             self.fd = -1
             closeWithError(GCDAsyncSocketError(.otherError, "\(error)"))

@@ -251,7 +251,7 @@ extension GCDAsyncSocket {
             closeWithError(GCDAsyncSocketError(.otherError, "\(error)"))
             return
         }
-        publish(status: .connected, local: SocketAddress.of(fd: fd, peer: false), peer: address, onlyFor: config.claim)
+        publish(status: .connected, fd: fd, onlyFor: config.claim)
         // Calls the delegate makes from the callback join this pump instead of deferring one.
         flags.insert(.pumping)
         if address.isUnix {

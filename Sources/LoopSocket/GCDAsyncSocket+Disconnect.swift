@@ -65,6 +65,7 @@ extension GCDAsyncSocket {
         writeTimerOp = .max
         if let tls { endTLS(tls, error: error) }
         if fd >= 0 {
+            unpublish(fd)
             try? eventLoop.close(fd: fd)
             fd = -1
         }

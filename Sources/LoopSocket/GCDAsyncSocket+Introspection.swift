@@ -1,7 +1,8 @@
 import EpollLoop
 import FoundationEssentials
 
-/// What the socket is connected to, readable from any thread (a snapshot updated on the loop).
+/// What the socket is connected to, readable from any thread: the status is a snapshot the loop updates; the
+/// addresses are asked of the kernel under the same lock (see ``SharedState/fd``).
 extension GCDAsyncSocket {
     /// True when the socket is neither connected, connecting nor listening.
     public var isDisconnected: Bool { shared.withLock { $0.status == .idle } }
@@ -10,58 +11,67 @@ extension GCDAsyncSocket {
     public var isConnected: Bool { shared.withLock { $0.status == .connected } }
 
     /// The peer's numeric IP address.
-    public var connectedHost: String? { shared.withLock { $0.peerAddress?.host } }
+    public var connectedHost: String? { connected(peer: true)?.host }
 
     /// The peer's port (0 when not connected over IP).
-    public var connectedPort: UInt16 { shared.withLock { $0.peerAddress?.port ?? 0 } }
+    public var connectedPort: UInt16 { connected(peer: true)?.port ?? 0 }
 
     /// The Unix-domain socket this socket is connected to.
     public var connectedUrl: URL? {
-        shared.withLock { $0.peerAddress?.unixPath }.map { URL(fileURLWithPath: $0) }
+        connected(peer: true)?.unixPath.map { URL(fileURLWithPath: $0) }
     }
 
     /// The local numeric IP address (of the first listening socket, for a listener).
-    public var localHost: String? { shared.withLock { ($0.localAddress ?? $0.listenAddresses.first)?.host } }
+    public var localHost: String? { local()?.host }
 
     /// The local port (the listening port, for a listener: the one the OS chose when you asked for port 0).
-    public var localPort: UInt16 { shared.withLock { ($0.localAddress ?? $0.listenAddresses.first)?.port ?? 0 } }
+    public var localPort: UInt16 { local()?.port ?? 0 }
 
     /// The peer's address as raw `sockaddr` bytes.
-    public var connectedAddress: Data? { shared.withLock { $0.peerAddress?.data } }
+    public var connectedAddress: Data? { connected(peer: true)?.data }
 
     /// The local address as raw `sockaddr` bytes.
-    public var localAddress: Data? { shared.withLock { ($0.localAddress ?? $0.listenAddresses.first)?.data } }
+    public var localAddress: Data? { local()?.data }
 
     /// Whether the connection (or one of the listening sockets) is IPv4.
     public var isIPv4: Bool {
-        shared.withLock { state in
-            if let peer = state.peerAddress { return peer.isIPv4 }
-            return state.listenAddresses.contains { $0.isIPv4 }
-        }
+        if let address = connected(peer: false) { return address.isIPv4 }
+        return shared.withLock { $0.listenAddresses.contains { $0.isIPv4 } }
     }
 
     /// Whether the connection (or one of the listening sockets) is IPv6.
     public var isIPv6: Bool {
+        if let address = connected(peer: false) { return address.isIPv6 }
+        return shared.withLock { $0.listenAddresses.contains { $0.isIPv6 } }
+    }
+
+    /// The connected descriptor's peer or local address, asked of the kernel under the lock; nil unless connected.
+    func connected(peer: Bool) -> SocketAddress? {
         shared.withLock { state in
-            if let peer = state.peerAddress { return peer.isIPv6 }
-            return state.listenAddresses.contains { $0.isIPv6 }
+            state.status == .connected && state.fd >= 0 ? SocketAddress.of(fd: state.fd, peer: peer) : nil
         }
     }
 
-    /// Publishes the status and addresses the getters return; with `claim`, only if no newer connect or
-    /// accept has claimed the socket since (the loop passes the claim of the connection it serves).
-    func publish(
-        status: Phase, local: SocketAddress? = nil, peer: SocketAddress? = nil, listening: [SocketAddress] = [],
-        onlyFor claim: UInt64? = nil
-    ) {
+    /// The connection's local address, or the first listening socket's.
+    private func local() -> SocketAddress? {
+        connected(peer: false) ?? shared.withLock { $0.listenAddresses.first }
+    }
+
+    /// Publishes the status (and the connected descriptor) the getters use; with `claim`, only if no newer
+    /// connect or accept has claimed the socket since (the loop passes the claim of the connection it serves).
+    func publish(status: Phase, fd: Int32 = -1, listening: [SocketAddress] = [], onlyFor claim: UInt64? = nil) {
         shared.withLock {
             if let claim, $0.claim != claim { return }
             $0.status = status
-            $0.localAddress = local
-            $0.peerAddress = peer
+            $0.fd = fd
             $0.listenAddresses = listening
             $0.tls = nil
         }
+    }
+
+    /// Withdraws `fd` from the getters before the loop closes it (whatever has claimed the socket since).
+    func unpublish(_ fd: Int32) {
+        shared.withLock { if $0.fd == fd { $0.fd = -1 } }
     }
 
     // MARK: Raw descriptors
@@ -77,14 +87,14 @@ extension GCDAsyncSocket {
     /// The IPv4 descriptor (connected or listening), or -1. Loop only.
     public var socket4FD: Int32 {
         eventLoop.preconditionInEventLoop()
-        if fd >= 0 { return shared.withLock { $0.peerAddress?.isIPv4 ?? false } ? fd : -1 }
+        if fd >= 0 { return SocketAddress.of(fd: fd, peer: false)?.isIPv4 == true ? fd : -1 }
         return listeners.first { $0.address.isIPv4 }?.fd ?? -1
     }
 
     /// The IPv6 descriptor (connected or listening), or -1. Loop only.
     public var socket6FD: Int32 {
         eventLoop.preconditionInEventLoop()
-        if fd >= 0 { return shared.withLock { $0.peerAddress?.isIPv6 ?? false } ? fd : -1 }
+        if fd >= 0 { return SocketAddress.of(fd: fd, peer: false)?.isIPv6 == true ? fd : -1 }
         return listeners.first { $0.address.isIPv6 }?.fd ?? -1
     }
 

@@ -94,7 +94,7 @@ extension GCDAsyncSocket {
         guard configuration.role == .client else {
             return try TLSConnection(context: context, serverName: nil, sessionKey: nil)
         }
-        let peer = shared.withLock { $0.peerAddress }
+        let peer = connected(peer: true)
         guard let name = configuration.serverName ?? config.connectHost ?? peer?.host else {
             throw TLSError(.badConfiguration, "No server name to verify: set kCFStreamSSLPeerName (serverName)")
         }

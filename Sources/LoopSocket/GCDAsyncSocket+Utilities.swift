@@ -65,8 +65,7 @@ extension GCDAsyncSocket {
         }
         _ = fcntl(socketFD, F_SETFD, FD_CLOEXEC)
         let configuration = try beginStarting(as: .connected)
-        let local = SocketAddress.of(fd: socketFD, peer: false)
-        publish(status: .connected, local: local, peer: peer)
+        publish(status: .connected, fd: socketFD)
         guard onLoop({ [self] in adopt(socketFD, configuration: configuration, isUnix: peer.isUnix) }) else {
             publish(status: .idle)
             throw GCDAsyncSocketError.loopShutDown

@@ -227,7 +227,9 @@ final class HTTPHelloServerTests: XCTestCase {
             let client = try HTTPTestClient(port: listener.localPort)
             try client.send(request)
             XCTAssertGreaterThan(try client.receive(5).count, 0, "a response first")
-            XCTAssertTrue(watcher.isAlive(index), "alive while the socket is open (request \(index))")
+            // Only the first connection stays open until the client closes it; the other two are closed by
+            // the server right after the response, so their state may already be gone when it arrives.
+            if index == 0 { XCTAssertTrue(watcher.isAlive(index), "alive while the socket is open") }
             if index > 0 { _ = try client.receiveToEnd() }
             Glibc.shutdown(client.fd, Int32(SHUT_WR))  // (ends the refused connection's linger early)
             let deadline = Date().addingTimeInterval(10)
