@@ -278,7 +278,10 @@ extension GCDAsyncSocket {
         if isUnix { flags.insert(.isUnix) }
         try? configuration.options.applyToStream(fd, isUnix: isUnix)
         do {
-            try eventLoop.register(fd: fd, interest: .readHangup, handler: self)
+            // EPOLLIN armed from the start, as `updateInterest` leaves it after a read (lazily dropped if it
+            // fires with no read queued): the delegate queues its first read from `didAcceptNewSocket`, after
+            // this, and registering without it would cost every accepted connection an `epoll_ctl(MOD)`.
+            try eventLoop.register(fd: fd, interest: [.readable, .readHangup], handler: self)
         } catch {
             unpublish(fd)
             try? Syscall.close(fd)

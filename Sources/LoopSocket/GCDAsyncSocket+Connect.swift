@@ -224,7 +224,6 @@ extension GCDAsyncSocket {
         let code = (try? Syscall.option(attempt.fd, level: SOL_SOCKET, name: SO_ERROR)) ?? EBADF
         attempts.inFlight.removeAll { $0 === attempt }
         if code == 0 {
-            try? eventLoop.deregister(fd: attempt.fd)
             connectionEstablished(attempt.fd, to: attempt.address)
             return
         }
@@ -233,8 +232,8 @@ extension GCDAsyncSocket {
         startNextAttempt()
     }
 
-    /// The connection is up: close the other attempts, start watching it, tell the delegate, then run the
-    /// reads and writes queued while connecting.
+    /// The connection is up: close the other attempts, watch it as the connection (the attempt's registration
+    /// changes hands), tell the delegate, then run the reads and writes queued while connecting.
     private func connectionEstablished(_ fd: Int32, to address: SocketAddress) {
         connecting?.cancel(on: eventLoop)
         connecting = nil
@@ -244,9 +243,12 @@ extension GCDAsyncSocket {
         self.fd = fd
         if address.isUnix { flags.insert(.isUnix) }
         do {
-            try eventLoop.register(fd: fd, interest: .readHangup, handler: self)
+            // One `epoll_ctl(MOD)` from the attempt's EPOLLOUT to what a connection with no read yet is
+            // watched for (see `updateInterest`), so the pump after the callback finds nothing to change.
+            try eventLoop.reassign(fd: fd, interest: [.readable, .readHangup], handler: self)
         } catch {
-            try? Syscall.close(fd)
+            // Still the attempt's registration unless the loop lost it; either way the descriptor closes once.
+            if eventLoop.interest(of: fd) != nil { try? eventLoop.close(fd: fd) } else { try? Syscall.close(fd) }
             self.fd = -1
             closeWithError(GCDAsyncSocketError(.otherError, "\(error)"))
             return

@@ -37,6 +37,17 @@ extension EventLoop {
         registrations.setInterest(fd, interest)
     }
 
+    /// Hands `fd`'s readiness to `handler` from now on, watched for `interest`: at most one `epoll_ctl(MOD)`
+    /// where deregistering and registering again would make two calls (a connect attempt's descriptor that
+    /// becomes the connection). Events already fetched for `fd` in this batch go to the new handler. Call on
+    /// the loop.
+    package func reassign(fd: Int32, interest: IOEvents, handler: any LoopIOHandler) throws(EventLoopError) {
+        preconditionInEventLoop()
+        guard registrations.isRegistered(fd) else { throw .notRegistered(fd: fd) }
+        registrations.setHandler(fd, handler)
+        try setInterest(interest, fd: fd)
+    }
+
     /// The interest `fd` is registered with, or `nil` if it is not registered. Call on the loop.
     public func interest(of fd: Int32) -> IOEvents? {
         preconditionInEventLoop()

@@ -48,6 +48,10 @@ struct RegistrationTable {
         slots[Int(fd)].interest = interest
     }
 
+    mutating func setHandler(_ fd: Int32, _ handler: any LoopIOHandler) {
+        slots[Int(fd)].handler = handler
+    }
+
     func generation(of fd: Int32) -> UInt32 { slots[Int(fd)].generation }
 
     /// Frees the slot; events already fetched for it become stale. Returns the handler it held.

@@ -74,6 +74,33 @@ final class EventLoopRegistrationTests: XCTestCase {
         XCTAssertTrue(isClosed(pipe.read))
     }
 
+    /// `reassign` moves a registration to another handler with one interest change: the old handler hears
+    /// nothing more, the new one gets the readiness, and the descriptor stays registered throughout.
+    func testReassignHandsReadinessToTheNewHandler() throws {
+        let loop = self.loop
+        let pipe = try makePipe()
+        defer { close(pipe.write) }
+        let oldCalls = Locked(0)
+        let gotData = DispatchSemaphore(value: 0)
+        try onLoop(loop) {
+            try loop.register(fd: pipe.read, interest: [], handler: ClosureHandler { _ in oldCalls.withLock { $0 += 1 } })
+            try loop.reassign(fd: pipe.read, interest: .readable, handler: IOEventHandlerBox(ClosureHandler { ready in
+                XCTAssertTrue(ready.contains(.readable))
+                try? loop.close(fd: pipe.read)
+                gotData.signal()
+            }))
+            XCTAssertEqual(loop.interest(of: pipe.read), .readable)
+            XCTAssertEqual(loop.registeredDescriptorCount, 1)
+        }
+        XCTAssertEqual(writeBytes(pipe.write, count: 1, value: 1), 1)
+        try gotData.waitOrThrow("readiness at the new handler")
+        XCTAssertEqual(oldCalls.value, 0)
+        XCTAssertTrue(isClosed(pipe.read))
+        XCTAssertThrowsError(try onLoop(loop) {
+            try loop.reassign(fd: pipe.read, interest: .readable, handler: IOEventHandlerBox(ClosureHandler { _ in }))
+        })
+    }
+
     func testSetInterest() throws {
         let loop = self.loop
         let pipe = try makePipe()
