@@ -237,7 +237,32 @@ def checks(summary):
         out.append(f"- async echo vs NIOAsyncChannel at 100 connections: {asynchronous:.2f} vs {nio_async:.2f} µs/op "
                    f"({nio_async / asynchronous:.2f}x), round trips/s {ra or 0:,.0f} vs {rate('e64_100', 'nio-async') or 0:,.0f}: "
                    f"{verdict(asynchronous < nio_async)}")
+    out.extend(issue14_targets(cost))
     return "\n".join(out)
+
+
+def issue14_targets(cost):
+    """Issue 14's targets: ratios to the C reference and to the delegate server, and idle bytes."""
+    out = []
+    for scenario in ("e64_100", "e64_1000", "e64_5000", "e16k", "connect"):
+        c = cost(scenario, "c")
+        for server, name in (("ours", "echo-server"), ("ours-async", "async-echo-server")):
+            ours = cost(scenario, server)
+            if ours and c and (server == "ours" or scenario == "connect"):
+                out.append(f"- issue 14, {TITLES[scenario]}: {name} {ours / c:.2f}x the C reference's CPU per op "
+                           f"({ours:.2f} vs {c:.2f}; target <= 1.10x): {'MET' if ours <= c * 1.10 else 'MISSED'}")
+    for scenario in ("e64_1000", "e64_5000"):
+        delegate, asynchronous = cost(scenario, "ours"), cost(scenario, "ours-async")
+        if delegate and asynchronous:
+            out.append(f"- issue 14, {TITLES[scenario]}: async-echo-server {asynchronous / delegate:.2f}x echo-server's CPU "
+                       f"per op ({asynchronous:.2f} vs {delegate:.2f}; target <= 1.15x): "
+                       f"{'MET' if asynchronous <= delegate * 1.15 else 'MISSED'}")
+    for server, name, limit in (("ours", "echo-server", 500), ("ours-async", "async-echo-server", 2048)):
+        idle = cost("idle", server)
+        if idle is not None:
+            out.append(f"- issue 14, idle: {name} {idle:,.0f} B per idle connection (target <= {limit:,}): "
+                       f"{'MET' if idle <= limit else 'MISSED'}")
+    return out
 
 
 def details(runs):
