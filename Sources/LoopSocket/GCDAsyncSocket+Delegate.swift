@@ -6,7 +6,23 @@ extension GCDAsyncSocket {
     /// Where the next callback goes. Loop only.
     @inline(__always)
     var delegateTarget: DelegateTarget<any GCDAsyncSocketDelegate> {
-        DelegateTarget(loopDelegate, queue: loopDelegateQueue)
+        if flags.contains(.ownsDelegate), let ownedDelegate { return .inline(ownedDelegate) }
+        return DelegateTarget(loopDelegate, queue: loopDelegateQueue)
+    }
+
+    /// Makes `handler` the socket's delegate, held strongly, with callbacks inline (``AsyncSocket``'s sockets).
+    /// The public `delegate` reads nil from then on: the handler is not the user's.
+    func own(_ handler: AsyncSocketHandler) {
+        shared.withLock {
+            $0.delegate = nil
+            $0.delegateQueue = nil
+        }
+        onLoop { [self] in
+            loopDelegate = nil
+            loopDelegateQueue = nil
+            ownedDelegate = handler
+            flags.insert(.ownsDelegate)
+        }
     }
 
     /// Delivers a callback (for the rarer events; the hot ones switch on ``delegateTarget`` themselves, so

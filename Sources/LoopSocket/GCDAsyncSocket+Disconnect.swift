@@ -84,7 +84,7 @@ extension GCDAsyncSocket {
         pending = []
         pendingStart = 0
         queuedWriteBytes = 0
-        flags = flags.intersection([.pumping, .pumpDeferred, .pumpsInline])
+        flags = flags.intersection([.pumping, .pumpDeferred, .pumpsInline, .ownsDelegate])
         publish(status: .idle, onlyFor: config.claim)
         if !failedWrites.isEmpty {
             let writeError = error ?? GCDAsyncSocketError(.closedError, "The socket disconnected before the write completed")

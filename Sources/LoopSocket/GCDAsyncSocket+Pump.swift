@@ -12,7 +12,7 @@ extension GCDAsyncSocket: LoopIOHandler {
     /// Readiness of the connected descriptor (the loop calls it; not public API).
     package func handleIO(_ events: IOEvents) {
         guard phase == .connected else { return }
-        readBudget = max(1, config.options.maxReadsPerWakeup)
+        readBudget = Int32(clamping: max(1, config.options.maxReadsPerWakeup))
         if events.contains(.error) {
             let code = (try? Syscall.option(fd, level: SOL_SOCKET, name: SO_ERROR)) ?? 0
             if code != 0 {

@@ -178,7 +178,7 @@ extension GCDAsyncSocket {
                 trustDecided(current, trusted)
             }
         }
-        guard loopDelegate != nil else {
+        guard loopDelegate != nil || ownedDelegate != nil else {
             handler(false)  // Nobody to ask: not trusted.
             return
         }

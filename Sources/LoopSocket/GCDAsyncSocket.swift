@@ -34,29 +34,35 @@ public final class GCDAsyncSocket: @unchecked Sendable {
     // code with the checks of everything else still on.
 
     @exclusivity(unchecked) weak var loopDelegate: (any GCDAsyncSocketDelegate)?
+    /// The delegate of an ``AsyncSocket``'s socket, held strongly and used instead of `loopDelegate`: it
+    /// holds nothing that leads back to the socket, so no cycle, and a weak reference to it would cost each
+    /// async connection a side-table allocation (48 bytes) and every callback a weak load.
+    @exclusivity(unchecked) var ownedDelegate: AsyncSocketHandler?
     @exclusivity(unchecked) var loopDelegateQueue: DispatchQueue?
+    // The order packs the small fields into the gaps the 20-byte op queues and the 1-byte phase leave: the
+    // instance is 216 bytes, a 224-byte chunk (FootprintTests holds it there).
     @exclusivity(unchecked) var phase = Phase.idle
+    /// Whether the last close failed queued writes (read by `AsyncSocket.closeAfterWriting`).
+    @exclusivity(unchecked) var closeDroppedWrites = false
     @exclusivity(unchecked) var fd: Int32 = -1
     /// Changes at every close: work started for an earlier connection (DNS, connect attempts) checks it.
     @exclusivity(unchecked) var stateIndex: UInt32 = 0
     @exclusivity(unchecked) var flags: Flags = []
     @exclusivity(unchecked) var config = Configuration()
     @exclusivity(unchecked) var reads = OpQueue<ReadOp>()
+    @exclusivity(unchecked) var nextOpID: UInt32 = 0
     @exclusivity(unchecked) var writes = OpQueue<WriteOp>()
+    @exclusivity(unchecked) var readTimerOp: UInt32 = .max
     /// Bytes received but not yet consumed by a read (GCDAsyncSocket's prebuffer), from `pendingStart`.
     @exclusivity(unchecked) var pending: [UInt8] = []
     @exclusivity(unchecked) var pendingStart = 0
     @exclusivity(unchecked) var queuedWriteBytes = 0
-    /// `recv` calls left before this wakeup's turn ends (``SocketOptions/maxReadsPerWakeup``, reset by
-    /// `handleIO`): one flooding peer cannot keep the loop from its other descriptors.
-    @exclusivity(unchecked) var readBudget = SocketOptions().maxReadsPerWakeup
-    /// Whether the last close failed queued writes (read by `AsyncSocket.closeAfterWriting`).
-    @exclusivity(unchecked) var closeDroppedWrites = false
-    @exclusivity(unchecked) var nextOpID: UInt32 = 0
     @exclusivity(unchecked) var readTimer = TimerID.invalid
     @exclusivity(unchecked) var writeTimer = TimerID.invalid
-    @exclusivity(unchecked) var readTimerOp: UInt32 = .max
     @exclusivity(unchecked) var writeTimerOp: UInt32 = .max
+    /// `recv` calls left before this wakeup's turn ends (``SocketOptions/maxReadsPerWakeup``, reset by
+    /// `handleIO`): one flooding peer cannot keep the loop from its other descriptors.
+    @exclusivity(unchecked) var readBudget = Int32(SocketOptions().maxReadsPerWakeup)
     /// Connecting and listening state, allocated by the first connect or listen (``DialState``): an
     /// accepted connection never needs it.
     @exclusivity(unchecked) var dial: DialState?
@@ -221,6 +227,9 @@ extension GCDAsyncSocket {
         static let readsPaused = Flags(rawValue: 1 << 23)
         /// `startTLS`'s markers are in the queues: reads and writes stop at them.
         static let tlsQueued = Flags(rawValue: 1 << 24)
+        /// `ownedDelegate` is set (an `AsyncSocket`'s socket): checked before it, so the delegate path of
+        /// every other socket pays a bit test, not a load, retain and release of the empty slot.
+        static let ownsDelegate = Flags(rawValue: 1 << 25)
     }
 
     /// What any thread may read or set, under `shared`'s mutex.
@@ -231,19 +240,20 @@ extension GCDAsyncSocket {
         weak var delegate: (any GCDAsyncSocketDelegate)?
         var delegateQueue: DispatchQueue?
         var configuration = Configuration()
+        private var rare: HeapBox<Rare>?
         /// The connected descriptor, for the address getters to ask the kernel (`getpeername`/`getsockname`)
         /// under this lock; -1 when not connected. The loop clears it under the lock before closing the
         /// descriptor, so a getter never asks a closed, or reused, descriptor. Asking on demand instead of
         /// keeping both addresses here (29 bytes each) saves an idle connection 64 bytes and every accept
         /// and connect a `getsockname`.
         var fd: Int32 = -1
-        /// The status the getters report (beside `fd`: it fits in its padding).
-        var status = Phase.idle
         /// Bumped by every connect, accept or adoption: the loop publishes status only for the one it serves,
         /// so closing a connection after `disconnect()` from another thread cannot overwrite the status of a
-        /// connect made right after it.
-        var claim: UInt64 = 0
-        private var rare: HeapBox<Rare>?
+        /// connect made right after it. (32 bits: it is only compared for equality with the latest.)
+        var claim: UInt32 = 0
+        /// The status the getters report. Last, with the 4-byte fields before it: the state is 49 bytes, and
+        /// its `Locked` object, lock word included, 72 (an 80-byte chunk).
+        var status = Phase.idle
 
         /// What few sockets set, out of line.
         struct Rare {
@@ -309,7 +319,7 @@ extension GCDAsyncSocket {
             var autoDisconnectOnClosedReadStream = true
             var timeoutsFailOnlyTheOperation = false
             var options = SocketOptions()
-            var claim: UInt64 = 0
+            var claim: UInt32 = 0
             var connectHost: String?
         }
 
@@ -351,7 +361,7 @@ extension GCDAsyncSocket {
             _modify { yield &box.value.options }
         }
         /// The ``SharedState/claim`` of the connect or accept this copy was made for.
-        var claim: UInt64 {
+        var claim: UInt32 {
             get { box.value.claim }
             set { box.value.claim = newValue }
         }

@@ -15,7 +15,7 @@ import CEpollShim
 /// ```
 package struct Locked<Value>: @unchecked Sendable {
     // @unchecked: the value is only reached through `withLock`, under the lock.
-    private let storage: LockedStorage<Value>
+    let storage: LockedStorage<Value>  // internal, not private: FootprintTests measures it
 
     /// A lock holding `value`.
     package init(_ value: Value) {

@@ -8,9 +8,17 @@ extension AsyncSocket {
     nonisolated(nonsending) public func read(maxLength: Int = 65536) async throws -> Data? {
         do {
             return try await read(.available, maxLength: max(1, maxLength))
-        } catch GCDAsyncSocketError.closedError {
-            return nil
+        } catch {
+            if Self.isEndOfStream(error) { return nil }
+            throw error
         }
+    }
+
+    /// Whether a read's error is the end of the stream. Out of line, so the pattern match's temporaries stay
+    /// on the thread's stack instead of in `read`'s async frame (which every idle connection's task holds).
+    @inline(never) static func isEndOfStream(_ error: any Error) -> Bool {
+        if case GCDAsyncSocketError.closedError = error { return true }
+        return false
     }
 
     /// Reads exactly `length` bytes.
@@ -72,7 +80,7 @@ extension AsyncSocket {
 
     @usableFromInline nonisolated(nonsending) func waitUntilWritable() async throws {
         let handler = self.handler
-        let idBox = PendingCancellation<UInt64>()
+        let idBox = PendingCancellation<UInt32>()
         try await withCancellationHandler {
             try await withUnsafeThrowingContinuation { (continuation: UnsafeContinuation<Void, any Error>) in
                 let box = UncheckedSendable(continuation)
@@ -81,7 +89,7 @@ extension AsyncSocket {
                     if handler.isWritable { return box.value.resume() }
                     if idBox.cancelled { return box.value.resume(throwing: CancellationError()) }
                     let id = handler.nextWaiterID
-                    handler.nextWaiterID += 1
+                    handler.nextWaiterID &+= 1
                     idBox.id = id
                     handler.writableWaiters.append((id, box.value))
                 }
@@ -115,11 +123,19 @@ extension AsyncSocket {
     @inline(__always) nonisolated(nonsending) private func readOnLoop(_ kind: ReadOp.Kind, maxLength: Int) async throws -> Data {
         let socket = self.socket
         let id = socket.reserveOpID()
-        if let scope = handler.readScope, scope.isCurrentTask {
-            scope.readID = id
-            defer { scope.readID = nil }
+        if inReadScope {
+            let handler = self.handler
+            handler.scopeReadID = id
+            defer { handler.scopeReadID = nil }
             return try await queueReadAndWait(kind, maxLength: maxLength, id: id)
         }
+        return try await readWithOwnCancellation(kind, maxLength: maxLength, id: id)
+    }
+
+    /// A read on the loop outside an `executeThenClose` scope, with its own cancellation registration. Out of
+    /// line: the registration's locals would otherwise enlarge every read's async frame (see `queueAsyncRead`).
+    @inline(never) nonisolated(nonsending) private func readWithOwnCancellation(_ kind: ReadOp.Kind, maxLength: Int, id: UInt32) async throws -> Data {
+        let socket = self.socket
         return try await withCancellationHandler {
             try await queueReadAndWait(kind, maxLength: maxLength, id: id)
         } onCancel: {
@@ -131,21 +147,7 @@ extension AsyncSocket {
     @inline(__always) nonisolated(nonsending) private func queueReadAndWait(_ kind: ReadOp.Kind, maxLength: Int, id: UInt32) async throws -> Data {
         let socket = self.socket
         return try await _unsafeInheritExecutor_withUnsafeThrowingContinuation { (continuation: ReadContinuation) in
-            let op = ReadOp(kind: kind, maxLength: maxLength, tag: 0, timeout: -1, id: id, continuation: continuation)
-            guard socket.eventLoop.inEventLoop else {
-                // Reached only if the task left the loop on the way here (a caller isolated to an actor
-                // that is not the loop's). Both posts come from this thread, so a cancellation posted here
-                // reaches the loop after the read; a later one goes through the cancellation handler.
-                let box = UncheckedSendable(op)
-                let queued = socket.onLoop { socket.enqueueAsyncRead(box.value) }
-                if !queued { return continuation.resume(throwing: GCDAsyncSocketError.loopShutDown) }
-                if Task.isCancelled { socket.onLoop { socket.cancelRead(id: id) } }
-                return
-            }
-            socket.enqueueAsyncRead(op)
-            // A cancellation that arrived before the read was queued (its handler ran and found no read) is
-            // seen here. A later one finds the read by its id.
-            if Task.isCancelled { socket.cancelRead(id: id) }
+            socket.queueAsyncRead(kind, maxLength: maxLength, id: id, continuation: continuation)
         }
     }
 
@@ -156,15 +158,7 @@ extension AsyncSocket {
         let cancellation = PendingCancellation<UInt32>()
         return try await withCancellationHandler {
             try await withUnsafeThrowingContinuation { (continuation: ReadContinuation) in
-                let box = UncheckedSendable(ReadOp(kind: kind, maxLength: maxLength, tag: 0, timeout: -1, id: 0, continuation: continuation))
-                let queued = socket.onLoop {
-                    if cancellation.cancelled { return continuation.resume(throwing: CancellationError()) }
-                    var op = box.value
-                    op.id = socket.reserveOpID()
-                    cancellation.id = op.id
-                    socket.enqueueAsyncRead(op)
-                }
-                if !queued { continuation.resume(throwing: GCDAsyncSocketError.loopShutDown) }
+                socket.postAsyncRead(kind, maxLength: maxLength, cancellation: cancellation, continuation: continuation)
             }
         } onCancel: {
             socket.onLoop {
@@ -201,9 +195,56 @@ final class PendingCancellation<ID>: @unchecked Sendable {
     var cancelled = false
 }
 
+// The synchronous halves of the reads above, out of line on purpose: inlined into the `async` functions, their
+// locals (a `ReadOp` is 88 bytes, and copies of it) become part of the async frame, which lives in the task's
+// allocator for as long as the read waits. That frame is what an idle connection's task holds: with them
+// inlined, `read(maxLength:)` asked its caller for a 480-byte context, and the connection task overflowed its
+// allocator's first 1 KiB slab into a second one (see docs/benchmarks.md, idle memory of the async server).
 extension GCDAsyncSocket {
+    /// Queues a read for a task that is on the loop, or posts it to the loop if the task left it on the way
+    /// here (a caller isolated to an actor that is not the loop's). `async` reads only.
+    @inline(never)
+    func queueAsyncRead(_ kind: consuming ReadOp.Kind, maxLength: Int, id: UInt32, continuation: ReadContinuation) {
+        guard eventLoop.inEventLoop else {
+            return postQueuedAsyncRead(kind, maxLength: maxLength, id: id, continuation: continuation)
+        }
+        // Built in the call, so the operation is moved into the queue, not copied.
+        enqueueAsyncRead(ReadOp(kind: kind, maxLength: maxLength, tag: 0, timeout: -1, id: id, continuation: continuation))
+        // A cancellation that arrived before the read was queued (its handler ran and found no read) is seen
+        // here. A later one finds the read by its id.
+        if Task.isCancelled { cancelRead(id: id) }
+    }
+
+    /// `queueAsyncRead` from a task that left the loop on the way: both posts come from this thread, so a
+    /// cancellation posted here reaches the loop after the read; a later one goes through the cancellation
+    /// handler.
+    private func postQueuedAsyncRead(_ kind: ReadOp.Kind, maxLength: Int, id: UInt32, continuation: ReadContinuation) {
+        let box = UncheckedSendable(ReadOp(kind: kind, maxLength: maxLength, tag: 0, timeout: -1, id: id, continuation: continuation))
+        let queued = onLoop { [self] in enqueueAsyncRead(box.value) }
+        if !queued { return continuation.resume(throwing: GCDAsyncSocketError.loopShutDown) }
+        if Task.isCancelled { onLoop { [self] in cancelRead(id: id) } }
+    }
+
+    /// Posts a read from a task on another thread to the loop, where whichever of it and a cancellation
+    /// arrives first decides.
+    @inline(never)
+    func postAsyncRead(
+        _ kind: ReadOp.Kind, maxLength: Int, cancellation: PendingCancellation<UInt32>, continuation: ReadContinuation
+    ) {
+        let box = UncheckedSendable(ReadOp(kind: kind, maxLength: maxLength, tag: 0, timeout: -1, id: 0, continuation: continuation))
+        let queued = onLoop { [self] in
+            if cancellation.cancelled { return continuation.resume(throwing: CancellationError()) }
+            var op = box.value
+            op.id = reserveOpID()
+            cancellation.id = op.id
+            enqueueAsyncRead(op)
+        }
+        if !queued { continuation.resume(throwing: GCDAsyncSocketError.loopShutDown) }
+    }
+
     /// Completes a read from the prebuffer at once when possible (no read queued ahead of it, the socket
     /// connected). Returns nil when the read must wait. Loop only.
+    @inline(never)
     func readImmediately(_ kind: ReadOp.Kind, maxLength: Int) throws -> Data? {
         guard phase == .connected, reads.isEmpty, pendingCount > 0 else { return nil }
         var op = ReadOp(kind: kind, maxLength: maxLength, tag: 0, timeout: -1, id: 0)

@@ -34,26 +34,7 @@ extension AsyncSocket {
     nonisolated(nonsending) public func executeThenClose<R>(
         closeTimeout: Duration? = .seconds(30), _ body: nonisolated(nonsending) (AsyncSocket) async throws -> R
     ) async throws -> R {
-        let result: Result<R, any Error>
-        if let scope = claimReadScope() {
-            let socket = self.socket
-            do {
-                result = .success(try await withCancellationHandler {
-                    try await body(self)
-                } onCancel: {
-                    socket.onLoop { if let id = scope.readID { socket.cancelRead(id: id) } }
-                })
-            } catch {
-                result = .failure(error)
-            }
-            releaseReadScope(scope)
-        } else {
-            do {
-                result = .success(try await body(self))
-            } catch {
-                result = .failure(error)
-            }
-        }
+        let result = await run(body)
         switch result {
         case .success(let value):
             try await closeAfterWriting(timeout: closeTimeout)
@@ -64,36 +45,59 @@ extension AsyncSocket {
         }
     }
 
-    /// Makes the current task the socket's read scope, if it runs on the loop and no other scope is open.
-    private func claimReadScope() -> ReadScope? {
-        guard eventLoop.inEventLoop, handler.readScope == nil,
-              let task = ReadScope.currentTask()
-        else { return nil }
-        let scope = ReadScope(task)
-        handler.readScope = scope
-        return scope
-    }
-
-    private func releaseReadScope(_ scope: ReadScope) {
-        socket.onLoop { [handler] in
-            if handler.readScope === scope { handler.readScope = nil }
+    /// Runs `body`, in a read scope when this task can open one.
+    @inline(__always) nonisolated(nonsending) private func run<R>(
+        _ body: nonisolated(nonsending) (AsyncSocket) async throws -> R
+    ) async -> Result<R, any Error> {
+        guard let serial = claimReadScope() else {
+            do {
+                return .success(try await body(self))
+            } catch {
+                return .failure(error)
+            }
+        }
+        let (socket, handler) = (self.socket, self.handler)
+        defer { releaseReadScope(serial) }
+        do {
+            return .success(try await withCancellationHandler {
+                try await body(self)
+            } onCancel: {
+                socket.onLoop {
+                    if handler.scopeSerial == serial, let id = handler.scopeReadID { socket.cancelRead(id: id) }
+                }
+            })
+        } catch {
+            return .failure(error)
         }
     }
-}
 
-/// One `executeThenClose` on the loop: the task running it (compared, never used) and the id of the read it
-/// waits in. Loop-confined; a cancellation handler that fires after the scope ended finds no id.
-final class ReadScope: @unchecked Sendable {
-    private let task: UnsafeRawPointer
-    var readID: UInt32?
+    /// Makes the current task the socket's read scope, if it runs on the loop and no other scope is open;
+    /// returns the scope's serial. The scope is kept in the handler's fields, not an object of its own: it
+    /// lasts as long as the connection, and every idle connection would carry one more allocation.
+    private func claimReadScope() -> UInt32? {
+        guard eventLoop.inEventLoop, handler.scopeTask == nil, let task = Self.currentTask() else { return nil }
+        handler.scopeSerial &+= 1
+        handler.scopeTask = task
+        handler.scopeReadID = nil
+        return handler.scopeSerial
+    }
 
-    init(_ task: UnsafeRawPointer) { self.task = task }
+    private func releaseReadScope(_ serial: UInt32) {
+        socket.onLoop { [handler] in
+            guard handler.scopeSerial == serial else { return }
+            handler.scopeTask = nil
+            handler.scopeReadID = nil
+        }
+    }
 
-    /// Whether the calling code runs in the scope's task.
-    var isCurrentTask: Bool { Self.currentTask() == task }
+    /// Whether the calling code runs in the task of the open read scope. Loop only.
+    var inReadScope: Bool {
+        guard let task = handler.scopeTask else { return false }
+        return Self.currentTask() == task
+    }
 
     /// The current task's address (identity only: never dereferenced, and compared only while the scope's
-    /// task, which created the scope, is alive), from the runtime directly: `withUnsafeCurrentTask` costs
+    /// task, which opened the scope, is alive), from the runtime directly: `withUnsafeCurrentTask` costs
     /// a generic closure and a retain and release of the task, most of what the scope saves.
     static func currentTask() -> UnsafeRawPointer? { currentTaskAddress() }
 }

@@ -129,6 +129,7 @@ public final class AsyncSocket: Sendable {
     /// - Throws: when queued bytes were not all written: ``GCDAsyncSocketError/Code/writeTimeoutError`` if the
     ///   timeout passed, else the error that ended the connection (a reset by the peer, the loop shutting
     ///   down, ``close()`` called meanwhile).
+    @inline(never)  // not into `executeThenClose`, whose frame would carry the close's locals for the connection's life
     public func closeAfterWriting(timeout: Duration? = nil) async throws {
         try await closeAndWait { socket, handler in
             if let timeout { handler.closeAfter(timeout, socket) }

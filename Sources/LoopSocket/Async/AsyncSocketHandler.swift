@@ -5,38 +5,87 @@ import FoundationEssentials
 /// continuations. Reads do not come through here (their continuations ride on the read operations).
 /// Every stored property is confined to the socket's loop, where the callbacks run (no delegate queue).
 final class AsyncSocketHandler: GCDAsyncSocketDelegate, @unchecked Sendable {
-    var connectContinuation: UnsafeContinuation<Void, any Error>?
+    // Every connection holds one, so it is part of an idle connection's footprint: what only a listener, a
+    // connecting client or a TLS handshake uses lives in `rare`, allocated for those alone, and the 8-byte
+    // fields come first so the small ones share the last word (87 bytes, a 96-byte chunk).
     /// Callers of `close` and `closeAfterWriting`, resumed by the disconnect; and the timer that bounds
     /// `closeAfterWriting`.
     var closeWaiters: [UnsafeContinuation<Void, any Error>] = []
     var closeTimer: TimerID = .invalid
     /// Why queued bytes were not written, if the close dropped some: what `closeAfterWriting` throws.
     var droppedWrites: (any Error)?
-    var writableWaiters: [(id: UInt64, continuation: UnsafeContinuation<Void, any Error>)] = []
-    var nextWaiterID: UInt64 = 0
+    var writableWaiters: [(id: UInt32, continuation: UnsafeContinuation<Void, any Error>)] = []
     /// The first failure seen (a failed write, the disconnect); later operations throw it.
     var failure: (any Error)?
+    /// The task running an `executeThenClose` on the loop (compared, never used: see `AsyncSocket+Scope`),
+    /// whose reads use that scope's one cancellation registration; nil when no scope is open.
+    var scopeTask: UnsafeRawPointer?
+    private var rare: Rare?
+    /// Which scope is open (bumped by each): a scope's late release or cancellation cannot touch a newer one.
+    var scopeSerial: UInt32 = 0
+    var nextWaiterID: UInt32 = 0
+    /// The read the open scope's task waits in.
+    var scopeReadID: UInt32?
     var disconnected = false
-    /// For listeners: where accepted connections go.
-    var accepted: AsyncThrowingStream<AsyncSocket, any Error>.Continuation?
-    /// For listeners: told of connections that could not be accepted (the descriptor limit, mostly).
-    var acceptFailed: (@Sendable (any Error) -> Void)?
     /// False from when the write queue passes its high water mark until it falls below the low one.
     var isWritable = true
-    /// The `executeThenClose` running on the loop, whose task's reads use its cancellation registration.
-    var readScope: ReadScope?
+
+    /// What a listener, a handed-out connection, a connect or a handshake needs.
+    private final class Rare {
+        var connectContinuation: UnsafeContinuation<Void, any Error>?
+        var secureContinuation: UnsafeContinuation<Void, any Error>?
+        var accepted: AsyncThrowingStream<AsyncSocket, any Error>.Continuation?
+        var acceptFailed: (@Sendable (any Error) -> Void)?
+        var serverTLS: TLSConfiguration?
+        var handOut: AsyncThrowingStream<AsyncSocket, any Error>.Continuation?
+        var handshakeFailed: (@Sendable (any Error) -> Void)?
+    }
+
+    /// Sets a field of `rare`, allocating it only for a value other than nil.
+    private func setRare<T>(_ value: T?, _ field: ReferenceWritableKeyPath<Rare, T?>) {
+        if rare == nil {
+            guard value != nil else { return }
+            rare = Rare()
+        }
+        rare![keyPath: field] = value
+    }
+
+    /// The connect waiting for its outcome.
+    var connectContinuation: UnsafeContinuation<Void, any Error>? {
+        get { rare?.connectContinuation }
+        set { setRare(newValue, \.connectContinuation) }
+    }
     /// The `startTLS` (or `connect(..., tls:)`) waiting for the handshake.
-    var secureContinuation: UnsafeContinuation<Void, any Error>?
+    var secureContinuation: UnsafeContinuation<Void, any Error>? {
+        get { rare?.secureContinuation }
+        set { setRare(newValue, \.secureContinuation) }
+    }
+
+    /// For listeners: where accepted connections go.
+    var accepted: AsyncThrowingStream<AsyncSocket, any Error>.Continuation? {
+        get { rare?.accepted }
+        set { setRare(newValue, \.accepted) }
+    }
+    /// For listeners: told of connections that could not be accepted (the descriptor limit, mostly).
+    var acceptFailed: (@Sendable (any Error) -> Void)? {
+        get { rare?.acceptFailed }
+        set { setRare(newValue, \.acceptFailed) }
+    }
+    /// The settings a TLS listener starts on every accepted connection.
+    var serverTLS: TLSConfiguration? {
+        get { rare?.serverTLS }
+        set { setRare(newValue, \.serverTLS) }
+    }
     /// A TLS listener's connection in its handshake: handed to the listener's stream once secured, or
     /// reported to `handshakeFailed` if it fails.
-    var handOut: AsyncThrowingStream<AsyncSocket, any Error>.Continuation?
-    var handshakeFailed: (@Sendable (any Error) -> Void)?
-    /// Holds a handing-out handler while its connection handshakes: the socket's delegate reference is
-    /// weak, and no `AsyncSocket` owns the handler yet. Cleared when secured or closed (the handshake
-    /// timeout guarantees one of the two).
-    private var handshaking: AsyncSocketHandler?
-    /// The settings a TLS listener starts on every accepted connection.
-    var serverTLS: TLSConfiguration?
+    var handOut: AsyncThrowingStream<AsyncSocket, any Error>.Continuation? {
+        get { rare?.handOut }
+        set { setRare(newValue, \.handOut) }
+    }
+    var handshakeFailed: (@Sendable (any Error) -> Void)? {
+        get { rare?.handshakeFailed }
+        set { setRare(newValue, \.handshakeFailed) }
+    }
 
     func socket(_ sock: GCDAsyncSocket, didConnectToHost host: String, port: UInt16) {
         resumeConnect(nil)
@@ -52,7 +101,7 @@ final class AsyncSocketHandler: GCDAsyncSocketDelegate, @unchecked Sendable {
 
     func socket(_ sock: GCDAsyncSocket, didAcceptNewSocket newSocket: GCDAsyncSocket) {
         let handler = AsyncSocketHandler()
-        newSocket.setDelegate(handler, delegateQueue: nil)
+        newSocket.own(handler)
         guard let serverTLS, let accepted else {
             accepted?.yield(AsyncSocket(socket: newSocket, handler: handler))
             return
@@ -60,7 +109,6 @@ final class AsyncSocketHandler: GCDAsyncSocketDelegate, @unchecked Sendable {
         // The handshake runs on the connection's own loop; the listener goes on accepting meanwhile.
         handler.handOut = accepted
         handler.handshakeFailed = acceptFailed
-        handler.handshaking = handler
         newSocket.startTLS(serverTLS)
     }
 
@@ -72,7 +120,6 @@ final class AsyncSocketHandler: GCDAsyncSocketDelegate, @unchecked Sendable {
         if let handOut {
             self.handOut = nil
             handOut.yield(AsyncSocket(socket: sock, handler: self))
-            handshaking = nil
         }
     }
 
@@ -100,7 +147,6 @@ final class AsyncSocketHandler: GCDAsyncSocketDelegate, @unchecked Sendable {
         if handOut != nil {
             handOut = nil
             handshakeFailed?(error)
-            handshaking = nil
         }
         let waiters = writableWaiters
         writableWaiters = []
@@ -140,7 +186,7 @@ final class AsyncSocketHandler: GCDAsyncSocketDelegate, @unchecked Sendable {
     }
 
     /// Stops waiting for writability (cancellation): the waiter throws `CancellationError`.
-    func cancelWritableWaiter(_ id: UInt64) {
+    func cancelWritableWaiter(_ id: UInt32) {
         guard let i = writableWaiters.firstIndex(where: { $0.id == id }) else { return }
         writableWaiters.remove(at: i).continuation.resume(throwing: CancellationError())
     }

@@ -14,7 +14,7 @@
 /// ones that function calls (and that the `nonisolated(nonsending)` form of later toolchains inlines into
 /// every client); CEpollShim forwards to them because Swift reserves their names. Once the toolchain's own
 /// `withTaskCancellationHandler` is `nonisolated(nonsending)`, this function and the forwarders can go.
-nonisolated(nonsending) func withCancellationHandler<T>(
+@inline(__always) nonisolated(nonsending) func withCancellationHandler<T>(
     _ operation: nonisolated(nonsending) () async throws -> T, onCancel handler: @Sendable () -> Void
 ) async throws -> T {
     let record = addCancellationHandler(handler)

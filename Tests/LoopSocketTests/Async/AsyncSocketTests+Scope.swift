@@ -42,7 +42,7 @@ extension AsyncSocketTests {
                 try await client.executeThenClose { connection in try await connection.read(toLength: 10) }
             }
             // The read waits in the scope: its id is recorded there (it would not be on the per-read path).
-            try await Self.eventually { await Self.onLoop(client) { client.handler.readScope?.readID != nil } }
+            try await Self.eventually { await Self.onLoop(client) { client.handler.scopeReadID != nil } }
             reader.cancel()
             try await Self.assertCancelled(reader, "the scoped read")
             XCTAssertTrue(client.socket.isDisconnected)
@@ -92,10 +92,10 @@ extension AsyncSocketTests {
                     _ = await signals.next()
                 }
             }
-            try await Self.eventually { await Self.onLoop(client) { client.handler.readScope != nil } }
+            try await Self.eventually { await Self.onLoop(client) { client.handler.scopeTask != nil } }
             let other = Task(executorPreference: client.eventLoop) { try await client.read(toLength: 4) }
             try await Self.eventually { await Self.onLoop(client) { !client.socket.reads.isEmpty } }
-            let onScopesRecord = await Self.onLoop(client) { client.handler.readScope?.readID != nil }
+            let onScopesRecord = await Self.onLoop(client) { client.handler.scopeReadID != nil }
             XCTAssertFalse(onScopesRecord, "the other task's read must not use the scope")
             other.cancel()
             try await Self.assertCancelled(other, "the other task's read")
