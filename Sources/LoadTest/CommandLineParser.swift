@@ -38,10 +38,13 @@ public enum CommandLineParser {
           connect   connection churn: connect, one 64-byte echo, close; connections/s
           idle      open --connections connections and hold them for --duration
           http      keep-alive HTTP/1.1 requests: --url http://host:port/path (non-2xx counts as an error)
+          udp       UDP ping-pong against a datagram echo server: --connections flows, --size-byte
+                    datagrams (8 to 65,507), --pipeline K in flight per flow; datagrams/s, latency, and
+                    loss (no echo within --timeout), reordering, duplicates and corruption
           merge     loadtest merge a.json b.json ... [--json F] [--svg F] [--mixed]: one report of runs
                     made at the same time (refuses different settings unless --mixed; warns when the
                     measured windows do not line up)
-          With --rate R, echo, http, stream and connect run open loop: R requests (chunks, connections)
+          With --rate R, echo, http, stream, connect and udp run open loop: R requests (chunks, connections)
           per second in total; latency counts from the intended send time, service time from the actual one.
           Full guide: docs/loadtest.md
 
@@ -55,7 +58,7 @@ public enum CommandLineParser {
           --body-file FILE    http mode: request body from a file
           --connections N     connections (connect mode: parallel churn slots)      [-c]
           --size B            echo message size, 1 byte to 1 MiB (suffix k = KiB)   [-s]
-          --pipeline K        requests in flight per connection (echo, http)
+          --pipeline K        requests in flight per connection (echo, http; udp: per flow)
           --rate R            open loop: total requests per second (suffix k = 1000); stream mode:
                               chunks of --size (default 64 KiB) per second; connect: connections/s
           --duration T        measured time: 10, 10s, 500ms, 2m (default 10 s)       [-d]
@@ -92,7 +95,7 @@ public enum CommandLineParser {
             if first == "merge" { return try parseMerge(rest) }
             if first == "help" { return .help }
             guard let parsed = LoadMode(rawValue: first), parsed != .demo else {
-                throw ArgumentError("unknown mode '\(first)': use echo, stream, connect, idle, http or merge (or --help)")
+                throw ArgumentError("unknown mode '\(first)': use echo, stream, connect, idle, http, udp or merge (or --help)")
             }
             mode = parsed
         }
@@ -201,6 +204,14 @@ public enum CommandLineParser {
         case .http:
             guard urlGiven || portGiven else { throw ArgumentError("http mode needs --url http://host:port/path") }
             if config.hostHeader.isEmpty { config.hostHeader = "\(config.host):\(config.port)" }
+        case .udp:
+            guard portGiven else { throw ArgumentError("udp mode needs --port (and --host, default 127.0.0.1)") }
+            if urlGiven { throw ArgumentError("--url is for http mode") }
+            // The sequence number takes the first 8 bytes; 65,507 is the largest UDP payload over IPv4.
+            guard (8...65_507).contains(config.size) else {
+                throw ArgumentError("udp mode sends datagrams of 8 to 65,507 bytes (--size), not \(config.size)")
+            }
+            if config.tls.configuration != nil { throw ArgumentError("--tls does not apply to udp mode") }
         case .echo, .stream, .connect, .idle:
             guard portGiven else { throw ArgumentError("\(config.mode.rawValue) mode needs --port (and --host, default 127.0.0.1)") }
             if urlGiven { throw ArgumentError("--url is for http mode") }

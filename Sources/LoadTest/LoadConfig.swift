@@ -14,6 +14,10 @@ public enum LoadMode: String, Sendable, Codable, CaseIterable {
     case idle
     /// Keep-alive HTTP/1.1 GETs.
     case http
+    /// UDP ping-pong against a datagram echo server: `--connections` flows, datagrams of `--size` bytes,
+    /// closed loop (`--pipeline` in flight per flow) or open loop (`--rate`); loss, reordering, duplicates and
+    /// corruption counted.
+    case udp
 }
 
 /// Everything a run needs; filled in by ``CommandLineParser``.
@@ -83,7 +87,7 @@ public struct LoadConfig: Sendable, Equatable {
         case .demo:
             connections = 1000
             loops = max(1, cores - 1)  // one core is the in-process server's
-        case .echo, .http:
+        case .echo, .http, .udp:
             connections = 100
             loops = cores
         case .stream:

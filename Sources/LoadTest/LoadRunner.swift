@@ -76,13 +76,13 @@ public final class LoadRunner: Sendable {
         if !config.quiet {
             let server = config.mode == .demo ? "the in-process echo server at " : ""
             let warmup = config.mode == .idle ? 0 : config.warmup  // idle connections have nothing to warm up
-            output("loadtest \(config.mode == .demo ? "echo" : config.mode.rawValue): \(ReportText.count(config.connections, config.mode == .connect ? "churn slot" : "connection")) to \(server)\(config.host):\(config.port) on \(config.loops) loop(s), \(ReportText.fixed(warmup, 1)) s warm-up + \(ReportText.fixed(config.duration, 1)) s")
+            output("loadtest \(config.mode == .demo ? "echo" : config.mode.rawValue): \(ReportText.count(config.connections, config.mode == .connect ? "churn slot" : config.mode == .udp ? "flow" : "connection")) to \(server)\(config.host):\(config.port) on \(config.loops) loop(s), \(ReportText.fixed(warmup, 1)) s warm-up + \(ReportText.fixed(config.duration, 1)) s")
         }
         try checkLimits(config, inProcessServer: server != nil)
 
         // Echo connections connect to one address, looked up here, off the loops (getaddrinfo blocks).
         var address: ServerAddress?
-        if config.mode == .echo || config.mode == .demo {
+        if config.mode == .echo || config.mode == .demo || config.mode == .udp {
             address = try ServerAddress.resolve(host: config.host, port: config.port)
         }
 
@@ -214,6 +214,7 @@ public final class LoadRunner: Sendable {
         result.windowEnd = Self.wallClock(at: windowEnd)
         result.startAt = config.startAt
         result.id = config.runID
+        if config.mode == .udp { result.datagrams = final.datagrams }
         if final.serviceHistogram.count > 0 {
             result.serviceTimeUs = RunResult.Latency(final.serviceHistogram)
             result.serviceHistogram = RunResult.HistogramData(final.serviceHistogram)
@@ -244,7 +245,7 @@ public final class LoadRunner: Sendable {
     private func makeResult(_ config: LoadConfig, _ final: WorkerFinal, window: Double, warmup: Double,
                             timeline: [RunResult.Sample]) -> RunResult {
         let s = final.snapshot
-        let echoLike = config.mode == .echo || config.mode == .demo
+        let echoLike = config.mode == .echo || config.mode == .demo || config.mode == .udp
         return RunResult(
             mode: config.mode == .demo ? "echo" : config.mode.rawValue,
             target: "\(config.host):\(config.port)\(config.mode == .http ? config.path : "")",
@@ -278,6 +279,8 @@ public final class LoadRunner: Sendable {
             return "  \(t)\(phase) \(ReportText.fixed(s.mibPerSecond, 1)) MiB/s, \(s.connections) connections, \(s.errors) errors"
         case .connect:
             return "  \(t)\(phase) \(ReportText.fixed(s.requestsPerSecond, 0)) connections/s, \(s.errors) errors"
+        case .udp:
+            return "  \(t)\(phase) \(ReportText.fixed(s.requestsPerSecond, 0)) datagrams/s echoed, \(s.connections) flows, \(s.errors) errors"
         default:
             return "  \(t)\(phase) \(ReportText.fixed(s.requestsPerSecond, 0)) req/s, \(s.connections) connections, \(s.errors) errors"
         }

@@ -50,8 +50,10 @@ struct WorkerFinal: Sendable {
     var firstError: String?
     var windowCompleted: UInt64 = 0
     var windowBytes: UInt64 = 0
+    var datagrams = RunResult.Datagrams()
 
     mutating func add(_ other: WorkerFinal) {
+        datagrams.add(other.datagrams)
         snapshot.add(other.snapshot)
         histogram.merge(other.histogram)
         serviceHistogram.merge(other.serviceHistogram)
@@ -122,6 +124,8 @@ final class LoopWorker: @unchecked Sendable {
     /// TLS handshakes completed in the window: connect start to socketDidSecure.
     @exclusivity(unchecked) var handshakeHistogram = Histogram()
     @exclusivity(unchecked) var errors = ErrorCounts()
+    /// UDP mode: the window's datagram counts (``UDPFlow``).
+    @exclusivity(unchecked) var datagrams = RunResult.Datagrams()
     var firstError: String?
     @exclusivity(unchecked) var open = 0
     var established = 0
@@ -169,7 +173,7 @@ final class LoopWorker: @unchecked Sendable {
         self.target = target
         self.firstNumber = firstNumber
         self.signals = signals
-        let swept = config.mode == .echo || config.mode == .demo || config.mode == .http
+        let swept = config.mode == .echo || config.mode == .demo || config.mode == .http || config.mode == .udp
             || (config.mode == .stream && config.isOpenLoop)
         replyTimeout = config.timeout > 0 && !swept ? config.timeout : -1
         sweepTimeout = config.timeout > 0 && swept ? UInt64(config.timeout * 1e9) : 0
@@ -209,6 +213,34 @@ final class LoopWorker: @unchecked Sendable {
     func recordBytes(_ bytes: Int, now: UInt64) {
         receivedBytes &+= UInt64(bytes)
         if now >= windowStart && now < windowEnd { windowBytes &+= UInt64(bytes) }
+    }
+
+    /// UDP: a datagram goes out, meant for `time`.
+    @inline(__always)
+    func recordDatagramSent(at time: UInt64) {
+        if time >= windowStart && time < windowEnd { datagrams.sent &+= 1 }
+    }
+
+    /// UDP: a datagram was not echoed within the timeout (found by the sweep, now).
+    func recordDatagramLost(now: UInt64) {
+        if now >= windowStart && now < windowEnd { datagrams.lost &+= 1 }
+    }
+
+    /// UDP: an echo arrived after a later one of its flow.
+    func recordDatagramReordered(now: UInt64) {
+        if now >= windowStart && now < windowEnd { datagrams.reordered &+= 1 }
+    }
+
+    /// UDP: an echo of a datagram already echoed or counted lost.
+    func recordDatagramDuplicate(now: UInt64) {
+        if now >= windowStart && now < windowEnd { datagrams.duplicates &+= 1 }
+    }
+
+    /// UDP: an echo whose length or bytes are not what was sent; also a `mismatch` error.
+    func recordDatagramCorrupt(now: UInt64, _ message: @autoclosure () -> String) {
+        guard !stopping else { return }
+        if now >= windowStart && now < windowEnd { datagrams.corrupt &+= 1 }
+        recordError(.mismatch, message())
     }
 
     /// Counts an error unless the run is over.
@@ -265,6 +297,7 @@ final class LoopWorker: @unchecked Sendable {
         case .connect: connection = ChurnSlot(worker: self)
         case .idle: connection = IdleConnection(worker: self)
         case .http: connection = HTTPConnection(worker: self, number: number)
+        case .udp: connection = UDPFlow(worker: self, number: number)
         }
         connections.append(connection)
         if let paced = connection as? any PacedConnection { self.paced.append(paced) }
@@ -417,7 +450,7 @@ final class LoopWorker: @unchecked Sendable {
     func finish() -> WorkerFinal {
         let result = WorkerFinal(snapshot: snapshot, histogram: histogram, serviceHistogram: serviceHistogram,
                                  handshakeHistogram: handshakeHistogram, errors: errors, firstError: firstError,
-                                 windowCompleted: windowCompleted, windowBytes: windowBytes)
+                                 windowCompleted: windowCompleted, windowBytes: windowBytes, datagrams: datagrams)
         stopping = true
         pacerTimer?.close()
         pacerTimer = nil

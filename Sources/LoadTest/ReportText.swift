@@ -61,6 +61,10 @@ public enum ReportText {
         case "stream": what = "stream (bulk echo)"
         case "idle": what = "idle connections"
         case "http": what = "HTTP/1.1 keep-alive"
+        case "udp":
+            let size = r.messageSize.map { "\($0) B" } ?? "mixed sizes"
+            let pipeline = r.pipeline.map { "\($0) in flight per flow" } ?? "mixed pipelines"
+            what = "UDP echo \(size) datagrams, \(pipeline)"
         default:
             let size = r.messageSize.map { "\($0) B" } ?? "mixed sizes"
             let pipeline = r.pipeline.map { "pipeline \($0)" } ?? "mixed pipelines"
@@ -70,14 +74,14 @@ public enum ReportText {
         lines.append("")
         lines.append("loadtest \(r.mode) → \(r.target): \(what)\(loop)\(r.id.map { " [\($0)]" } ?? "")")
         let sources = r.sources > 1 ? ", merged from \(r.sources) results" : ""
-        lines.append("  \(count(r.connections, r.mode == "connect" ? "churn slot" : "connection")) on \(r.loops) loop(s), \(fixed(r.durationSeconds, 2)) s measured after \(fixed(r.warmupSeconds, 1)) s warm-up\(sources)")
+        lines.append("  \(count(r.connections, r.mode == "connect" ? "churn slot" : r.mode == "udp" ? "flow" : "connection")) on \(r.loops) loop(s), \(fixed(r.durationSeconds, 2)) s measured after \(fixed(r.warmupSeconds, 1)) s warm-up\(sources)")
         if let spread = r.windowStartSpread {
             lines.append("  windows: started within \(fixed(spread * 1000, 0)) ms of each other")
         }
         if r.mode == "connect" {
             lines.append("  connects: \(grouped(UInt64(r.connectionsEstablished))) made, \(grouped(UInt64(r.connectionsFailed))) failed (whole run, warm-up included)")
         } else {
-            lines.append("  connections: \(grouped(UInt64(r.connectionsEstablished))) established, \(grouped(UInt64(r.connectionsFailed))) failed, \(grouped(UInt64(r.connectionsOpen))) open at the end")
+            lines.append("  \(r.mode == "udp" ? "flows" : "connections"): \(grouped(UInt64(r.connectionsEstablished))) established, \(grouped(UInt64(r.connectionsFailed))) failed, \(grouped(UInt64(r.connectionsOpen))) open at the end")
         }
         switch r.mode {
         case "idle":
@@ -86,6 +90,11 @@ public enum ReportText {
             lines.append("  throughput: \(fixed(r.mibPerSecond, 1)) MiB/s echoed (\(grouped(r.bytes)) bytes)")
         case "connect":
             lines.append("  connections/s: \(fixed(r.requestsPerSecond, 0)) (\(grouped(r.requests)) cycles in the window)")
+        case "udp":
+            lines.append("  datagrams/s: \(fixed(r.requestsPerSecond, 0)) echoed (\(grouped(r.requests)) round trips, \(fixed(r.mibPerSecond, 2)) MiB/s received)")
+            if let d = r.datagrams {
+                lines.append("  datagrams: \(grouped(d.sent)) sent, \(grouped(d.lost)) lost (\(fixed(d.lossPercent, 3))%, no echo within the timeout), \(grouped(d.reordered)) reordered, \(grouped(d.duplicates)) duplicate or late, \(grouped(d.corrupt)) corrupt")
+            }
         case "http":
             lines.append("  requests/s: \(fixed(r.requestsPerSecond, 0)) (\(grouped(r.requests)) responses, \(fixed(r.mibPerSecond, 2)) MiB/s received, heads and bodies)")
         default:

@@ -192,8 +192,40 @@ public struct RunResult: Codable, Sendable, Equatable {
     /// apart from request latency.
     public var tlsHandshakeUs: Latency?
     public var tlsHandshakeHistogram: HistogramData?
+    /// UDP mode: what happened to the datagrams of the window.
+    public var datagrams: Datagrams?
     /// What the reader should know about the figures (a rate not reached, windows that do not line up, …).
     public var warnings: [String]?
+
+    /// UDP mode: datagrams sent in the window, and those lost, reordered, duplicated or corrupt (counted when
+    /// found, within the window). Echoed ones are ``requests``.
+    public struct Datagrams: Codable, Sendable, Equatable {
+        /// Sent (handed to the kernel, or refused by it: a refused one is also a send error).
+        public var sent: UInt64 = 0
+        /// Not echoed within `--timeout`.
+        public var lost: UInt64 = 0
+        /// Echoed after a later datagram of the same flow had been.
+        public var reordered: UInt64 = 0
+        /// An echo of a datagram already echoed or counted lost (a late echo is one too).
+        public var duplicates: UInt64 = 0
+        /// An echo of the wrong length or with bytes that were not sent (also a `mismatch` error).
+        public var corrupt: UInt64 = 0
+
+        /// No datagrams.
+        public init() {}
+
+        /// Adds another loop's (or run's) counts.
+        public mutating func add(_ other: Datagrams) {
+            sent &+= other.sent
+            lost &+= other.lost
+            reordered &+= other.reordered
+            duplicates &+= other.duplicates
+            corrupt &+= other.corrupt
+        }
+
+        /// Lost datagrams as a share of those sent, percent.
+        public var lossPercent: Double { sent > 0 ? Double(lost) * 100 / Double(sent) : 0 }
+    }
 
     enum CodingKeys: String, CodingKey {
         case tool, mode, target, connections
@@ -225,7 +257,7 @@ public struct RunResult: Codable, Sendable, Equatable {
         case serviceHistogram = "service_histogram"
         case tlsHandshakeUs = "tls_handshake_us"
         case tlsHandshakeHistogram = "tls_handshake_histogram"
-        case warnings
+        case datagrams, warnings
     }
 
     /// The result's latency histogram.
@@ -302,6 +334,9 @@ public struct RunResult: Codable, Sendable, Equatable {
                 if handshake == nil { handshake = h } else { handshake!.merge(h) }
             }
             if let id = other.id { merged.id = merged.id.map { $0 + "," + id } ?? id }
+            if let d = other.datagrams {
+                if merged.datagrams == nil { merged.datagrams = d } else { merged.datagrams!.add(d) }
+            }
             if merged.messageSize != other.messageSize { merged.messageSize = nil }
             if merged.pipeline != other.pipeline { merged.pipeline = nil }
             merged.sources += other.sources
