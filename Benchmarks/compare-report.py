@@ -358,7 +358,7 @@ def main():
     print()
     print(table(summary, meta))
     print()
-    print("Targets (issue 4, issue 5):")
+    print("Targets (issues 4, 5 and 14):")
     print(checks(summary))
     with open(os.path.join(directory, "details.md"), "w") as f:
         f.write(details(runs) + "\n")
