@@ -258,16 +258,25 @@ extension GCDAsyncSocket {
             $0.status = .connected
             $0.fd = child
         }
-        let adopted = socket.onLoop {
+        let adopted: Bool
+        if target === eventLoop {
+            // This loop (one loop, or the group's turn came back here): adopted at once, without the closure
+            // `onLoop` allocates for another loop.
             socket.flags.insert(.accepted)
             socket.adopt(child, configuration: configuration, isUnix: isUnix)
+            adopted = true
+        } else {
+            adopted = socket.onLoop {
+                socket.flags.insert(.accepted)
+                socket.adopt(child, configuration: configuration, isUnix: isUnix)
+            }
         }
         guard adopted else {
             socket.unpublish(child)
             try? Syscall.close(child)
             return
         }
-        notify { $0.socket($1, didAcceptNewSocket: socket) }
+        notifyDidAccept(socket)
     }
 
     /// Takes ownership of a connected descriptor and starts watching it. Loop only.

@@ -17,12 +17,15 @@ extension GCDAsyncSocket {
             $0.delegate = nil
             $0.delegateQueue = nil
         }
-        onLoop { [self] in
-            loopDelegate = nil
-            loopDelegateQueue = nil
-            ownedDelegate = handler
-            flags.insert(.ownsDelegate)
-        }
+        // On the loop already (an accept on the socket's own loop), without the closure `onLoop` allocates.
+        if eventLoop.inEventLoop { useOwnedDelegate(handler) } else { onLoop { [self] in useOwnedDelegate(handler) } }
+    }
+
+    private func useOwnedDelegate(_ handler: AsyncSocketHandler) {
+        loopDelegate = nil
+        loopDelegateQueue = nil
+        ownedDelegate = handler
+        flags.insert(.ownsDelegate)
     }
 
     /// Delivers a callback (for the rarer events; the hot ones switch on ``delegateTarget`` themselves, so
@@ -40,6 +43,29 @@ extension GCDAsyncSocket {
         case .queued(let delegate, let queue):
             let box = UncheckedSendable(delegate)
             queue.async { [self] in box.value.socket(self, didRead: data, withTag: tag) }
+        }
+    }
+
+    /// `socket(_:didAcceptNewSocket:)`: once per accepted connection, so, like the hot callbacks, without a
+    /// closure allocated for the inline case.
+    func notifyDidAccept(_ newSocket: GCDAsyncSocket) {
+        switch delegateTarget {
+        case .none: return
+        case .inline(let delegate): delegate.socket(self, didAcceptNewSocket: newSocket)
+        case .queued(let delegate, let queue):
+            let box = UncheckedSendable(delegate)
+            queue.async { [self] in box.value.socket(self, didAcceptNewSocket: newSocket) }
+        }
+    }
+
+    /// `socketDidDisconnect(_:withError:)`: once per connection, without a closure for the inline case.
+    func notifyDidDisconnect(_ error: (any Error)?) {
+        switch delegateTarget {
+        case .none: return
+        case .inline(let delegate): delegate.socketDidDisconnect(self, withError: error)
+        case .queued(let delegate, let queue):
+            let box = UncheckedSendable((delegate, error))
+            queue.async { [self] in box.value.0.socketDidDisconnect(self, withError: box.value.1) }
         }
     }
 

@@ -92,7 +92,6 @@ extension GCDAsyncSocket {
                 notify { $0.socket($1, didFailToWriteDataWithTag: op.tag, error: writeError) }
             }
         }
-        let box = UncheckedSendable(error)
-        notify { $0.socketDidDisconnect($1, withError: box.value) }
+        notifyDidDisconnect(error)
     }
 }

@@ -313,13 +313,17 @@ extension GCDAsyncSocket {
     /// keeps startTLS's marker: its twin in the write queue waits for it, and the writes behind it go
     /// over TLS.
     func dropReads(with error: any Error, keepingStartTLS: Bool = false) {
-        for op in reads.removeAll() {
+        // Drained in place: a closing connection usually has one read queued, and an array of it would be one
+        // more allocation per connection. Kept markers go back once the queue is empty.
+        var kept: [ReadOp] = []
+        reads.drain { op in
             if keepingStartTLS && op.isStartTLS {
-                reads.append(op)
-                continue
+                kept.append(op)
+            } else {
+                op.continuation?.resume(throwing: error)
             }
-            op.continuation?.resume(throwing: error)
         }
+        for op in kept { reads.append(op) }
     }
 
     /// Cancels the `async` read with operation id `id`, if it is still queued: removed from the queue (an

@@ -43,13 +43,22 @@ public struct GCDAsyncSocketError: Error, Hashable, Sendable, CustomStringConver
     public let errno: Errno?
     /// The failed system call, if any.
     public let syscall: SystemCall?
+    /// The message given at creation; nil for a failed system call, whose message is made when asked for.
+    /// (A connection reset by its peer is an error on every such close: formatting `strerror` into a string
+    /// for each one, read or not, was a tenth of the user-space work of a connect-echo-close cycle.)
+    private let givenMessage: String?
+
     /// A sentence for people.
-    public let message: String
+    public var message: String {
+        if let givenMessage { return givenMessage }
+        if let syscall, let errno { return SyscallError(syscall, errno: errno).description }
+        return "\(code)"
+    }
 
     /// An error with a code and a message.
     public init(_ code: Code, _ message: String) {
         self.code = code
-        self.message = message
+        self.givenMessage = message
         self.errno = nil
         self.syscall = nil
     }
@@ -57,7 +66,7 @@ public struct GCDAsyncSocketError: Error, Hashable, Sendable, CustomStringConver
     /// An error for a failed system call.
     public init(_ error: SyscallError, code: Code = .otherError) {
         self.code = code
-        self.message = error.description
+        self.givenMessage = nil
         self.errno = error.errno
         self.syscall = error.call
     }

@@ -34,40 +34,32 @@ extension AsyncSocket {
     nonisolated(nonsending) public func executeThenClose<R>(
         closeTimeout: Duration? = .seconds(30), _ body: nonisolated(nonsending) (AsyncSocket) async throws -> R
     ) async throws -> R {
-        let result = await run(body)
-        switch result {
-        case .success(let value):
-            try await closeAfterWriting(timeout: closeTimeout)
-            return value
-        case .failure(let error):
+        // No `Result<R, any Error>` here: this function is called unspecialised (it is not inlinable), and
+        // such a local made the runtime look up the generic `Result` metadata on every call, twice.
+        let value: R
+        do {
+            value = try await run(body)
+        } catch {
             try? await closeAfterWriting(timeout: closeTimeout)
             throw error
         }
+        try await closeAfterWriting(timeout: closeTimeout)
+        return value
     }
 
     /// Runs `body`, in a read scope when this task can open one.
     @inline(__always) nonisolated(nonsending) private func run<R>(
         _ body: nonisolated(nonsending) (AsyncSocket) async throws -> R
-    ) async -> Result<R, any Error> {
-        guard let serial = claimReadScope() else {
-            do {
-                return .success(try await body(self))
-            } catch {
-                return .failure(error)
-            }
-        }
+    ) async throws -> R {
+        guard let serial = claimReadScope() else { return try await body(self) }
         let (socket, handler) = (self.socket, self.handler)
         defer { releaseReadScope(serial) }
-        do {
-            return .success(try await withCancellationHandler {
-                try await body(self)
-            } onCancel: {
-                socket.onLoop {
-                    if handler.scopeSerial == serial, let id = handler.scopeReadID { socket.cancelRead(id: id) }
-                }
-            })
-        } catch {
-            return .failure(error)
+        return try await withCancellationHandler {
+            try await body(self)
+        } onCancel: {
+            socket.onLoop {
+                if handler.scopeSerial == serial, let id = handler.scopeReadID { socket.cancelRead(id: id) }
+            }
         }
     }
 

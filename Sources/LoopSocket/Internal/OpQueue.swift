@@ -92,16 +92,27 @@ struct OpQueue<Element>: ~Copyable {
         return (element, false)
     }
 
-    /// Empties the queue, returning what it held, front first; the storage is released.
+    /// Empties the queue, returning what it held, front first; the storage is released. An empty queue
+    /// returns the empty array without allocating (a connection that closes usually has no writes queued).
     mutating func removeAll() -> [Element] {
         var result: [Element] = []
-        result.reserveCapacity(count)
+        if count > 0 { result.reserveCapacity(count) }
         while count > 0 { result.append(removeFirst()) }
         storage?.deallocate()
         storage = nil
         capacity = 0
         head = 0
         return result
+    }
+
+    /// Empties the queue, handing each element to `body`, front first, and releases the storage: what
+    /// ``removeAll()`` does without building an array. `body` must not touch this queue.
+    mutating func drain(_ body: (consuming Element) -> Void) {
+        while count > 0 { body(removeFirst()) }
+        storage?.deallocate()
+        storage = nil
+        capacity = 0
+        head = 0
     }
 
     private mutating func grow() {
