@@ -94,6 +94,10 @@ public final class GCDAsyncSocket: @unchecked Sendable {
     /// listening socket gets here open: its descriptors belong to handlers that do not keep it alive, and
     /// are closed on the loop (a Unix socket's file removed).
     deinit {
+        // A socket that never listened (or connected) has no dial state, hence no listeners: no lock to take
+        // (every accepted connection ends here). Nothing else references the socket any more, so reading the
+        // loop's field here is safe.
+        guard dial != nil else { return }
         let open = shared.withLock { $0.openListeners }
         guard !open.handlers.isEmpty else { return }
         let loop = eventLoop

@@ -15,22 +15,29 @@ import CEpollShim
 /// ```
 package struct Locked<Value>: @unchecked Sendable {
     // @unchecked: the value is only reached through `withLock`, under the lock.
-    let storage: LockedStorage<Value>  // internal, not private: FootprintTests measures it
+    @usableFromInline let storage: LockedStorage<Value>  // not private: FootprintTests measures it
+
+    // Inlinable (the two entry points and the storage below), so the other modules' calls are specialised:
+    // called generically across the module boundary, each creation looked `LockedStorage<Value>`'s metadata
+    // up at run time and each `withLock` went through an unspecialised closure call (callgrind, connect churn).
 
     /// A lock holding `value`.
+    @inlinable
     package init(_ value: Value) {
         storage = LockedStorage.make(value)
     }
 
     /// Runs `body` with exclusive access to the value.
-    @inline(__always)
+    @inlinable @inline(__always)
     package func withLock<Result, Failure: Error>(_ body: (inout Value) throws(Failure) -> Result) throws(Failure) -> Result {
         try storage.withLock(body)
     }
 }
 
 /// The value (header) and the lock word (element) of a ``Locked``, in one heap object.
+@usableFromInline
 final class LockedStorage<Value>: ManagedBuffer<Value, cepoll_lock_t> {
+    @inlinable
     static func make(_ value: Value) -> LockedStorage<Value> {
         let buffer = LockedStorage.create(minimumCapacity: 1) { _ in value }
         let storage = unsafeDowncast(buffer, to: LockedStorage.self)
@@ -41,7 +48,7 @@ final class LockedStorage<Value>: ManagedBuffer<Value, cepoll_lock_t> {
     // No deinit: the header is a stored property of ManagedBuffer and is destroyed with it, and the lock word
     // is a trivial integer with nothing to release.
 
-    @inline(__always)
+    @inlinable @inline(__always)
     func withLock<Result, Failure: Error>(_ body: (inout Value) throws(Failure) -> Result) throws(Failure) -> Result {
         try withUnsafeMutablePointers { (header, lock) throws(Failure) -> Result in
             cepoll_lock(lock)
