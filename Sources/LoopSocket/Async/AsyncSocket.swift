@@ -27,7 +27,8 @@ import FoundationEssentials
 /// to drain and throws `CancellationError`; its data stays queued and is still written. A cancelled
 /// `connect` closes the socket. ``closeAfterWriting(timeout:)`` and ``close()`` do not react to cancellation.
 public final class AsyncSocket: Sendable {
-    /// The underlying socket (for options, addresses, and the GCDAsyncSocket API).
+    /// The underlying socket (for options, addresses, and the GCDAsyncSocket API). Its delegate is this
+    /// connection's own (an accepted connection's `socket.delegate` reads nil): do not replace it.
     public let socket: GCDAsyncSocket
     let handler: AsyncSocketHandler
 
