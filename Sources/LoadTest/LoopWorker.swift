@@ -215,31 +215,35 @@ final class LoopWorker: @unchecked Sendable {
         if now >= windowStart && now < windowEnd { windowBytes &+= UInt64(bytes) }
     }
 
+    /// Whether `time` (ns) falls in the measuring window.
+    @inline(__always)
+    func inWindow(_ time: UInt64) -> Bool { time >= windowStart && time < windowEnd }
+
     /// UDP: a datagram goes out, meant for `time`.
     @inline(__always)
     func recordDatagramSent(at time: UInt64) {
-        if time >= windowStart && time < windowEnd { datagrams.sent &+= 1 }
+        if inWindow(time) { datagrams.sent &+= 1 }
     }
 
-    /// UDP: a datagram was not echoed within the timeout (found by the sweep, now).
+    /// UDP: a datagram was not echoed within the timeout (found by the sweep, or its slot needed, at `now`).
     func recordDatagramLost(now: UInt64) {
-        if now >= windowStart && now < windowEnd { datagrams.lost &+= 1 }
+        if inWindow(now) { datagrams.lost &+= 1 }
     }
 
     /// UDP: an echo arrived after a later one of its flow.
     func recordDatagramReordered(now: UInt64) {
-        if now >= windowStart && now < windowEnd { datagrams.reordered &+= 1 }
+        if inWindow(now) { datagrams.reordered &+= 1 }
     }
 
     /// UDP: an echo of a datagram already echoed or counted lost.
     func recordDatagramDuplicate(now: UInt64) {
-        if now >= windowStart && now < windowEnd { datagrams.duplicates &+= 1 }
+        if inWindow(now) { datagrams.duplicates &+= 1 }
     }
 
     /// UDP: an echo whose length or bytes are not what was sent; also a `mismatch` error.
     func recordDatagramCorrupt(now: UInt64, _ message: @autoclosure () -> String) {
         guard !stopping else { return }
-        if now >= windowStart && now < windowEnd { datagrams.corrupt &+= 1 }
+        if inWindow(now) { datagrams.corrupt &+= 1 }
         recordError(.mismatch, message())
     }
 

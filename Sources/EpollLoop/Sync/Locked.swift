@@ -2,8 +2,9 @@ import CEpollShim
 
 /// A value behind a 4-byte futex lock (`cepoll_lock_t`), stored in one allocation with it.
 ///
-/// Every connection holds one (its shared state), so the lock's size counts: `pthread_mutex_t` is 40 bytes,
-/// and took an idle connection's `LockedStorage` chunk from 80 to 112 bytes. Used instead of
+/// Every connection holds one (its shared state), so the lock's size counts: `pthread_mutex_t` is 40 bytes
+/// (with its 8-byte alignment it would make an idle connection's 72-byte `LockedStorage` a 128-byte chunk
+/// instead of an 80-byte one). Used instead of
 /// `Synchronization.Mutex`, which is as small: on Linux its atomics run inside the uninstrumented standard
 /// library, so ThreadSanitizer cannot see the ordering it provides and reports false races, while
 /// `cepoll_lock`'s atomics are compiled with the sanitizer in a TSan build. Uncontended, locking is one
