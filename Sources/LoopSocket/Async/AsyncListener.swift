@@ -13,7 +13,7 @@ public final class AsyncListener: Sendable {
     public let socket: GCDAsyncSocket
     /// Accepted connections, until ``close()``. One consumer; when its iteration is cancelled the listener
     /// closes (a connection accepted but never taken from the sequence is closed too).
-    public let connections: AsyncThrowingStream<AsyncSocket, any Error>
+    public let connections: Connections
     private let handler: AsyncSocketHandler
 
     /// Listens on `host` (nil: every interface, IPv4 and IPv6) and `port` (0: any; see ``localPort``).
@@ -49,18 +49,17 @@ public final class AsyncListener: Sendable {
         let handler = AsyncSocketHandler()
         handler.acceptFailed = acceptFailed
         handler.serverTLS = tls
-        let (stream, continuation) = AsyncThrowingStream<AsyncSocket, any Error>.makeStream()
-        handler.accepted = continuation
         let socket = GCDAsyncSocket(delegate: handler, delegateQueue: nil, group: group)
+        // The consuming task was cancelled: stop listening, so the kernel does not go on accepting
+        // connections nobody will serve.
+        let queue = AcceptQueue { socket.disconnect() }
+        handler.accepted = queue
         socket.options = options
         socket.autoDisconnectOnClosedReadStream = false  // inherited: end of stream is a nil read
         try start(socket)
-        // Nobody iterates `connections` any more (the task was cancelled, or the stream finished): stop
-        // listening, so the kernel does not go on accepting connections nobody will serve.
-        continuation.onTermination = { _ in socket.disconnect() }
         self.socket = socket
         self.handler = handler
-        self.connections = stream
+        self.connections = Connections(queue: queue)
     }
 
     /// The port listened on.

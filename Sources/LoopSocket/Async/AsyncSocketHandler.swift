@@ -34,10 +34,10 @@ final class AsyncSocketHandler: GCDAsyncSocketDelegate, @unchecked Sendable {
     private final class Rare {
         var connectContinuation: UnsafeContinuation<Void, any Error>?
         var secureContinuation: UnsafeContinuation<Void, any Error>?
-        var accepted: AsyncThrowingStream<AsyncSocket, any Error>.Continuation?
+        var accepted: AcceptQueue?
         var acceptFailed: (@Sendable (any Error) -> Void)?
         var serverTLS: TLSConfiguration?
-        var handOut: AsyncThrowingStream<AsyncSocket, any Error>.Continuation?
+        var handOut: AcceptQueue?
         var handshakeFailed: (@Sendable (any Error) -> Void)?
     }
 
@@ -62,7 +62,7 @@ final class AsyncSocketHandler: GCDAsyncSocketDelegate, @unchecked Sendable {
     }
 
     /// For listeners: where accepted connections go.
-    var accepted: AsyncThrowingStream<AsyncSocket, any Error>.Continuation? {
+    var accepted: AcceptQueue? {
         get { rare?.accepted }
         set { setRare(newValue, \.accepted) }
     }
@@ -78,7 +78,7 @@ final class AsyncSocketHandler: GCDAsyncSocketDelegate, @unchecked Sendable {
     }
     /// A TLS listener's connection in its handshake: handed to the listener's stream once secured, or
     /// reported to `handshakeFailed` if it fails.
-    var handOut: AsyncThrowingStream<AsyncSocket, any Error>.Continuation? {
+    var handOut: AcceptQueue? {
         get { rare?.handOut }
         set { setRare(newValue, \.handOut) }
     }
@@ -161,7 +161,7 @@ final class AsyncSocketHandler: GCDAsyncSocketDelegate, @unchecked Sendable {
         for waiter in closing { resumeCloseWaiter(waiter) }
         if let accepted {
             self.accepted = nil
-            if err == nil { accepted.finish() } else { accepted.finish(throwing: error) }
+            accepted.finish(throwing: err == nil ? nil : error)
         }
     }
 

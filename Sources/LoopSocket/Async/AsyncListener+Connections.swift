@@ -1,0 +1,130 @@
+import EpollLoop
+
+extension AsyncListener {
+    /// The connections a listener accepts, in order: an `AsyncSequence` for one consumer.
+    ///
+    /// Ends (`nil`) when the listener closes, or throws the error that closed it. When the consuming task is
+    /// cancelled, the sequence ends and the listener closes, so the kernel stops accepting connections nobody
+    /// will serve. Connections accepted but not taken yet wait here; they are closed if the listener is
+    /// released before they are taken.
+    public struct Connections: AsyncSequence, Sendable {
+        public typealias Element = AsyncSocket
+        public typealias Failure = any Error
+
+        let queue: AcceptQueue
+
+        /// Takes connections from the listener.
+        public struct AsyncIterator: AsyncIteratorProtocol {
+            let queue: AcceptQueue
+
+            /// The next accepted connection; `nil` once the listener has closed (or the task was cancelled).
+            public mutating func next() async throws -> AsyncSocket? {
+                try await queue.next()
+            }
+        }
+
+        /// An iterator over the accepted connections.
+        public func makeAsyncIterator() -> AsyncIterator { AsyncIterator(queue: queue) }
+    }
+}
+
+/// Where a listener's accepted connections wait for their consumer: a queue and at most one waiting
+/// continuation under one lock, yielded to from the listener's loop (or, for TLS, the connection's loop once
+/// its handshake is done) and taken from by the consuming task.
+///
+/// It replaces an `AsyncThrowingStream<AsyncSocket, any Error>`, whose generic code, unspecialised in the
+/// concurrency library, looked up about twenty generic metadata entries at run time for every connection
+/// (callgrind, connect churn of `async-echo-server`); nothing here is generic.
+final class AcceptQueue: @unchecked Sendable {
+    // @unchecked: every field is reached under `state`'s lock.
+    private struct State {
+        var waiting: [AsyncSocket] = []
+        var head = 0
+        var consumer: UnsafeContinuation<AsyncSocket?, any Error>?
+        /// Set once the sequence has ended: nil error for a normal end or a cancellation.
+        var ended = false
+        var failure: (any Error)?
+    }
+
+    private let state = Locked(State())
+    /// Stops the listener (the consumer went away).
+    private let onCancel: @Sendable () -> Void
+
+    init(onCancel: @escaping @Sendable () -> Void) {
+        self.onCancel = onCancel
+    }
+
+    /// Hands `connection` to the consumer, or queues it. After the end it is dropped (and so closed).
+    func yield(_ connection: AsyncSocket) {
+        let consumer: UnsafeContinuation<AsyncSocket?, any Error>? = state.withLock { state in
+            if state.ended { return nil }
+            if let consumer = state.consumer {
+                state.consumer = nil
+                return consumer
+            }
+            state.waiting.append(connection)
+            return nil
+        }
+        consumer?.resume(returning: connection)
+    }
+
+    /// Ends the sequence: the consumer gets the queued connections, then `nil`, or `error` once.
+    func finish(throwing error: (any Error)? = nil) {
+        let consumer: UnsafeContinuation<AsyncSocket?, any Error>? = state.withLock { state in
+            guard !state.ended else { return nil }
+            state.ended = true
+            state.failure = error
+            guard state.head == state.waiting.count, let consumer = state.consumer else { return nil }
+            state.consumer = nil
+            state.failure = nil
+            return consumer
+        }
+        guard let consumer else { return }
+        if let error { consumer.resume(throwing: error) } else { consumer.resume(returning: nil) }
+    }
+
+    /// The next connection, waiting for one if none is queued.
+    func next() async throws -> AsyncSocket? {
+        try await withCancellationHandler {
+            try await withUnsafeThrowingContinuation { (continuation: UnsafeContinuation<AsyncSocket?, any Error>) in
+                let ready: Result<AsyncSocket?, any Error>? = state.withLock { state in
+                    if state.head < state.waiting.count {
+                        let connection = state.waiting[state.head]
+                        state.head += 1
+                        if state.head == state.waiting.count {
+                            state.waiting.removeAll(keepingCapacity: true)
+                            state.head = 0
+                        }
+                        return .success(connection)
+                    }
+                    if state.ended {
+                        defer { state.failure = nil }
+                        return state.failure.map { .failure($0) } ?? .success(nil)
+                    }
+                    state.consumer = continuation
+                    return nil
+                }
+                if let ready { continuation.resume(with: ready) }
+            }
+        } onCancel: {
+            cancel()
+        }
+    }
+
+    /// The consuming task was cancelled: the sequence ends (a waiting `next` returns nil), the connections
+    /// still queued are closed, and the listener stops.
+    private func cancel() {
+        let (consumer, dropped): (UnsafeContinuation<AsyncSocket?, any Error>?, [AsyncSocket]) = state.withLock { state in
+            state.ended = true
+            state.failure = nil
+            let dropped = Array(state.waiting[state.head...])
+            state.waiting = []
+            state.head = 0
+            defer { state.consumer = nil }
+            return (state.consumer, dropped)
+        }
+        consumer?.resume(returning: nil)
+        for connection in dropped { connection.socket.disconnect() }
+        onCancel()
+    }
+}
