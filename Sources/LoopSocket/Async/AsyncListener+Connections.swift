@@ -83,6 +83,9 @@ final class AcceptQueue: @unchecked Sendable {
         if let error { consumer.resume(throwing: error) } else { consumer.resume(returning: nil) }
     }
 
+    /// Whether a consumer is waiting in `next` (for tests).
+    var hasWaitingConsumer: Bool { state.withLock { $0.consumer != nil } }
+
     /// The next connection, waiting for one if none is queued.
     func next() async throws -> AsyncSocket? {
         try await withCancellationHandler {
@@ -100,6 +103,11 @@ final class AcceptQueue: @unchecked Sendable {
                     if state.ended {
                         defer { state.failure = nil }
                         return state.failure.map { .failure($0) } ?? .success(nil)
+                    }
+                    guard state.consumer == nil else {
+                        // Two consumers at once: the second is refused rather than left waiting forever.
+                        return .failure(GCDAsyncSocketError(
+                            .badConfigError, "AsyncListener.connections has one consumer: next() was called while another call waited"))
                     }
                     state.consumer = continuation
                     return nil

@@ -57,6 +57,27 @@ final class AcceptQueueTests: XCTestCase {
         XCTAssertTrue(got === a)
     }
 
+    /// A second consumer while one waits gets a typed error, not a wait that never ends.
+    func testASecondConcurrentConsumerIsRefused() async throws {
+        let queue = AcceptQueue {}
+        let first = Task { try await queue.next() }
+        let deadline = ContinuousClock.now + .seconds(10)
+        while !queue.hasWaitingConsumer {
+            guard ContinuousClock.now < deadline else { return XCTFail("the first consumer never waited") }
+            await Task.yield()
+        }
+        do {
+            _ = try await queue.next()
+            XCTFail("a second consumer must be refused")
+        } catch let error as GCDAsyncSocketError {
+            XCTAssertEqual(error.code, .badConfigError)
+        }
+        let a = connection()
+        queue.yield(a)
+        let got = try await first.value
+        XCTAssertTrue(got === a, "the first consumer still gets the next connection")
+    }
+
     func testCancellingTheConsumerEndsTheSequenceAndStopsTheListener() async throws {
         let stopped = Atomic<Int>(0)
         let queue = AcceptQueue { stopped.add(1, ordering: .relaxed) }
