@@ -165,9 +165,12 @@ final class UDPFlow: LoopIOHandler, PacedConnection, SweptConnection {
                 case .wouldBlock: return
                 }
             } catch {
-                // A connected UDP socket reports an ICMP error (the server's port closed) on the next call.
                 worker.recordError(ErrorKind.classify(error), "recv: \(error)")
-                continue
+                // A connected UDP socket reports an ICMP error (the server's port closed) once, on the next
+                // call, and then reads on. Any other error could repeat: wait for the next readiness event
+                // instead of spinning here.
+                if error.errno == .connectionRefused { continue }
+                return
             }
             let now = Deadline.now().uptimeNanoseconds
             guard count == size else {

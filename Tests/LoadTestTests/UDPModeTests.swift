@@ -101,6 +101,18 @@ final class UDPModeTests: XCTestCase {
         XCTAssertEqual(datagrams.corrupt, 0)
     }
 
+    /// Nothing listens on the port: the kernel's ICMP "port unreachable" comes back to each connected flow as
+    /// `ECONNREFUSED`, which is counted; the run ends on time (no spin, no hang) and nothing is echoed.
+    func testAClosedPortIsCountedRefusedAndTheRunEnds() throws {
+        let closed = try UDPTestEchoServer(policy: .echo)
+        let port = closed.port
+        closed.stop()  // the port is closed now
+        let result = try shortRun(.udp, port: port, connections: 2, duration: 0.3) { $0.timeout = 0.05 }
+        XCTAssertEqual(result.requests, 0)
+        XCTAssertGreaterThan(result.errors.byKind["refused"] ?? 0, 0)
+        XCTAssertGreaterThan(result.datagrams?.lost ?? 0, 0, "unanswered datagrams are counted lost")
+    }
+
     func testOpenLoopSendsAtTheRate() throws {
         let server = try UDPTestEchoServer(policy: .echo)
         defer { server.stop() }

@@ -8,7 +8,9 @@ extension AsyncListener {
     /// will serve. Connections accepted but not taken yet wait here; they are closed if the listener is
     /// released before they are taken.
     public struct Connections: AsyncSequence, Sendable {
+        /// An accepted connection.
         public typealias Element = AsyncSocket
+        /// The error that closed the listener.
         public typealias Failure = any Error
 
         let queue: AcceptQueue

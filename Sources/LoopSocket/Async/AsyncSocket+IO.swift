@@ -170,6 +170,7 @@ extension AsyncSocket {
 
     /// The chunks of a connection, as an `AsyncSequence`.
     public struct Chunks: AsyncSequence, Sendable {
+        /// The bytes one read returned.
         public typealias Element = Data
         let socket: AsyncSocket
 

@@ -82,6 +82,7 @@ extension AsyncUDPSocket {
 
     /// The datagrams of a socket, as an `AsyncSequence` (one iterator at a time).
     public struct Datagrams: AsyncSequence, Sendable {
+        /// A received datagram and its sender.
         public typealias Element = Datagram
         let socket: AsyncUDPSocket
 
