@@ -64,8 +64,7 @@ extension GCDAsyncSocket {
             if let claim, $0.claim != claim { return }
             $0.status = status
             $0.fd = fd
-            $0.listenAddresses = listening
-            $0.tls = nil
+            $0.reset(listening: listening)
         }
     }
 

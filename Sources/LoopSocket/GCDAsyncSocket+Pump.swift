@@ -16,7 +16,7 @@ extension GCDAsyncSocket: LoopIOHandler {
         if events.contains(.error) {
             let code = (try? Syscall.option(fd, level: SOL_SOCKET, name: SO_ERROR)) ?? 0
             if code != 0 {
-                closeWithError(GCDAsyncSocketError(SyscallError(.recv, errno: Errno(rawValue: code))))
+                closeWithError(GCDAsyncSocketError.closing(SyscallError(.recv, errno: Errno(rawValue: code))))
                 return
             }
         }

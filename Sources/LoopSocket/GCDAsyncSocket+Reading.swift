@@ -178,7 +178,7 @@ extension GCDAsyncSocket {
         do {
             result = try Syscall.recv(fd, buffer)
         } catch {
-            closeWithError(GCDAsyncSocketError(error))
+            closeWithError(GCDAsyncSocketError.closing(error))
             return .nothing
         }
         switch result {

@@ -326,7 +326,7 @@ extension GCDAsyncSocket {
             case .wouldBlock:
                 flags.insert(.writeBlocked)
             case .failed(let error):
-                closeWithError(GCDAsyncSocketError(error))
+                closeWithError(GCDAsyncSocketError.closing(error))
                 return false
             }
         }

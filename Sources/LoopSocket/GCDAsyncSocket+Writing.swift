@@ -74,7 +74,7 @@ extension GCDAsyncSocket {
             flags.insert(.writeBlocked)  // The pump then arms EPOLLOUT without trying the send again.
             enqueueWrite(data, timeout: -1, tag: 0)
         case .failed(let error):
-            closeWithError(GCDAsyncSocketError(error))
+            closeWithError(GCDAsyncSocketError.closing(error))
         }
     }
 
@@ -136,7 +136,7 @@ extension GCDAsyncSocket {
             case .wouldBlock:
                 flags.insert(.writeBlocked)
             case .failed(let error):
-                closeWithError(GCDAsyncSocketError(error))
+                closeWithError(GCDAsyncSocketError.closing(error))
                 return
             case .sent(let count):
                 completeWrites(count)
@@ -153,7 +153,7 @@ extension GCDAsyncSocket {
             do {
                 try Syscall.shutdown(fd, how: Int32(SHUT_WR))
             } catch {
-                closeWithError(GCDAsyncSocketError(error))
+                closeWithError(GCDAsyncSocketError.closing(error))
             }
         }
     }

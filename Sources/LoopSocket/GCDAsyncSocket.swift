@@ -1,3 +1,4 @@
+import CEpollShim
 import Dispatch
 import EpollLoop
 import FoundationEssentials
@@ -84,7 +85,9 @@ public final class GCDAsyncSocket: @unchecked Sendable {
         let group = group ?? (loop == nil ? Self.defaultGroup : nil)
         self.eventLoop = loop ?? group!.next()
         self.group = group
-        self.shared = Locked(SharedState(delegate: delegate, delegateQueue: delegateQueue))
+        self.shared = Locked(storage: SharedStorage.create(minimumCapacity: 1) { _ in
+            SharedState(delegate: delegate, delegateQueue: delegateQueue)
+        })
         self.loopDelegate = delegate
         self.loopDelegateQueue = delegateQueue
     }
@@ -236,6 +239,10 @@ extension GCDAsyncSocket {
         static let ownsDelegate = Flags(rawValue: 1 << 25)
     }
 
+    /// `shared`'s storage: a non-generic class, so creating a socket does not look a generic class's metadata
+    /// up at run time (see `Locked.init(storage:)`).
+    final class SharedStorage: ManagedBuffer<SharedState, cepoll_lock_t> {}
+
     /// What any thread may read or set, under `shared`'s mutex.
     ///
     /// Kept small: every connection holds one (in the same allocation as its mutex), so what only listening,
@@ -280,6 +287,15 @@ extension GCDAsyncSocket {
                 rare = HeapBox(Rare())
             }
             body(&rare!.value)
+        }
+
+        /// Sets the listen addresses and clears the TLS info, as every change of status does; with no `rare`
+        /// box and nothing to listen on, there is nothing to do (once per connection: the setters' closures
+        /// cost more than the test).
+        mutating func reset(listening: [SocketAddress]) {
+            if rare == nil && listening.isEmpty { return }
+            listenAddresses = listening
+            tls = nil
         }
 
         var userData: Any? {

@@ -16,45 +16,44 @@ import CEpollShim
 /// ```
 package struct Locked<Value>: @unchecked Sendable {
     // @unchecked: the value is only reached through `withLock`, under the lock.
-    @usableFromInline let storage: LockedStorage<Value>  // not private: FootprintTests measures it
+    @usableFromInline let storage: ManagedBuffer<Value, cepoll_lock_t>  // not private: FootprintTests measures it
 
-    // Inlinable (the two entry points and the storage below), so the other modules' calls are specialised:
-    // called generically across the module boundary, each creation looked `LockedStorage<Value>`'s metadata
-    // up at run time and each `withLock` went through an unspecialised closure call (callgrind, connect churn).
+    // Inlinable (the entry points below), so the other modules' calls are specialised: called generically
+    // across the module boundary, each `withLock` went through an unspecialised closure call (callgrind,
+    // connect churn).
 
     /// A lock holding `value`.
     @inlinable
     package init(_ value: Value) {
-        storage = LockedStorage.make(value)
+        self.init(storage: LockedStorage<Value>.create(minimumCapacity: 1) { _ in value })
+    }
+
+    /// A lock over `storage`, a new buffer whose header is the value; its lock word is initialised here.
+    ///
+    /// For a lock made once per connection: pass a new instance of a non-generic subclass of
+    /// `ManagedBuffer<Value, cepoll_lock_t>` declared for the purpose. A generic class's metadata
+    /// (`LockedStorage<Value>`'s) is looked up in the runtime's cache at every creation, about 330
+    /// instructions (callgrind, connect churn); a non-generic class's is made once.
+    @inlinable
+    package init(storage: ManagedBuffer<Value, cepoll_lock_t>) {
+        storage.withUnsafeMutablePointerToElements { $0.initialize(to: 0) }
+        self.storage = storage
     }
 
     /// Runs `body` with exclusive access to the value.
     @inlinable @inline(__always)
     package func withLock<Result, Failure: Error>(_ body: (inout Value) throws(Failure) -> Result) throws(Failure) -> Result {
-        try storage.withLock(body)
-    }
-}
-
-/// The value (header) and the lock word (element) of a ``Locked``, in one heap object.
-@usableFromInline
-final class LockedStorage<Value>: ManagedBuffer<Value, cepoll_lock_t> {
-    @inlinable
-    static func make(_ value: Value) -> LockedStorage<Value> {
-        let buffer = LockedStorage.create(minimumCapacity: 1) { _ in value }
-        let storage = unsafeDowncast(buffer, to: LockedStorage.self)
-        storage.withUnsafeMutablePointerToElements { $0.initialize(to: 0) }
-        return storage
-    }
-
-    // No deinit: the header is a stored property of ManagedBuffer and is destroyed with it, and the lock word
-    // is a trivial integer with nothing to release.
-
-    @inlinable @inline(__always)
-    func withLock<Result, Failure: Error>(_ body: (inout Value) throws(Failure) -> Result) throws(Failure) -> Result {
-        try withUnsafeMutablePointers { (header, lock) throws(Failure) -> Result in
+        try storage.withUnsafeMutablePointers { (header, lock) throws(Failure) -> Result in
             cepoll_lock(lock)
             defer { cepoll_unlock(lock) }
             return try body(&header.pointee)
         }
     }
 }
+
+/// The value (header) and the lock word (element) of a ``Locked``, in one heap object.
+///
+/// No deinit: the header is a stored property of ManagedBuffer and is destroyed with it, and the lock word
+/// is a trivial integer with nothing to release.
+@usableFromInline
+final class LockedStorage<Value>: ManagedBuffer<Value, cepoll_lock_t> {}

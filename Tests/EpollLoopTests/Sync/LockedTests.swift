@@ -52,6 +52,29 @@ final class LockedTests: XCTestCase {
         XCTAssertEqual(lock.withLock { $0 }, 4)
     }
 
+    /// A lock over a caller's non-generic storage class (`init(storage:)`, as each socket's shared state is
+    /// made): the lock word starts unlocked (a contended lock would leave the thread waiting, bounded here),
+    /// the value is the buffer's header, and it is released with the storage.
+    func testLockOverNonGenericStorage() {
+        final class Value { var count = 0 }
+        final class Storage: ManagedBuffer<Value, cepoll_lock_t> {}
+        weak var released: Value?
+        do {
+            let value = Value()
+            released = value
+            let lock = EpollLoop.Locked<Value>(storage: Storage.create(minimumCapacity: 1) { _ in value })
+            let done = DispatchSemaphore(value: 0)
+            DispatchQueue.concurrentPerform(iterations: 2) { _ in
+                for _ in 0..<10_000 { lock.withLock { $0.count += 1 } }
+                done.signal()
+            }
+            XCTAssertEqual(done.wait(timeout: .now() + 10), .success)
+            XCTAssertEqual(done.wait(timeout: .now() + 10), .success)
+            XCTAssertEqual(lock.withLock { $0.count }, 20_000)
+        }
+        XCTAssertNil(released, "the value is released with its lock")
+    }
+
     /// The lock word is 4 bytes: the storage of a 48-byte value is a 68-byte object (16 of header), which
     /// `pthread_mutex_t` (40 bytes) made 104.
     func testTheLockWordIsFourBytes() {
