@@ -145,6 +145,8 @@ public final class GCDAsyncSocket: @unchecked Sendable {
         @exclusivity(unchecked) var listeners: [ListenHandler] = []
         @exclusivity(unchecked) var connecting: ConnectAttempts?
         @exclusivity(unchecked) var unixListenPath: String?
+        /// The listener's delegate type found to take the default `newSocketQueueForConnection` (not asked again).
+        @exclusivity(unchecked) var defaultQueueChooser: ObjectIdentifier?
     }
 
     /// The ``DialState``, allocated on first use. Loop only.
@@ -237,6 +239,8 @@ extension GCDAsyncSocket {
         /// `ownedDelegate` is set (an `AsyncSocket`'s socket): checked before it, so the delegate path of
         /// every other socket pays a bit test, not a load, retain and release of the empty slot.
         static let ownsDelegate = Flags(rawValue: 1 << 25)
+        /// The default `newSocketQueueForConnection` ran since the listener last cleared this.
+        static let defaultQueueChooserRan = Flags(rawValue: 1 << 26)
     }
 
     /// `shared`'s storage: a non-generic class, so creating a socket does not look a generic class's metadata

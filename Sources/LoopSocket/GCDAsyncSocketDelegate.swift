@@ -70,8 +70,12 @@ public protocol GCDAsyncSocketDelegate: AnyObject {
 }
 
 extension GCDAsyncSocketDelegate {
-    /// Returns `nil`: the new socket inherits the listener's delegate queue.
-    public func newSocketQueueForConnection(fromAddress address: Data, on sock: GCDAsyncSocket) -> DispatchQueue? { nil }
+    /// Returns `nil`: the new socket inherits the listener's delegate queue. (It also tells the listener
+    /// that the delegate's type does not implement this method, so the listener stops asking it.)
+    public func newSocketQueueForConnection(fromAddress address: Data, on sock: GCDAsyncSocket) -> DispatchQueue? {
+        sock.noteDefaultQueueChooserRan()
+        return nil
+    }
     /// Does nothing.
     public func socket(_ sock: GCDAsyncSocket, didAcceptNewSocket newSocket: GCDAsyncSocket) {}
     /// Does nothing.

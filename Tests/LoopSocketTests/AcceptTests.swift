@@ -43,6 +43,35 @@ final class AcceptTests: SocketTestCase {
         XCTAssertTrue(listenerRecords.allSatisfy(\.onLoop), "the listener's own callbacks stay inline")
     }
 
+    /// A delegate whose type takes the default `newSocketQueueForConnection` is not asked again (the listener
+    /// remembers the type, and no longer copies each peer's address for it), while a delegate set later that
+    /// implements it is asked for every connection: GCDAsyncSocket's `respondsToSelector:` rule.
+    func testOnlyADelegateThatImplementsNewSocketQueueForConnectionIsAsked() throws {
+        let plain = DefaultQueueDelegate()
+        let server = GCDAsyncSocket(delegate: plain, delegateQueue: nil, loop: loop)
+        try server.accept(onInterface: "127.0.0.1", port: 0)
+        defer { server.disconnect() }
+        var clients: [RawSocket] = []
+        for _ in 0..<2 {
+            clients.append(try RawSocket(connectTo: "127.0.0.1", port: server.localPort))
+            XCTAssertEqual(plain.accepted.wait(timeout: .now() + 10), .success)
+        }
+        let remembered = try onLoop(loop) { server.dial?.defaultQueueChooser }
+        XCTAssertEqual(remembered, ObjectIdentifier(DefaultQueueDelegate.self), "the default ran and was noted")
+
+        let childQueue = makeQueue("chosen")
+        let choosing = makeDelegate("choosing")
+        choosing.configure { $0.newSocketQueue = childQueue }
+        server.delegate = choosing
+        let landed = try onLoop(loop) { server.loopDelegate === choosing }  // after the setter's own hop
+        XCTAssertTrue(landed)
+        for _ in 0..<2 {
+            let (raw, child) = try rawClient(to: server, delegate: choosing)
+            clients.append(raw)
+            XCTAssertTrue(child.delegateQueue === childQueue, "a type that implements it is asked every time")
+        }
+    }
+
     func testStoppingTheListenerLeavesAcceptedSocketsAlone() throws {
         let serverDelegate = makeDelegate("server")
         serverDelegate.echoAccepted()
@@ -197,5 +226,14 @@ final class AcceptSpreadTests: SocketTestCase {
         XCTAssertEqual(clientDelegate.waitForReadBytes(10, tag: 2), Data("cross-loop".utf8))
         XCTAssertTrue(serverDelegate.accepted.allSatisfy { $0.eventLoop === group.loops[0] },
                       "a listener pinned to a loop (no group) accepts onto that loop")
+    }
+}
+
+/// A delegate that implements nothing but the accept callback: `newSocketQueueForConnection` is the default.
+private final class DefaultQueueDelegate: GCDAsyncSocketDelegate, @unchecked Sendable {
+    let accepted = DispatchSemaphore(value: 0)
+
+    func socket(_ sock: GCDAsyncSocket, didAcceptNewSocket newSocket: GCDAsyncSocket) {
+        accepted.signal()
     }
 }
