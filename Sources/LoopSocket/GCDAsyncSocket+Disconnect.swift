@@ -69,6 +69,26 @@ extension GCDAsyncSocket {
             try? eventLoop.close(fd: fd)
             fd = -1
         }
+        if dial != nil { closeDialState() }  // an accepted connection never listened or connected
+        let failedWrites = writes.removeAll()
+        closeDroppedWrites = !failedWrites.isEmpty
+        dropReads(with: error ?? GCDAsyncSocketError.disconnected)
+        pending = []
+        pendingStart = 0
+        queuedWriteBytes = 0
+        flags = flags.intersection([.pumping, .pumpDeferred, .pumpsInline, .ownsDelegate])
+        publish(status: .idle, onlyFor: config.claim)
+        if !failedWrites.isEmpty {
+            let writeError = error ?? GCDAsyncSocketError.disconnectedBeforeWrite
+            for op in failedWrites {
+                notify { $0.socket($1, didFailToWriteDataWithTag: op.tag, error: writeError) }
+            }
+        }
+        notifyDidDisconnect(error)
+    }
+
+    /// Closes the listening descriptors and cancels a connect in progress (part of ``closeWithError(_:)``).
+    private func closeDialState() {
         for listener in listeners { listener.close(on: eventLoop) }
         if !listeners.isEmpty { shared.withLock { $0.openListeners = ([], nil) } }
         listeners = []
@@ -78,20 +98,5 @@ extension GCDAsyncSocket {
         }
         connecting?.cancel(on: eventLoop)
         connecting = nil
-        let failedWrites = writes.removeAll()
-        closeDroppedWrites = !failedWrites.isEmpty
-        dropReads(with: error ?? GCDAsyncSocketError(.closedError, "The socket disconnected"))
-        pending = []
-        pendingStart = 0
-        queuedWriteBytes = 0
-        flags = flags.intersection([.pumping, .pumpDeferred, .pumpsInline, .ownsDelegate])
-        publish(status: .idle, onlyFor: config.claim)
-        if !failedWrites.isEmpty {
-            let writeError = error ?? GCDAsyncSocketError(.closedError, "The socket disconnected before the write completed")
-            for op in failedWrites {
-                notify { $0.socket($1, didFailToWriteDataWithTag: op.tag, error: writeError) }
-            }
-        }
-        notifyDidDisconnect(error)
     }
 }

@@ -102,6 +102,11 @@ public struct GCDAsyncSocketError: Error, Hashable, Sendable, CustomStringConver
 
     /// The peer closed its side (end of stream), boxed once.
     static let closedByPeer: any Error & Sendable = GCDAsyncSocketError(.closedError, "Socket closed by remote peer")
+    /// What a read still queued gets when its socket disconnects without an error, boxed once.
+    static let disconnected: any Error & Sendable = GCDAsyncSocketError(.closedError, "The socket disconnected")
+    /// What a write still queued gets when its socket disconnects without an error, boxed once.
+    static let disconnectedBeforeWrite: any Error & Sendable =
+        GCDAsyncSocketError(.closedError, "The socket disconnected before the write completed")
     private static let recvReset: any Error & Sendable = GCDAsyncSocketError(SyscallError(.recv, errno: .connectionReset))
     private static let sendReset: any Error & Sendable = GCDAsyncSocketError(SyscallError(.send, errno: .connectionReset))
     private static let sendBrokenPipe: any Error & Sendable = GCDAsyncSocketError(SyscallError(.send, errno: .brokenPipe))
