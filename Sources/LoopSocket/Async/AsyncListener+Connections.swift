@@ -20,7 +20,7 @@ extension AsyncListener {
             let queue: AcceptQueue
 
             /// The next accepted connection; `nil` once the listener has closed (or the task was cancelled).
-            public mutating func next() async throws -> AsyncSocket? {
+            nonisolated(nonsending) public mutating func next() async throws -> AsyncSocket? {
                 try await queue.next()
             }
         }
@@ -46,6 +46,18 @@ final class AcceptQueue: @unchecked Sendable {
         /// Set once the sequence has ended: nil error for a normal end or a cancellation.
         var ended = false
         var failure: (any Error)?
+
+        /// Takes the oldest queued connection, if any.
+        mutating func takeQueued() -> AsyncSocket? {
+            guard head < waiting.count else { return nil }
+            let connection = waiting[head]
+            head += 1
+            if head == waiting.count {
+                waiting.removeAll(keepingCapacity: true)
+                head = 0
+            }
+            return connection
+        }
     }
 
     private let state = Locked(State())
@@ -89,19 +101,15 @@ final class AcceptQueue: @unchecked Sendable {
     var hasWaitingConsumer: Bool { state.withLock { $0.consumer != nil } }
 
     /// The next connection, waiting for one if none is queued.
-    func next() async throws -> AsyncSocket? {
-        try await withCancellationHandler {
+    ///
+    /// One already queued (a burst of accepts) is taken at once, without the cancellation record and the
+    /// continuation that waiting needs: each costs the task's status-record lock, twice.
+    nonisolated(nonsending) func next() async throws -> AsyncSocket? {
+        if !Task.isCancelled, let connection = state.withLock({ $0.takeQueued() }) { return connection }
+        return try await withCancellationHandler {
             try await withUnsafeThrowingContinuation { (continuation: UnsafeContinuation<AsyncSocket?, any Error>) in
                 let ready: Result<AsyncSocket?, any Error>? = state.withLock { state in
-                    if state.head < state.waiting.count {
-                        let connection = state.waiting[state.head]
-                        state.head += 1
-                        if state.head == state.waiting.count {
-                            state.waiting.removeAll(keepingCapacity: true)
-                            state.head = 0
-                        }
-                        return .success(connection)
-                    }
+                    if let connection = state.takeQueued() { return .success(connection) }
                     if state.ended {
                         defer { state.failure = nil }
                         return state.failure.map { .failure($0) } ?? .success(nil)

@@ -119,7 +119,7 @@ public final class AsyncSocket: Sendable {
     }
 
     /// Closes the connection (queued writes are dropped) and waits until it is closed.
-    public func close() async {
+    nonisolated(nonsending) public func close() async {
         try? await closeAndWait { socket, _ in socket.closeWithError(nil) }
     }
 
@@ -135,7 +135,7 @@ public final class AsyncSocket: Sendable {
     ///   timeout passed, else the error that ended the connection (a reset by the peer, the loop shutting
     ///   down, ``close()`` called meanwhile).
     @inline(never)  // not into `executeThenClose`, whose frame would carry the close's locals for the connection's life
-    public func closeAfterWriting(timeout: Duration? = nil) async throws {
+    nonisolated(nonsending) public func closeAfterWriting(timeout: Duration? = nil) async throws {
         try await closeAndWait { socket, handler in
             if let timeout { handler.closeAfter(timeout, socket) }
             socket.disconnectAfterWriting()
@@ -144,7 +144,17 @@ public final class AsyncSocket: Sendable {
 
     /// Starts a close on the loop (unless the socket is closed already) and waits for the disconnect.
     /// - Throws: the error of the writes the close dropped, if it dropped some; `loopShutDown`.
-    private func closeAndWait(_ start: @escaping @Sendable (GCDAsyncSocket, AsyncSocketHandler) -> Void) async throws {
+    ///
+    /// Nonsending, like the other entry points: run on the caller's executor, with no hop to the generic one
+    /// and back (with a task executor preference, each hop takes the task's status-record lock to read it).
+    nonisolated(nonsending) private func closeAndWait(
+        _ start: @escaping @Sendable (GCDAsyncSocket, AsyncSocketHandler) -> Void
+    ) async throws {
+        // Closed already (the peer reset the connection, which ended the task's reads): nothing to wait for.
+        if eventLoop.inEventLoop && handler.disconnected {
+            if let dropped = handler.droppedWrites { throw dropped }
+            return
+        }
         try await withUnsafeThrowingContinuation { (continuation: UnsafeContinuation<Void, any Error>) in
             let box = UncheckedSendable(continuation)
             let queued = socket.onLoop { [socket, handler] in
@@ -158,7 +168,7 @@ public final class AsyncSocket: Sendable {
 
     /// Shuts down the write side once the queued writes are written: the peer reads end-of-stream, and
     /// this side can still read its reply.
-    public func closeWrite() async throws {
+    nonisolated(nonsending) public func closeWrite() async throws {
         try await onLoopThrowing { [socket, handler] () throws -> Void in
             if let failure = handler.failure { throw failure }
             socket.closeWriteStream()
@@ -166,7 +176,7 @@ public final class AsyncSocket: Sendable {
     }
 
     /// Runs `body` on the loop: inline when already there, else queued and awaited.
-    func onLoopThrowing<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+    nonisolated(nonsending) func onLoopThrowing<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
         if eventLoop.inEventLoop { return try body() }
         return try await withUnsafeThrowingContinuation { (continuation: UnsafeContinuation<T, any Error>) in
             let queued = socket.onLoop { continuation.resume(with: Result { try body() }) }

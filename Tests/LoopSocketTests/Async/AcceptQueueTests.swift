@@ -90,4 +90,20 @@ final class AcceptQueueTests: XCTestCase {
         let after = try await queue.next()
         XCTAssertNil(after, "the sequence stays ended")
     }
+
+    /// A cancelled consumer gets the end even with connections queued (they are not handed out by the quick
+    /// path that skips waiting), and the listener stops.
+    func testACancelledConsumerGetsTheEndEvenWithConnectionsQueued() async throws {
+        let stopped = Atomic<Int>(0)
+        let queue = AcceptQueue { stopped.add(1, ordering: .relaxed) }
+        queue.yield(connection())
+        queue.yield(connection())
+        let consumer = Task {
+            withUnsafeCurrentTask { $0?.cancel() }
+            return try await queue.next()
+        }
+        let got = try await consumer.value
+        XCTAssertNil(got)
+        XCTAssertEqual(stopped.load(ordering: .relaxed), 1)
+    }
 }
