@@ -75,11 +75,15 @@ extension AsyncSocket {
     }
 
     private func releaseReadScope(_ serial: UInt32) {
-        socket.onLoop { [handler] in
-            guard handler.scopeSerial == serial else { return }
-            handler.scopeTask = nil
-            handler.scopeReadID = nil
-        }
+        // On the loop (as a scope's task nearly always is), without the closure `onLoop` would allocate.
+        if eventLoop.inEventLoop { return Self.closeReadScope(handler, serial) }
+        socket.onLoop { [handler] in Self.closeReadScope(handler, serial) }
+    }
+
+    private static func closeReadScope(_ handler: AsyncSocketHandler, _ serial: UInt32) {
+        guard handler.scopeSerial == serial else { return }
+        handler.scopeTask = nil
+        handler.scopeReadID = nil
     }
 
     /// Whether the calling code runs in the task of the open read scope. Loop only.

@@ -120,6 +120,7 @@ public final class AsyncSocket: Sendable {
 
     /// Closes the connection (queued writes are dropped) and waits until it is closed.
     nonisolated(nonsending) public func close() async {
+        if (try? closedAlready()) ?? true { return }  // closed (what the close dropped is not this call's to report)
         try? await closeAndWait { socket, _ in socket.closeWithError(nil) }
     }
 
@@ -136,10 +137,20 @@ public final class AsyncSocket: Sendable {
     ///   down, ``close()`` called meanwhile).
     @inline(never)  // not into `executeThenClose`, whose frame would carry the close's locals for the connection's life
     nonisolated(nonsending) public func closeAfterWriting(timeout: Duration? = nil) async throws {
+        if try closedAlready() { return }
         try await closeAndWait { socket, handler in
             if let timeout { handler.closeAfter(timeout, socket) }
             socket.disconnectAfterWriting()
         }
+    }
+
+    /// Whether the connection is known closed already, on the loop (the peer reset it, which ended the task's
+    /// reads): then a close has nothing to wait for, and makes neither a continuation nor a closure.
+    /// - Throws: the error of the writes the close dropped, as a close waiter gets it.
+    private func closedAlready() throws -> Bool {
+        guard eventLoop.inEventLoop && handler.disconnected else { return false }
+        if let dropped = handler.droppedWrites { throw dropped }
+        return true
     }
 
     /// Starts a close on the loop (unless the socket is closed already) and waits for the disconnect.
@@ -150,11 +161,6 @@ public final class AsyncSocket: Sendable {
     nonisolated(nonsending) private func closeAndWait(
         _ start: @escaping @Sendable (GCDAsyncSocket, AsyncSocketHandler) -> Void
     ) async throws {
-        // Closed already (the peer reset the connection, which ended the task's reads): nothing to wait for.
-        if eventLoop.inEventLoop && handler.disconnected {
-            if let dropped = handler.droppedWrites { throw dropped }
-            return
-        }
         try await withUnsafeThrowingContinuation { (continuation: UnsafeContinuation<Void, any Error>) in
             let box = UncheckedSendable(continuation)
             let queued = socket.onLoop { [socket, handler] in

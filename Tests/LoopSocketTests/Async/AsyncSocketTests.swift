@@ -103,6 +103,30 @@ final class AsyncSocketTests: XCTestCase {
         }
     }
 
+    /// `close()` closes an open connection, called on its loop or from another thread: the peer reads the end
+    /// of the stream. Called again once closed, it returns at once.
+    func testCloseClosesAnOpenConnectionOnOrOffItsLoop() async throws {
+        for onLoop in [true, false] {
+            let (client, peer) = try await connectedPair()
+            defer { Glibc.close(peer) }
+            var bound = timeval(tv_sec: 10, tv_usec: 0)  // a close that never happens fails the test, not hangs it
+            setsockopt(peer, SOL_SOCKET, SO_RCVTIMEO, &bound, socklen_t(MemoryLayout<timeval>.size))
+            try await withDeadline {
+                if onLoop {
+                    await Task(executorPreference: client.eventLoop) { await client.close() }.value
+                } else {
+                    await client.close()
+                }
+            }
+            var byte: UInt8 = 0
+            XCTAssertEqual(recv(peer, &byte, 1, 0), 0, "the peer reads the end of the stream (on the loop: \(onLoop))")
+            try await withDeadline {
+                await Task(executorPreference: client.eventLoop) { await client.close() }.value
+                await client.close()
+            }
+        }
+    }
+
     /// On the socket's loop, a read that buffered bytes satisfy completes from the prebuffer.
     func testReadFromBufferedBytesNeedsNoQueuedRead() async throws {
         let (client, peer) = try await connectedPair()
