@@ -15,7 +15,8 @@
 # Build the server with `-Xcc -gdwarf-4` (compare.sh does): valgrind 3.19 cannot read the DWARF 5 that clang
 # emits for the C targets (COpenSSL, CEpollShim) and gives up ("Possibly corrupted debuginfo file").
 #
-# Environment: CONNS (10), SIZE (64), SENDFN (send), PORT (19111), C_REF_DIR.
+# Environment: CONNS (10), SIZE (64), SENDFN (send), PORT (19111), C_REF_DIR; MODE=churn counts per
+# churned connection instead (instructions-per-connection.sh).
 set -euo pipefail
 [ $# -ge 1 ] || { echo "usage: $0 SERVER [server arguments]" >&2; exit 2; }
 SERVER="$1"; shift
@@ -23,14 +24,12 @@ source "$(dirname "$0")/c-echo-lib.sh"
 PORT="${PORT:-19111}"
 c_echo_setup ir-per-rt loadgen
 
-run() {  # seconds -> "instructions sends"
-    local seconds=$1 out="$TMP/callgrind.$1"; shift
-    valgrind --tool=callgrind --callgrind-out-file="$out" "$SERVER" --port "$PORT" "$@" >"$TMP/server.log" 2>&1 &
-    local pid=$!
-    for _ in $(seq 150); do grep -q listening "$TMP/server.log" && break; sleep 0.2; done
-    timeout $((seconds + 30)) "$TMP/c-echo/loadgen" pingpong 127.0.0.1 "$PORT" "${CONNS:-10}" "${SIZE:-64}" "$seconds" >/dev/null 2>&1 || true
-    kill -INT "$pid"; wait "$pid" 2>/dev/null || true
-    python3 "$HERE/callgrind-calls.py" "$out" "${SENDFN:-send}"
-}
-a=($(run 2 "$@")); b=($(run 5 "$@"))
-python3 -c "import sys; a,b=[int(x) for x in sys.argv[1:3]],[int(x) for x in sys.argv[3:5]]; print(f'{(b[0]-a[0])/(b[1]-a[1]):.0f} instructions per round trip ({b[1]-a[1]} round trips)')" "${a[@]}" "${b[@]}"
+SERVER_ARGS=("$@")
+if [ "${MODE:-pingpong}" = churn ]; then  # per connection: see instructions-per-connection.sh
+    per_call connection "$(callgrind_calls 2 setsockopt churn 127.0.0.1 "$PORT" 2 16)" \
+        "$(callgrind_calls 5 setsockopt churn 127.0.0.1 "$PORT" 5 16)"
+    exit
+fi
+C=${CONNS:-10}; S=${SIZE:-64}; F=${SENDFN:-send}
+per_call "round trip" "$(callgrind_calls 2 "$F" pingpong 127.0.0.1 "$PORT" "$C" "$S" 2)" \
+    "$(callgrind_calls 5 "$F" pingpong 127.0.0.1 "$PORT" "$C" "$S" 5)"
