@@ -21,7 +21,8 @@ import FoundationEssentials
 /// ```
 public protocol GCDAsyncSocketDelegate: AnyObject {
     /// Called before an accepted socket is created; return a queue for its delegate callbacks, or `nil` to
-    /// inherit the listener's `delegateQueue`.
+    /// inherit the listener's `delegateQueue`. As in GCDAsyncSocket, only a delegate that implements it is
+    /// asked: once a listener sees a delegate type take the default, it stops asking that type.
     func newSocketQueueForConnection(fromAddress address: Data, on sock: GCDAsyncSocket) -> DispatchQueue?
     /// A listening socket accepted a connection. Unlike GCDAsyncSocket, the new socket stays alive without
     /// being retained: its event loop holds it until it disconnects.
