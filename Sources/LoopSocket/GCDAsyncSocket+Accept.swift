@@ -244,7 +244,15 @@ extension GCDAsyncSocket {
         }
     }
 
-    /// Wraps an accepted descriptor in a socket on the next loop of the group and tells the delegate.
+    /// Wraps an accepted descriptor in a socket on the next loop of the group, tells the delegate, and only
+    /// then lets the connection run.
+    ///
+    /// GCDAsyncSocket's order: `didAcceptNewSocket` comes before any callback of the new socket, and a
+    /// delegate that takes the new socket over there (an ``AsyncListener`` gives it its own handler) gets
+    /// every one of its events. So the socket is set up here, on the listener's loop, before any other
+    /// thread knows it, and is registered with its own loop (and pumped) only once the callback has run:
+    /// inline, right after it; on a delegate queue, from that queue once it ran. Reads and writes queued from
+    /// the callback wait in the queues meanwhile; bytes and resets wait in the kernel.
     private func handOff(_ child: Int32, peer: SocketAddress?, isUnix: Bool) {
         let target = group?.next() ?? eventLoop
         var queue = loopDelegateQueue
@@ -259,26 +267,25 @@ extension GCDAsyncSocket {
             $0.status = .connected
             $0.fd = child
         }
-        let adopted: Bool
         if target === eventLoop {
-            // This loop (one loop, or the group's turn came back here): adopted at once, without the closure
-            // `onLoop` allocates for another loop.
-            socket.flags.insert(.accepted)
             socket.cachedContext = cachedContext  // this loop's, without looking it up again
-            socket.adopt(child, configuration: configuration, isUnix: isUnix)
-            adopted = true
-        } else {
-            adopted = socket.onLoop {
-                socket.flags.insert(.accepted)
-                socket.adopt(child, configuration: configuration, isUnix: isUnix)
+        }
+        // Nothing else references `socket` yet, so its loop's fields may be written from here: the hand-off
+        // to its loop below (or the callback's own calls into it) orders these writes before its loop reads.
+        socket.prepareAdoption(child, configuration: configuration, isUnix: isUnix, accepted: true)
+        switch delegateTarget {
+        case .none:
+            socket.startAdopted()
+        case .inline(let delegate):
+            delegate.socket(self, didAcceptNewSocket: socket)
+            socket.startAdopted()
+        case .queued(let delegate, let queue):
+            let box = UncheckedSendable(delegate)
+            queue.async { [self] in
+                box.value.socket(self, didAcceptNewSocket: socket)
+                socket.startAdopted()
             }
         }
-        guard adopted else {
-            socket.unpublish(child)
-            try? Syscall.close(child)
-            return
-        }
-        notifyDidAccept(socket)
     }
 
     /// `newSocketQueueForConnection(fromAddress:on:)`, asked as GCDAsyncSocket asks it: only of a delegate
@@ -307,20 +314,51 @@ extension GCDAsyncSocket {
 
     /// Takes ownership of a connected descriptor and starts watching it. Loop only.
     func adopt(_ fd: Int32, configuration: Configuration, isUnix: Bool) {
+        prepareAdoption(fd, configuration: configuration, isUnix: isUnix, accepted: false)
+        registerAdopted()
+    }
+
+    /// Takes ownership of a connected descriptor without watching it yet: reads and writes may be queued,
+    /// nothing runs until ``startAdopted()``. On the socket's loop, or before any other thread knows it.
+    func prepareAdoption(_ fd: Int32, configuration: Configuration, isUnix: Bool, accepted: Bool) {
         config = configuration
         phase = .connected
         self.fd = fd
-        if isUnix { flags.insert(.isUnix) }
+        var adopted: Flags = .awaitingStart
+        if isUnix { adopted.insert(.isUnix) }
+        if accepted { adopted.insert(.accepted) }
+        flags.formUnion(adopted)
         try? configuration.options.applyToStream(fd, isUnix: isUnix)
+    }
+
+    /// Lets a socket set up by ``prepareAdoption(_:configuration:isUnix:accepted:)`` run: on its loop, at
+    /// once when called there. Any thread.
+    func startAdopted() {
+        if eventLoop.inEventLoop {
+            registerAdopted()
+        } else if !onLoop({ [self] in registerAdopted() }) {
+            // The loop has shut down: nothing will ever watch or close the descriptor but us.
+            let fd = self.fd
+            unpublish(fd)
+            try? Syscall.close(fd)
+        }
+    }
+
+    /// Registers the adopted descriptor with the loop and pumps what was queued meanwhile. Does nothing if
+    /// the socket was closed before it started. Loop only.
+    private func registerAdopted() {
+        guard phase == .connected, flags.contains(.awaitingStart) else { return }
+        flags.remove(.awaitingStart)
         do {
             // EPOLLIN armed from the start, as `updateInterest` leaves it after a read (lazily dropped if it
-            // fires with no read queued): the delegate queues its first read from `didAcceptNewSocket`, after
-            // this, and registering without it would cost every accepted connection an `epoll_ctl(MOD)`.
+            // fires with no read queued): the delegate queues its first read from `didAcceptNewSocket`,
+            // before this, and registering without it would cost every accepted connection an
+            // `epoll_ctl(MOD)` in the common case where the bytes are not there yet.
             try eventLoop.register(fd: fd, interest: [.readable, .readHangup], handler: self)
         } catch {
             unpublish(fd)
             try? Syscall.close(fd)
-            self.fd = -1
+            fd = -1
             closeWithError(GCDAsyncSocketError(.otherError, "\(error)"))
             return
         }

@@ -88,8 +88,12 @@ extension GCDAsyncSocket {
         }
     }
 
-    /// When true, a read or write timeout fails only that operation (`didFailToReadDataWithTag` /
-    /// `didFailToWriteDataWithTag`) and the socket stays connected. GCDAsyncSocket always disconnects.
+    /// When true, a read timeout, or the timeout of a write not one byte of which has been sent, fails only
+    /// that operation (`didFailToReadDataWithTag` / `didFailToWriteDataWithTag`) and the socket stays
+    /// connected; a read's bytes go back to the buffer for the next read. A write that times out after part
+    /// of it was sent (over TLS: encrypted) still closes the connection with the timeout error, as without
+    /// the option: its first bytes are on the wire, and the stream would go on with the next write's.
+    /// GCDAsyncSocket always disconnects.
     public var timeoutsFailOnlyTheOperation: Bool {
         get { shared.withLock { $0.configuration.timeoutsFailOnlyTheOperation } }
         set {

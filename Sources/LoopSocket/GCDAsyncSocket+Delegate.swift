@@ -46,18 +46,6 @@ extension GCDAsyncSocket {
         }
     }
 
-    /// `socket(_:didAcceptNewSocket:)`: once per accepted connection, so, like the hot callbacks, without a
-    /// closure allocated for the inline case.
-    func notifyDidAccept(_ newSocket: GCDAsyncSocket) {
-        switch delegateTarget {
-        case .none: return
-        case .inline(let delegate): delegate.socket(self, didAcceptNewSocket: newSocket)
-        case .queued(let delegate, let queue):
-            let box = UncheckedSendable(delegate)
-            queue.async { [self] in box.value.socket(self, didAcceptNewSocket: newSocket) }
-        }
-    }
-
     /// `socketDidDisconnect(_:withError:)`: once per connection, without a closure for the inline case.
     func notifyDidDisconnect(_ error: (any Error)?) {
         switch delegateTarget {

@@ -66,7 +66,11 @@ extension GCDAsyncSocket {
         if let tls { endTLS(tls, error: error) }
         if fd >= 0 {
             unpublish(fd)
-            try? eventLoop.close(fd: fd)
+            if flags.contains(.awaitingStart) {
+                try? Syscall.close(fd)  // never registered with the loop
+            } else {
+                try? eventLoop.close(fd: fd)
+            }
             fd = -1
         }
         if dial != nil { closeDialState() }  // an accepted connection never listened or connected

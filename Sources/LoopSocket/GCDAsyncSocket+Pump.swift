@@ -57,6 +57,8 @@ extension GCDAsyncSocket: LoopIOHandler {
             flags.insert(.pumpAgain)
             return
         }
+        // Not registered yet (`didAcceptNewSocket` has not run): `startAdopted` pumps.
+        if flags.contains(.awaitingStart) { return }
         flags.insert(.pumping)
         repeat {
             flags.remove(.pumpAgain)

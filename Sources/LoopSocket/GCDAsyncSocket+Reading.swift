@@ -94,8 +94,10 @@ extension GCDAsyncSocket {
     /// Bytes waiting in the prebuffer.
     var pendingCount: Int { pending.count - pendingStart }
 
-    /// Whether reads should be fed (a read is queued, or continuous mode is on).
-    var wantsBytes: Bool { !reads.isEmpty || flags.contains(.continuousRead) }
+    /// Whether reads should be fed (a read is queued, or continuous mode is on and not paused).
+    var wantsBytes: Bool {
+        !reads.isEmpty || flags.intersection([.continuousRead, .continuousPaused]) == .continuousRead
+    }
 
     /// Satisfies reads from the prebuffer, then from the socket while it is readable, for at most the
     /// wakeup's read budget; nothing while writes back up (``SocketOptions/ReadBackpressure``).
@@ -205,7 +207,7 @@ extension GCDAsyncSocket {
             guard case .available = op.kind else { return false }
             return op.maxLength == 0 || op.maxLength >= count
         }) else {
-            return flags.contains(.continuousRead)
+            return wantsBytes
         }
         return takesAll
     }
@@ -213,9 +215,31 @@ extension GCDAsyncSocket {
     /// Delivers a chunk that ``frontReadTakesAll(_:)`` said the next read takes whole.
     private func deliverWhole(_ data: Data) {
         if reads.isEmpty {
-            notifyDidRead(data, tag: shared.withLock { $0.continuousTag })
+            deliverContinuous(data)
         } else {
             finishRead(reads.removeFirst(), with: .success(data))
+        }
+    }
+
+    /// Delivers a chunk of ``beginReceiving(tag:)``. On a delegate queue the chunks in flight are counted,
+    /// and reading pauses at ``SocketOptions/maxUndeliveredChunks`` until the delegate catches up; inline,
+    /// the loop itself waits for each callback.
+    private func deliverContinuous(_ data: Data) {
+        guard case .queued(let delegate, let queue) = delegateTarget else {
+            notifyDidRead(data, tag: shared.withLock { $0.continuousTag })
+            return
+        }
+        let limit = max(1, config.options.maxUndeliveredChunks)
+        let (tag, full) = shared.withLock { ($0.continuousTag, $0.continuousChunkDispatched(limit: limit)) }
+        if full { flags.insert(.continuousPaused) }
+        let box = UncheckedSendable(delegate)
+        queue.async { [self] in
+            box.value.socket(self, didRead: data, withTag: tag)
+            guard shared.withLock({ $0.continuousChunkDelivered(limit: limit) }) else { return }
+            onLoop { [self] in
+                flags.remove([.continuousPaused, .readIdleWake])
+                requestPump()
+            }
         }
     }
 
@@ -238,9 +262,9 @@ extension GCDAsyncSocket {
         while offset < bytes.count && phase == .connected && !flags.contains(.readTimeoutAsking) {
             let rest = UnsafeRawBufferPointer(rebasing: bytes[offset...])
             if reads.isEmpty {
-                guard flags.contains(.continuousRead) else { break }
+                guard wantsBytes else { break }
                 offset += rest.count
-                notifyDidRead(ReadOp.copy(rest, rest.count), tag: shared.withLock { $0.continuousTag })
+                deliverContinuous(ReadOp.copy(rest, rest.count))
                 continue
             }
             let outcome = reads.withFirst { $0.feed(rest) }

@@ -97,7 +97,8 @@ extension GCDAsyncSocket {
     }
 
     /// Extends the operation by `extension` seconds, or times it out: the whole connection (GCDAsyncSocket's
-    /// behaviour) or, with `timeoutsFailOnlyTheOperation`, only the operation.
+    /// behaviour) or, with `timeoutsFailOnlyTheOperation`, only the operation, unless it is a write that has
+    /// begun, which still closes the connection.
     private func resolveTimeout(_ direction: Direction, op id: UInt32, extension more: TimeInterval) {
         guard phase == .connected else { return }
         let stillFront = direction == .read ? reads.front { $0.id } == id : writes.front { $0.id } == id
@@ -118,7 +119,9 @@ extension GCDAsyncSocket {
             return
         }
         let error = direction == .read ? GCDAsyncSocketError.readTimeout : GCDAsyncSocketError.writeTimeout
-        guard config.timeoutsFailOnlyTheOperation else {
+        guard config.timeoutsFailOnlyTheOperation, direction == .read || !frontWriteStarted else {
+            // A write that has begun cannot be failed alone: its first bytes are on the wire (or encrypted
+            // into TLS records), and the next write's bytes would follow them as if they were its rest.
             closeWithError(error)
             return
         }
@@ -128,11 +131,19 @@ extension GCDAsyncSocket {
             if !op.buffer.isEmpty { pending.insert(contentsOf: op.buffer, at: pendingStart) }
             finishRead(op, with: .failure(error))
         case .write:
-            // Bytes of a partly written operation are already on the wire; the rest is dropped.
+            // Not one byte of it went out: the stream stays whole without it.
             let op = writes.removeFirst()
             queuedWriteBytes -= op.remaining
             notify { $0.socket($1, didFailToWriteDataWithTag: op.tag, error: error) }
         }
         pump()
+    }
+}
+
+extension GCDAsyncSocket {
+    /// Whether the front write has handed bytes to the kernel, or to TLS (whose records then carry them):
+    /// encrypted plaintext always belongs to the front writes, in order.
+    var frontWriteStarted: Bool {
+        (writes.front { $0.done > 0 } ?? false) || (tls?.encryptedPlaintext ?? 0) > 0
     }
 }

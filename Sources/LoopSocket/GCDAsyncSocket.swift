@@ -241,6 +241,12 @@ extension GCDAsyncSocket {
         static let ownsDelegate = Flags(rawValue: 1 << 25)
         /// The default `newSocketQueueForConnection` ran since the listener last cleared this.
         static let defaultQueueChooserRan = Flags(rawValue: 1 << 26)
+        /// Continuous reads have ``SocketOptions/maxUndeliveredChunks`` chunks on the delegate queue: reading
+        /// waits until the delegate has taken half of them.
+        static let continuousPaused = Flags(rawValue: 1 << 27)
+        /// Adopted (accepted) but not yet registered with the loop: the pump waits until
+        /// `didAcceptNewSocket` has run, and a close closes the descriptor itself.
+        static let awaitingStart = Flags(rawValue: 1 << 28)
     }
 
     /// `shared`'s storage: a non-generic class, so creating a socket does not look a generic class's metadata
@@ -277,6 +283,10 @@ extension GCDAsyncSocket {
             var tls: TLSConnectionInfo?
             var openListeners: (handlers: [ListenHandler], unixPath: String?) = ([], nil)
             var continuousTag = 0
+            /// Chunks of continuous reads dispatched to the delegate queue and not yet delivered.
+            var continuousInFlight = 0
+            /// The loop paused reading at the limit and waits to be told to go on.
+            var continuousPaused = false
         }
 
         init(delegate: (any GCDAsyncSocketDelegate)?, delegateQueue: DispatchQueue?) {
@@ -320,6 +330,26 @@ extension GCDAsyncSocket {
             get { rare?.value.continuousTag ?? 0 }
             set { setRare(isDefault: newValue == 0) { $0.continuousTag = newValue } }
         }
+        /// Counts a continuous-read chunk dispatched to the delegate queue; true when that reaches `limit`
+        /// (the loop then pauses reading until ``continuousChunkDelivered(limit:)`` says to go on).
+        mutating func continuousChunkDispatched(limit: Int) -> Bool {
+            if rare == nil { rare = HeapBox(Rare()) }
+            rare!.value.continuousInFlight += 1
+            guard rare!.value.continuousInFlight >= limit else { return false }
+            rare!.value.continuousPaused = true
+            return true
+        }
+
+        /// Counts a continuous-read chunk delivered; true when reading was paused and may go on (half the
+        /// limit delivered, so that it does not stop and start at every chunk).
+        mutating func continuousChunkDelivered(limit: Int) -> Bool {
+            guard rare != nil else { return false }
+            rare!.value.continuousInFlight -= 1
+            guard rare!.value.continuousPaused, rare!.value.continuousInFlight <= limit / 2 else { return false }
+            rare!.value.continuousPaused = false
+            return true
+        }
+
         /// The listening handlers and Unix socket path, for `deinit` (which may run on any thread).
         var openListeners: (handlers: [ListenHandler], unixPath: String?) {
             get { rare?.value.openListeners ?? ([], nil) }

@@ -54,6 +54,11 @@ public struct SocketOptions: Hashable, Sendable {
     /// serves its other descriptors, as SwiftNIO's `maxMessagesPerRead`: one peer that sends without pause
     /// delays the others on its loop by at most this many reads. Values below 1 count as 1.
     public var maxReadsPerWakeup = 4
+    /// With a delegate queue, the most chunks of ``GCDAsyncSocket/beginReceiving(tag:)`` dispatched to it and
+    /// not yet delivered (each up to 64 KiB). At the limit the socket stops reading until the delegate has
+    /// taken half of them: the peer's bytes stay in the kernel and TCP pushes back, so a delegate slower
+    /// than its peer holds at most this many chunks in memory. Values below 1 count as 1.
+    public var maxUndeliveredChunks = 16
     /// A hard cap on bytes queued for writing: a write that would exceed it fails with `didFailToWriteDataWithTag`
     /// instead of growing memory without bound. nil (the default) means no cap, as GCDAsyncSocket.
     public var maxQueuedWriteBytes: Int?

@@ -98,6 +98,33 @@ final class ReadBackpressureTests: SocketTestCase {
         settleAll()
     }
 
+    /// Continuous reads (`beginReceiving`) delivered to a delegate queue that falls behind its peer: the
+    /// socket holds a bounded number of chunks for it and then stops reading, so the peer is pushed back
+    /// instead of the socket's memory growing with all it sends. Everything arrives once the queue catches up.
+    func testContinuousReadsToASlowDelegateQueuePushBack() throws {
+        let queue = makeQueue("slow delegate")
+        let delegate = makeDelegate("client")
+        let (client, peer) = try connectToRawPeer(delegate, queue: queue)
+        client.beginReceiving(tag: 7)
+        queue.suspend()  // the delegate falls behind: nothing more is delivered
+        let total = 128 << 20
+        let sent = try flood(peer, total: total) {
+            // No room for a whole second: the socket stopped reading.
+            var pfd = pollfd(fd: peer.fd, events: Int16(POLLOUT), revents: 0)
+            return poll(&pfd, 1, 1000) == 0
+        }
+        queue.resume()
+        XCTAssertLessThan(sent, 48 << 20, "the socket read on while its delegate queue held everything")
+        let arrived: ([SocketRecord]) -> Bool = { records in
+            records.reduce(0) { total, record in
+                if case .read(let data, 7) = record.event { return total + data.count } else { return total }
+            } >= sent
+        }
+        delegate.wait("every byte sent, once the delegate caught up", timeout: 60, until: arrived)
+        XCTAssertEqual(delegate.readBytes(tag: 7).count, sent)
+        peer.close()
+    }
+
     /// The opt-out: with `.never`, the server reads on whatever it has queued (GCDAsyncSocket's behaviour).
     func testReadBackpressureNeverReadsEverything() throws {
         let echo = MeasuringEcho()
