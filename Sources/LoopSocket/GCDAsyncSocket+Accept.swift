@@ -65,7 +65,7 @@ extension GCDAsyncSocket {
     }
 
     /// Checks that the socket is idle and claims it for connecting or accepting, so a second call fails fast.
-    func beginStarting(as phase: Phase) throws -> Configuration {
+    func beginStarting(as phase: Status) throws -> Configuration {
         let outcome = shared.withLock { state -> Result<Configuration, GCDAsyncSocketError> in
             // GCDAsyncSocket's first check, with its message: the outcome of a connect has nowhere to go.
             guard phase != .connecting || state.delegate != nil else {
@@ -92,7 +92,7 @@ extension GCDAsyncSocket {
         publish(status: .accepting, listening: addresses)
         let started = onLoop { [self] in
             config = configuration
-            phase = .accepting
+            lifecycle = .listening
             unixListenPath = unixPath
             // Creates the loop's shared context now if need be: it opens the reserve descriptor that lets
             // accept shed connections at EMFILE, which could not be opened once the table is full.
@@ -191,7 +191,7 @@ extension GCDAsyncSocket {
     /// Accepts what is pending (at most 64 per readiness event, to stay fair to other descriptors).
     func acceptConnections(from listener: ListenHandler) {
         for _ in 0..<64 {
-            guard phase == .accepting else { return }
+            guard lifecycle == .listening else { return }
             var storage = sockaddr_storage()
             var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
             let result = withUnsafeMutablePointer(to: &storage) { pointer in
@@ -239,7 +239,7 @@ extension GCDAsyncSocket {
         try? eventLoop.setInterest([], fd: listener.fd)
         let index = stateIndex
         _ = eventLoop.scheduleOnLoop(at: Self.deadline(after: 0.1)) { [self] in
-            guard stateIndex == index, phase == .accepting else { return }
+            guard stateIndex == index, lifecycle == .listening else { return }
             try? eventLoop.setInterest(.readable, fd: listener.fd)
         }
     }
@@ -297,10 +297,10 @@ extension GCDAsyncSocket {
     private func queueChosen(by delegate: any GCDAsyncSocketDelegate, peer: SocketAddress?) -> DispatchQueue? {
         let type = ObjectIdentifier(Swift.type(of: delegate))
         if dial?.defaultQueueChooser == type { return nil }
-        flags.remove(.defaultQueueChooserRan)
+        dial?.defaultQueueChooserRan = false
         let chosen = delegate.newSocketQueueForConnection(fromAddress: peer?.data ?? Data(), on: self)
-        if flags.contains(.defaultQueueChooserRan) {
-            flags.remove(.defaultQueueChooserRan)
+        if dial?.defaultQueueChooserRan == true {
+            dial?.defaultQueueChooserRan = false
             dial?.defaultQueueChooser = type
         }
         return chosen
@@ -309,7 +309,7 @@ extension GCDAsyncSocket {
     /// Called by the default `newSocketQueueForConnection`: see ``queueChosen(by:peer:)``. Only on the loop,
     /// where the listener asks; a call from anywhere else changes nothing.
     func noteDefaultQueueChooserRan() {
-        if eventLoop.inEventLoop { flags.insert(.defaultQueueChooserRan) }
+        if eventLoop.inEventLoop { dial?.defaultQueueChooserRan = true }
     }
 
     /// Takes ownership of a connected descriptor and starts watching it. Loop only.
@@ -322,12 +322,10 @@ extension GCDAsyncSocket {
     /// nothing runs until ``startAdopted()``. On the socket's loop, or before any other thread knows it.
     func prepareAdoption(_ fd: Int32, configuration: Configuration, isUnix: Bool, accepted: Bool) {
         config = configuration
-        phase = .connected
+        lifecycle = .starting
         self.fd = fd
-        var adopted: Flags = .awaitingStart
-        if isUnix { adopted.insert(.isUnix) }
-        if accepted { adopted.insert(.accepted) }
-        flags.formUnion(adopted)
+        if isUnix { traits.insert(.unix) }
+        if accepted { traits.insert(.accepted) }
         try? configuration.options.applyToStream(fd, isUnix: isUnix)
     }
 
@@ -347,8 +345,8 @@ extension GCDAsyncSocket {
     /// Registers the adopted descriptor with the loop and pumps what was queued meanwhile. Does nothing if
     /// the socket was closed before it started. Loop only.
     private func registerAdopted() {
-        guard phase == .connected, flags.contains(.awaitingStart) else { return }
-        flags.remove(.awaitingStart)
+        guard lifecycle == .starting else { return }
+        lifecycle = .open
         do {
             // EPOLLIN armed from the start, as `updateInterest` leaves it after a read (lazily dropped if it
             // fires with no read queued): the delegate queues its first read from `didAcceptNewSocket`,

@@ -47,7 +47,7 @@ extension GCDAsyncSocket {
                 DispatchQueue.global().async { [self] in
                     let resolved = Resolver.resolve(host, port: port)
                     onLoop { [self] in
-                        guard stateIndex == index, phase == .connecting else { return }
+                        guard stateIndex == index, lifecycle == .connecting else { return }
                         switch resolved {
                         case .success(let addresses): beginAttempts(addresses)
                         case .failure(let error): closeWithError(error)
@@ -110,14 +110,14 @@ extension GCDAsyncSocket {
     }
 
     private func startConnecting(configuration: Configuration, timeout: TimeInterval, local: [SocketAddress], then begin: () -> Void) {
-        guard phase == .idle else { return }
+        guard lifecycle == .idle else { return }
         config = configuration
-        phase = .connecting
+        lifecycle = .connecting
         connecting = ConnectAttempts(local: local)
         if timeout >= 0 {
             connectTimer = eventLoop.scheduleOnLoop(at: Self.deadline(after: timeout)) { [self] in
                 connectTimer = .invalid
-                guard phase == .connecting else { return }
+                guard lifecycle == .connecting else { return }
                 closeWithError(GCDAsyncSocketError.connectTimeout)
             }
         }
@@ -148,7 +148,7 @@ extension GCDAsyncSocket {
     // MARK: Attempts
 
     func beginAttempts(_ addresses: [SocketAddress]) {
-        guard phase == .connecting, let attempts = connecting else { return }
+        guard lifecycle == .connecting, let attempts = connecting else { return }
         attempts.remaining = Resolver.happyEyeballsOrder(
             addresses, ipv4: config.ipv4Enabled || addresses.allSatisfy(\.isUnix), ipv6: config.ipv6Enabled,
             preferIPv4: config.ipv4PreferredOverIPv6)
@@ -163,7 +163,7 @@ extension GCDAsyncSocket {
     /// Starts the next address. A failure to even start moves on at once; a started attempt gets
     /// `alternateAddressDelay` before the next one starts beside it.
     func startNextAttempt() {
-        guard phase == .connecting, let attempts = connecting else { return }
+        guard lifecycle == .connecting, let attempts = connecting else { return }
         eventLoop.cancelOnLoop(attempts.alternateTimer)
         attempts.alternateTimer = .invalid
         while !attempts.remaining.isEmpty {
@@ -220,7 +220,7 @@ extension GCDAsyncSocket {
 
     /// An attempt's socket became writable (or failed): it connected, or the next address gets its turn.
     func attemptReady(_ attempt: ConnectAttempt) {
-        guard phase == .connecting, let attempts = connecting else { return }
+        guard lifecycle == .connecting, let attempts = connecting else { return }
         let code = (try? Syscall.option(attempt.fd, level: SOL_SOCKET, name: SO_ERROR)) ?? EBADF
         attempts.inFlight.removeAll { $0 === attempt }
         if code == 0 {
@@ -239,9 +239,9 @@ extension GCDAsyncSocket {
         connecting = nil
         eventLoop.cancelOnLoop(connectTimer)
         connectTimer = .invalid
-        phase = .connected
+        lifecycle = .open
         self.fd = fd
-        if address.isUnix { flags.insert(.isUnix) }
+        if address.isUnix { traits.insert(.unix) }
         do {
             // One `epoll_ctl(MOD)` from the attempt's EPOLLOUT to what a connection with no read yet is
             // watched for (see `updateInterest`), so the pump after the callback finds nothing to change.
@@ -255,7 +255,7 @@ extension GCDAsyncSocket {
         }
         publish(status: .connected, fd: fd, onlyFor: config.claim)
         // Calls the delegate makes from the callback join this pump instead of deferring one.
-        flags.insert(.pumping)
+        pumpState.insert(.pumping)
         if address.isUnix {
             let url = URL(fileURLWithPath: address.unixPath ?? "")
             notify { $0.socket($1, didConnectTo: url) }
@@ -264,7 +264,7 @@ extension GCDAsyncSocket {
             let port = address.port
             notify { $0.socket($1, didConnectToHost: host, port: port) }
         }
-        flags.remove([.pumping, .pumpAgain])
+        pumpState.remove([.pumping, .again])
         pump()
     }
 }

@@ -6,26 +6,28 @@ extension GCDAsyncSocket {
     /// Where the next callback goes. Loop only.
     @inline(__always)
     var delegateTarget: DelegateTarget<any GCDAsyncSocketDelegate> {
-        if flags.contains(.ownsDelegate), let ownedDelegate { return .inline(ownedDelegate) }
+        if case .async(let handler) = sink { return .inline(handler) }
         return DelegateTarget(loopDelegate, queue: loopDelegateQueue)
     }
 
-    /// Makes `handler` the socket's delegate, held strongly, with callbacks inline (``AsyncSocket``'s sockets).
-    /// The public `delegate` reads nil from then on: the handler is not the user's.
-    func own(_ handler: AsyncSocketHandler) {
+    /// Makes `handler` the socket's sink (``Sink/async(_:)``): callbacks go to it inline, and calls from
+    /// outside a callback pump at once, so a write is sent, and a read queued, within the call (its sink
+    /// never re-enters the caller). The public `delegate` reads nil from then on: the handler is not the
+    /// user's. Any thread; on the loop without the closure `onLoop` allocates (every accepted async
+    /// connection passes here).
+    func useAsyncSink(_ handler: AsyncSocketHandler) {
         shared.withLock {
             $0.delegate = nil
             $0.delegateQueue = nil
         }
-        // On the loop already (an accept on the socket's own loop), without the closure `onLoop` allocates.
-        if eventLoop.inEventLoop { useOwnedDelegate(handler) } else { onLoop { [self] in useOwnedDelegate(handler) } }
+        if eventLoop.inEventLoop { setAsyncSink(handler) } else { onLoop { [self] in setAsyncSink(handler) } }
     }
 
-    private func useOwnedDelegate(_ handler: AsyncSocketHandler) {
+    private func setAsyncSink(_ handler: AsyncSocketHandler) {
         loopDelegate = nil
         loopDelegateQueue = nil
-        ownedDelegate = handler
-        flags.insert(.ownsDelegate)
+        sink = .async(handler)
+        pumpState.insert(.inline)
     }
 
     /// Delivers a callback (for the rarer events; the hot ones switch on ``delegateTarget`` themselves, so

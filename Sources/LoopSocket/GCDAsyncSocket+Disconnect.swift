@@ -18,29 +18,28 @@ extension GCDAsyncSocket {
     /// Disconnects once every queued read has completed; writes still queued then are dropped. New reads
     /// and writes are refused from now on.
     public func disconnectAfterReading() {
-        disconnectAfter(.disconnectAfterReads)
+        disconnectAfter(.afterReads)
     }
 
     /// Disconnects once every queued write has completed; queued reads are dropped at once. New reads and
     /// writes are refused from now on.
     public func disconnectAfterWriting() {
-        disconnectAfter(.disconnectAfterWrites)
+        disconnectAfter(.afterWrites)
     }
 
     /// Disconnects once every queued read and write has completed. New reads and writes are refused.
     public func disconnectAfterReadingAndWriting() {
-        disconnectAfter([.disconnectAfterReads, .disconnectAfterWrites])
+        disconnectAfter(.afterReadsAndWrites)
     }
 
-    private func disconnectAfter(_ which: Flags) {
+    private func disconnectAfter(_ which: Ending) {
         onLoop { [self] in
-            guard phase != .idle else { return }
-            flags.insert(which)
-            flags.insert(.noNewIO)
-            if which == .disconnectAfterWrites {
+            guard lifecycle != .idle else { return }
+            ending = ending.adding(which)
+            if which == .afterWrites {
                 dropReads(with: GCDAsyncSocketError(.closedError, "Reads dropped by disconnectAfterWriting"), keepingStartTLS: true)
             }
-            if phase == .connected {
+            if lifecycle == .open {
                 requestPump()
             } else if reads.isEmpty && writes.isEmpty {
                 closeWithError(nil)  // Connecting or listening with nothing queued: nothing to wait for.
@@ -52,8 +51,9 @@ extension GCDAsyncSocket {
     /// fails the queued writes, drops the queued reads and the prebuffer, and calls
     /// `socketDidDisconnect(_:withError:)` last. The socket may connect or accept again afterwards.
     func closeWithError(_ error: (any Error)?) {
-        guard phase != .idle else { return }
-        phase = .idle
+        guard lifecycle != .idle else { return }
+        let wasStarting = lifecycle == .starting
+        lifecycle = .idle
         stateIndex &+= 1
         eventLoop.cancelOnLoop(readTimer)
         eventLoop.cancelOnLoop(writeTimer)
@@ -63,10 +63,10 @@ extension GCDAsyncSocket {
         connectTimer = .invalid
         readTimerOp = .max
         writeTimerOp = .max
-        if let tls { endTLS(tls, error: error) }
+        if case .tls(let tls) = transport { endTLS(tls, error: error) }
         if fd >= 0 {
             unpublish(fd)
-            if flags.contains(.awaitingStart) {
+            if wasStarting {
                 try? Syscall.close(fd)  // never registered with the loop
             } else {
                 try? eventLoop.close(fd: fd)
@@ -75,13 +75,23 @@ extension GCDAsyncSocket {
         }
         if dial != nil { closeDialState() }  // an accepted connection never listened or connected
         let failedWrites = writes.removeAll()
-        closeDroppedWrites = !failedWrites.isEmpty
         dropReads(with: error ?? GCDAsyncSocketError.disconnected)
         pending = []
         pendingStart = 0
         queuedWriteBytes = 0
-        flags = flags.intersection([.pumping, .pumpDeferred, .pumpsInline, .ownsDelegate])
+        // Everything of the connection goes; how pumps are scheduled and where callbacks go stay.
+        pumpState.remove(.again)
+        transport = .plain
+        readSide = .open
+        writeSide = .open
+        ending = .none
+        writability = .writable
+        continuous = .off
+        readiness = []
+        asking = []
+        traits = []
         publish(status: .idle, onlyFor: config.claim)
+        if !failedWrites.isEmpty, case .async(let handler) = sink { handler.closeDroppedWrites(error) }
         if !failedWrites.isEmpty {
             let writeError = error ?? GCDAsyncSocketError.disconnectedBeforeWrite
             for op in failedWrites {

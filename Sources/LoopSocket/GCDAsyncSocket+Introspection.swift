@@ -59,7 +59,7 @@ extension GCDAsyncSocket {
 
     /// Publishes the status (and the connected descriptor) the getters use; with `claim`, only if no newer
     /// connect or accept has claimed the socket since (the loop passes the claim of the connection it serves).
-    func publish(status: Phase, fd: Int32 = -1, listening: [SocketAddress] = [], onlyFor claim: UInt32? = nil) {
+    func publish(status: Status, fd: Int32 = -1, listening: [SocketAddress] = [], onlyFor claim: UInt32? = nil) {
         shared.withLock {
             if let claim, $0.claim != claim { return }
             $0.status = status

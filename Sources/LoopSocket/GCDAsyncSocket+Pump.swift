@@ -11,8 +11,8 @@ import Glibc
 extension GCDAsyncSocket: LoopIOHandler {
     /// Readiness of the connected descriptor (the loop calls it; not public API).
     package func handleIO(_ events: IOEvents) {
-        guard phase == .connected else { return }
-        readBudget = Int32(clamping: max(1, config.options.maxReadsPerWakeup))
+        guard lifecycle == .open else { return }
+        readBudget = Int16(clamping: max(1, config.options.maxReadsPerWakeup))
         if events.contains(.error) {
             let code = (try? Syscall.option(fd, level: SOL_SOCKET, name: SO_ERROR)) ?? 0
             if code != 0 {
@@ -21,11 +21,11 @@ extension GCDAsyncSocket: LoopIOHandler {
             }
         }
         if !events.isDisjoint(with: [.readable, .readHangup, .hangup, .error]) {
-            flags.insert(.readReady)
-            if events.contains(.readable) && !wantsBytes { flags.insert(.readIdleWake) }
+            readiness.insert(.readable)
+            if events.contains(.readable) && !wantsBytes { readiness.insert(.idleWake) }
         }
-        if !events.isDisjoint(with: [.readHangup, .hangup]) { flags.insert(.peerHungUp) }
-        if events.contains(.writable) || events.contains(.hangup) { flags.remove(.writeBlocked) }
+        if !events.isDisjoint(with: [.readHangup, .hangup]) { readiness.insert(.peerHungUp) }
+        if events.contains(.writable) || events.contains(.hangup) { readiness.remove(.writeBlocked) }
         pump()
     }
 
@@ -37,46 +37,51 @@ extension GCDAsyncSocket: LoopIOHandler {
     /// Asks for a pump: the running one goes round again, or one is deferred to the next iteration (or, for
     /// an ``AsyncSocket``'s socket, runs now: its reads and writes then reach the kernel within the call).
     func requestPump() {
-        if flags.contains(.pumping) {
-            flags.insert(.pumpAgain)
-        } else if flags.contains(.pumpsInline) {
+        if pumpState.contains(.pumping) {
+            pumpState.insert(.again)
+        } else if pumpState.contains(.inline) {
             pump()
-        } else if !flags.contains(.pumpDeferred) {
-            flags.insert(.pumpDeferred)
+        } else if !pumpState.contains(.deferred) {
+            pumpState.insert(.deferred)
             context.deferPump(self)
         }
     }
 
+    /// Whether no TLS is running or queued (`startTLS` has one transition per connection). Loop only.
+    var isPlaintext: Bool {
+        if case .plain = transport { return true }
+        return false
+    }
+
     func runDeferredPump() {
-        flags.remove(.pumpDeferred)
+        pumpState.remove(.deferred)
         pump()
     }
 
     func pump() {
-        guard !flags.contains(.pumping) else {
-            flags.insert(.pumpAgain)
+        guard !pumpState.contains(.pumping) else {
+            pumpState.insert(.again)
             return
         }
-        // Not registered yet (`didAcceptNewSocket` has not run): `startAdopted` pumps.
-        if flags.contains(.awaitingStart) { return }
-        flags.insert(.pumping)
+        pumpState.insert(.pumping)
         repeat {
-            flags.remove(.pumpAgain)
-            guard phase == .connected else { break }
-            if let tls, tls.state != .established {
+            pumpState.remove(.again)
+            // Not open: closed by a callback, or `starting` (`registerAdopted` pumps once it is registered).
+            guard lifecycle == .open else { break }
+            if case .tls(let tls) = transport, tls.state != .established {
                 // Handshake messages only: queued reads and writes wait behind it.
                 advanceHandshake(tls)
-                guard phase == .connected else { break }
+                guard lifecycle == .open else { break }
                 if tls.state != .established { continue }
             }
             readLoop()
-            guard phase == .connected else { break }
+            guard lifecycle == .open else { break }
             writeLoop()
-            guard phase == .connected else { break }
+            guard lifecycle == .open else { break }
             disconnectIfDone()
-        } while flags.contains(.pumpAgain)
-        flags.remove([.pumping, .pumpAgain])
-        guard phase == .connected else { return }
+        } while pumpState.contains(.again)
+        pumpState.remove([.pumping, .again])
+        guard lifecycle == .open else { return }
         updateInterest()
         updateTimers()
     }
@@ -93,20 +98,20 @@ extension GCDAsyncSocket: LoopIOHandler {
     /// EPOLLIN kept when the read budget ran out with bytes left, so the next wakeup reads on.
     func updateInterest() {
         var interest: IOEvents = []
-        if !flags.contains(.readEOF) {
-            if let tls, tls.state != .established {
+        if readSide == .open {
+            if case .tls(let tls) = transport, tls.state != .established {
                 // The handshake reads what it needs whatever reads are queued; while the delegate decides on
                 // trust nothing is read at all (the bytes wait in the kernel, and level-triggered EPOLLIN
                 // would only spin the loop).
                 if tls.state == .handshaking { interest.insert(.readable) }
-            } else if flags.isDisjoint(with: [.readTimeoutAsking, .readsPaused]) && (wantsBytes ? pendingCount == 0
-                : !flags.contains(.readIdleWake) || (readBudget <= 0 && flags.contains(.readReady))) {
+            } else if !asking.contains(.read) && writability != .notWritableReadsPaused && (wantsBytes ? pendingCount == 0
+                : !readiness.contains(.idleWake) || (readBudget <= 0 && readiness.contains(.readable))) {
                 interest.insert(.readable)
             }
-            if !flags.contains(.peerHungUp) { interest.insert(.readHangup) }
+            if !readiness.contains(.peerHungUp) { interest.insert(.readHangup) }
         }
-        if flags.contains(.writeBlocked) && (!writes.isEmpty || tls?.hasOutput == true) { interest.insert(.writable) }
-        if interest.isEmpty && flags.contains(.readEOF) && flags.contains(.writeShutDown) {
+        if readiness.contains(.writeBlocked) && (!writes.isEmpty || transportHasOutput) { interest.insert(.writable) }
+        if interest.isEmpty && readSide != .open && writeSide == .shutDown {
             // Both directions are over (the peer's FIN and our shutdown): the kernel now reports EPOLLHUP,
             // which no interest mask can turn off, at every wait until the descriptor closes: a busy loop.
             // One-shot with no interest disarms the descriptor after that report; nothing needs it again.
@@ -121,11 +126,15 @@ extension GCDAsyncSocket: LoopIOHandler {
 
     /// Closes the socket once the queues a `disconnectAfter…` (or the peer's end of stream) waits for are empty.
     func disconnectIfDone() {
-        let afterReads = flags.contains(.disconnectAfterReads)
-        let afterWrites = flags.contains(.disconnectAfterWrites) || flags.contains(.closeAfterWritesAtEOF)
-        guard afterReads || afterWrites else { return }
-        if afterReads && !reads.isEmpty { return }
-        if afterWrites && (!writes.isEmpty || tls?.hasOutput == true) { return }
-        closeWithError(flags.contains(.closeAfterWritesAtEOF) && !afterReads ? GCDAsyncSocketError.closedByPeer : nil)
+        guard ending != .none else { return }
+        if ending.waitsForReads && !reads.isEmpty { return }
+        if ending.waitsForWrites && (!writes.isEmpty || transportHasOutput) { return }
+        closeWithError(ending == .afterWritesAtPeerEnd ? GCDAsyncSocketError.closedByPeer : nil)
+    }
+
+    /// Ciphertext waits to be sent (TLS only).
+    var transportHasOutput: Bool {
+        if case .tls(let tls) = transport { return tls.hasOutput }
+        return false
     }
 }

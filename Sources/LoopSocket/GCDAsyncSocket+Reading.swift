@@ -31,9 +31,9 @@ extension GCDAsyncSocket {
     /// is waiting (the continuous mode GCDAsyncSocket users asked for). Stop with ``stopReceiving()``.
     public func beginReceiving(tag: Int) {
         onLoop { [self] in
-            guard phase != .idle else { return }
-            flags.insert(.continuousRead)
-            flags.remove(.readIdleWake)
+            guard lifecycle != .idle else { return }
+            if continuous == .off { continuous = .on }
+            readiness.remove(.idleWake)
             shared.withLock { $0.continuousTag = tag }
             requestPump()
         }
@@ -42,7 +42,7 @@ extension GCDAsyncSocket {
     /// Ends the continuous mode of ``beginReceiving(tag:)``.
     public func stopReceiving() {
         onLoop { [self] in
-            flags.remove(.continuousRead)
+            continuous = .off
             requestPump()
         }
     }
@@ -74,11 +74,11 @@ extension GCDAsyncSocket {
     /// Reads are accepted once a connect or accept has started, until a `disconnectAfter…` (GCDAsyncSocket's
     /// rule); others are dropped silently, as there.
     func enqueueRead(_ op: consuming ReadOp) {
-        guard phase != .idle, !flags.contains(.noNewIO) else { return }
+        guard lifecycle != .idle, ending == .none else { return }
         op.id = reserveOpID()
-        if op.timeout >= 0 { flags.insert(.timedOps) }
+        if op.timeout >= 0 { traits.insert(.timedOps) }
         reads.append(op)
-        flags.remove(.readIdleWake)
+        readiness.remove(.idleWake)
         requestPump()
     }
 
@@ -91,12 +91,18 @@ extension GCDAsyncSocket {
 
     // MARK: The read engine
 
+    /// Ciphertext already in the TLS layer's input, which no EPOLLIN will report.
+    var transportHasStash: Bool {
+        if case .tls(let tls) = transport { return !tls.stash.isEmpty }
+        return false
+    }
+
     /// Bytes waiting in the prebuffer.
     var pendingCount: Int { pending.count - pendingStart }
 
     /// Whether reads should be fed (a read is queued, or continuous mode is on and not paused).
     var wantsBytes: Bool {
-        !reads.isEmpty || flags.intersection([.continuousRead, .continuousPaused]) == .continuousRead
+        !reads.isEmpty || continuous == .on
     }
 
     /// Satisfies reads from the prebuffer, then from the socket while it is readable, for at most the
@@ -104,23 +110,23 @@ extension GCDAsyncSocket {
     func readLoop() {
         // Backpressure holds reads, not the handshake: a server that queued a large reply behind startTLS
         // must still reach it.
-        if flags.contains(.tlsQueued) && flags.contains(.readsPaused) && reads.front({ $0.isStartTLS }) == true {
+        if case .tlsQueued = transport, writability == .notWritableReadsPaused, reads.front({ $0.isStartTLS }) == true {
             beginTLSIfBothQueuesReady()
             return
         }
-        while phase == .connected && flags.isDisjoint(with: [.readTimeoutAsking, .readsPaused]) {
-            if flags.contains(.tlsQueued) && reads.front({ $0.isStartTLS }) == true {
+        while lifecycle == .open && !asking.contains(.read) && writability != .notWritableReadsPaused {
+            if case .tlsQueued = transport, reads.front({ $0.isStartTLS }) == true {
                 beginTLSIfBothQueuesReady()
                 return
             }
             if !wantsBytes {
                 // Nobody reads: leave data in the kernel (backpressure) unless the peer has hung up, in which
                 // case what it sent is drained so the end of the stream is seen now, not at the next read.
-                if flags.contains(.readEOF) {
-                    if pendingCount == 0 && !flags.contains(.readStreamClosed) { _ = handleEndOfStream() }
+                if readSide != .open {
+                    if pendingCount == 0 && readSide != .endDelivered { _ = handleEndOfStream() }
                     return
                 }
-                guard flags.contains(.peerHungUp), flags.contains(.readReady), readBudget > 0 else { return }
+                guard readiness.contains([.peerHungUp, .readable]), readBudget > 0 else { return }
                 receive(intoPrebufferOnly: true)
                 continue
             }
@@ -128,20 +134,20 @@ extension GCDAsyncSocket {
                 feedFromPrebuffer()
                 continue
             }
-            if flags.contains(.readEOF) {
+            if readSide != .open {
                 if handleEndOfStream() { continue }
                 return
             }
             // Ciphertext already in the TLS layer's input (what came behind the handshake's last message) is
             // read whatever the budget: it is not in the kernel, so no EPOLLIN would ever report it.
-            guard (readBudget > 0 && flags.contains(.readReady)) || tls?.stash.isEmpty == false else { return }
+            guard (readBudget > 0 && readiness.contains(.readable)) || transportHasStash else { return }
             receive(intoPrebufferOnly: false)
         }
     }
 
     /// One `recv` into the loop's shared buffer, fed straight to the reads; leftovers go to the prebuffer.
     private func receive(intoPrebufferOnly: Bool) {
-        if let tls {
+        if case .tls(let tls) = transport {
             receiveTLS(tls, intoPrebufferOnly: intoPrebufferOnly)
             return
         }
@@ -150,7 +156,7 @@ extension GCDAsyncSocket {
         case .nothing:
             break
         case .endOfStream:
-            flags.insert(.readEOF)
+            readSide = .peerFinished
         case .bytes(let count):
             if !intoPrebufferOnly && count >= LoopContext.handOffThreshold && frontReadTakesAll(count) {
                 deliverWhole(context.handOffReceiveBuffer(count: count))
@@ -158,7 +164,7 @@ extension GCDAsyncSocket {
             }
             let bytes = UnsafeRawBufferPointer(rebasing: buffer[0..<count])
             let used = intoPrebufferOnly ? 0 : feed(bytes)
-            if used < count && phase == .connected {
+            if used < count && lifecycle == .open {
                 pending.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[used...]))
             }
         }
@@ -185,17 +191,17 @@ extension GCDAsyncSocket {
         }
         switch result {
         case .wouldBlock:
-            flags.remove(.readReady)
+            readiness.remove(.readable)
             return .nothing
         case .processed(0):
-            flags.remove(.readReady)
+            readiness.remove(.readable)
             return .endOfStream
         case .processed(let count):
             readBudget -= 1
             // A short read drained the socket; level-triggered epoll says when more arrives. Once the peer
             // has hung up, read on instead: the next `recv` returns 0 and the end of the stream is seen now
             // (EPOLLIN is not watched while no read is queued, so nothing else would report it).
-            if count < buffer.count && !flags.contains(.peerHungUp) { flags.remove(.readReady) }
+            if count < buffer.count && !readiness.contains(.peerHungUp) { readiness.remove(.readable) }
             return .bytes(count)
         }
     }
@@ -231,13 +237,14 @@ extension GCDAsyncSocket {
         }
         let limit = max(1, config.options.maxUndeliveredChunks)
         let (tag, full) = shared.withLock { ($0.continuousTag, $0.continuousChunkDispatched(limit: limit)) }
-        if full { flags.insert(.continuousPaused) }
+        if full { continuous = .paused }
         let box = UncheckedSendable(delegate)
         queue.async { [self] in
             box.value.socket(self, didRead: data, withTag: tag)
             guard shared.withLock({ $0.continuousChunkDelivered(limit: limit) }) else { return }
             onLoop { [self] in
-                flags.remove([.continuousPaused, .readIdleWake])
+                if continuous == .paused { continuous = .on }  // unless stopReceiving() came meanwhile
+                readiness.remove(.idleWake)
                 requestPump()
             }
         }
@@ -247,7 +254,7 @@ extension GCDAsyncSocket {
         let used = pending.withUnsafeBytes { all in
             feed(UnsafeRawBufferPointer(rebasing: all[pendingStart...]))
         }
-        guard phase == .connected else { return }
+        guard lifecycle == .open else { return }
         pendingStart += used
         if pendingStart == pending.count {
             pending = []
@@ -259,7 +266,7 @@ extension GCDAsyncSocket {
     /// Delegate callbacks run in here, and may queue reads, write, or disconnect.
     func feed(_ bytes: UnsafeRawBufferPointer) -> Int {
         var offset = 0
-        while offset < bytes.count && phase == .connected && !flags.contains(.readTimeoutAsking) {
+        while offset < bytes.count && lifecycle == .open && !asking.contains(.read) {
             let rest = UnsafeRawBufferPointer(rebasing: bytes[offset...])
             if reads.isEmpty {
                 guard wantsBytes else { break }
@@ -299,15 +306,15 @@ extension GCDAsyncSocket {
     func handleEndOfStream() -> Bool {
         if config.autoDisconnectOnClosedReadStream {
             dropReads(with: GCDAsyncSocketError.closedByPeer)
-            flags.remove(.continuousRead)
-            flags.insert([.noNewIO, .closeAfterWritesAtEOF])
+            continuous = .off
+            ending = ending.adding(.afterWritesAtPeerEnd)
             return false
         }
-        if !flags.contains(.readStreamClosed) {
-            flags.insert(.readStreamClosed)
+        if readSide != .endDelivered {
+            readSide = .endDelivered
             notify { $0.socketDidCloseReadStream($1) }
         }
-        guard phase == .connected, !reads.isEmpty else { return false }
+        guard lifecycle == .open, !reads.isEmpty else { return false }
         let op = reads.removeFirst()
         if !op.buffer.isEmpty {
             pending.insert(contentsOf: op.buffer, at: pendingStart)

@@ -44,13 +44,14 @@ extension GCDAsyncSocket {
     func queueStartTLS(_ start: TLSStart) {
         let box = UncheckedSendable(start)
         onLoop { [self] in
-            guard phase == .connecting || phase == .connected, tls == nil,
-                  flags.isDisjoint(with: [.tlsQueued, .noNewIO]) else { return }
-            flags.insert(.tlsQueued)
+            // Once per connection, and only over plaintext: `transport` has one transition.
+            guard lifecycle == .connecting || lifecycle == .starting || lifecycle == .open,
+                  case .plain = transport, ending == .none else { return }
+            transport = .tlsQueued
             reads.append(ReadOp(kind: .startTLS(box.value), maxLength: 0, tag: 0, timeout: -1, id: reserveOpID()))
             writes.append(WriteOp(data: Data(), count: 0, tag: 0, timeout: -1, id: reserveOpID()))
-            flags.remove(.readIdleWake)
-            if phase == .connected { requestPump() }
+            readiness.remove(.idleWake)
+            if lifecycle == .open { requestPump() }
         }
     }
 
@@ -59,7 +60,7 @@ extension GCDAsyncSocket {
         guard reads.front({ $0.isStartTLS }) == true, writes.front({ $0.isStartTLS }) == true else { return }
         let marker = reads.removeFirst()
         writes.removeFirst()
-        flags.remove(.tlsQueued)
+        transport = .plain
         guard case .startTLS(let start) = marker.kind else { return }
         let connection: TLSConnection
         let configuration: TLSConfiguration
@@ -76,13 +77,13 @@ extension GCDAsyncSocket {
             pending = []
             pendingStart = 0
         }
-        tls = connection
+        transport = .tls(connection)
         let index = stateIndex
         // The timeout is per connection: the shared context's copy of the settings leaves it out.
         let timeout = configuration.handshakeTimeout
         let seconds = Double(timeout.components.seconds) + Double(timeout.components.attoseconds) / 1e18
         connection.handshakeTimer = eventLoop.scheduleOnLoop(at: Self.deadline(after: seconds)) { [self] in
-            guard stateIndex == index, let tls, tls.state != .established else { return }
+            guard stateIndex == index, case .tls(let tls) = transport, tls.state != .established else { return }
             tls.handshakeTimer = .invalid
             closeWithError(TLSError.handshakeTimedOut)
         }
@@ -106,7 +107,7 @@ extension GCDAsyncSocket {
 
     /// Runs the handshake as far as the bytes at hand allow: sends what OpenSSL wrote, reads what it needs.
     func advanceHandshake(_ tls: TLSConnection) {
-        while phase == .connected && tls.state == .handshaking {
+        while lifecycle == .open && tls.state == .handshaking {
             guard flushTLSOutput(tls) else { return }
             let step = tls.withInput(nil, { tls.handshake() })
             switch step {
@@ -122,7 +123,7 @@ extension GCDAsyncSocket {
                 closeWithError(error)
                 return
             case .needsInput:
-                guard flushTLSOutput(tls), flags.contains(.readReady) else { return }
+                guard flushTLSOutput(tls), readiness.contains(.readable) else { return }
                 guard receiveHandshakeBytes(tls) else { return }
             }
         }
@@ -174,11 +175,11 @@ extension GCDAsyncSocket {
         let handler: @Sendable (Bool) -> Void = { [self] trusted in
             guard once.claim() else { return }
             onLoop { [self] in
-                guard stateIndex == index, let current = self.tls, current.state == .awaitingTrust else { return }
+                guard stateIndex == index, case .tls(let current) = transport, current.state == .awaitingTrust else { return }
                 trustDecided(current, trusted)
             }
         }
-        guard loopDelegate != nil || ownedDelegate != nil else {
+        if case .delegate = sink, loopDelegate == nil {
             handler(false)  // Nobody to ask: not trusted.
             return
         }
@@ -215,7 +216,7 @@ extension GCDAsyncSocket {
                     closeWithError(TLSError.cutWithoutNotify)
                     return
                 }
-                flags.insert(.readEOF)
+                readSide = .peerFinished
                 return
             case .bytes(let count):
                 input = UnsafeRawBufferPointer(rebasing: buffer[0..<count])
@@ -229,12 +230,12 @@ extension GCDAsyncSocket {
 
     private func decrypt(_ tls: TLSConnection, intoPrebufferOnly: Bool) {
         let plaintext = context.tlsPlaintextBuffer
-        while phase == .connected {
+        while lifecycle == .open {
             let count = Int(SSL_read(tls.ssl, plaintext.baseAddress, Int32(plaintext.count)))
             if count > 0 {
                 let bytes = UnsafeRawBufferPointer(rebasing: plaintext[0..<count])
                 let used = intoPrebufferOnly ? 0 : feed(bytes)
-                if used < count && phase == .connected {
+                if used < count && lifecycle == .open {
                     pending.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[used...]))
                 }
                 continue
@@ -245,8 +246,8 @@ extension GCDAsyncSocket {
             case SSL_ERROR_ZERO_RETURN:
                 // close_notify: the peer's clean end of stream.
                 tls.closeNotifyReceived = true
-                flags.insert(.readEOF)
-                flags.remove(.readReady)
+                readSide = .peerFinished
+                readiness.remove(.readable)
                 return
             default:
                 let error = TLSError.fromQueue(.protocolError, "TLS record error")
@@ -261,7 +262,7 @@ extension GCDAsyncSocket {
     /// buffer that leaves in as few `send`s as the kernel allows; the writes complete once their ciphertext
     /// has all gone to the kernel, so water marks and `didWriteDataWithTag` mean what they mean in plaintext.
     func writeLoopTLS(_ tls: TLSConnection) {
-        while phase == .connected {
+        while lifecycle == .open {
             guard flushTLSOutput(tls), !tls.hasOutput else { return }
             if tls.encryptedPlaintext > 0 {
                 let count = tls.encryptedPlaintext
@@ -269,11 +270,11 @@ extension GCDAsyncSocket {
                 completeWrites(count)
                 continue
             }
-            guard tls.state == .established, !writes.isEmpty, !flags.contains(.writeTimeoutAsking) else { break }
+            guard tls.state == .established, !writes.isEmpty, !asking.contains(.write) else { break }
             guard let count = encryptQueuedWrites(tls) else { return }
             tls.encryptedPlaintext = count
         }
-        guard phase == .connected, writes.isEmpty, flags.contains(.shutdownWriteAfterWrites) else { return }
+        guard lifecycle == .open, writes.isEmpty, writeSide != .open else { return }
         if !tls.closeNotifySent {
             tls.shutdown()
             guard flushTLSOutput(tls), !tls.hasOutput else { return }
@@ -319,12 +320,12 @@ extension GCDAsyncSocket {
     /// Sends the ciphertext OpenSSL wrote until it is all sent or the kernel is full; false if the socket
     /// closed on a send error.
     func flushTLSOutput(_ tls: TLSConnection) -> Bool {
-        while tls.hasOutput && !flags.contains(.writeBlocked) {
+        while tls.hasOutput && !readiness.contains(.writeBlocked) {
             switch Self.result({ () throws(SyscallError) in try Syscall.send(fd, tls.output) }) {
             case .sent(let count):
                 tls.outputSent(count)
             case .wouldBlock:
-                flags.insert(.writeBlocked)
+                readiness.insert(.writeBlocked)
             case .failed(let error):
                 closeWithError(GCDAsyncSocketError.closing(error))
                 return false
@@ -338,11 +339,11 @@ extension GCDAsyncSocket {
     func endTLS(_ tls: TLSConnection, error: (any Error)?) {
         eventLoop.cancelOnLoop(tls.handshakeTimer)
         tls.handshakeTimer = .invalid
-        if tls.state == .established && !(error is TLSError) && fd >= 0 && !flags.contains(.writeShutDown) {
+        if tls.state == .established && !(error is TLSError) && fd >= 0 && writeSide != .shutDown {
             tls.shutdown()
             if tls.hasOutput { _ = try? Syscall.send(fd, tls.output) }
         }
-        self.tls = nil
+        transport = .plain
     }
 }
 

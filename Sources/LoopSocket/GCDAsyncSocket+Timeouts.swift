@@ -11,7 +11,7 @@ extension GCDAsyncSocket {
 
     func updateTimers() {
         // Most connections never queue an operation with a timeout (echo and proxy loops, async reads).
-        guard flags.contains(.timedOps) else { return }
+        guard traits.contains(.timedOps) else { return }
         let read = reads.front { (id: $0.id, timeout: $0.timeout) }
         if readTimerOp != read?.id ?? .max || (read == nil && readTimer != .invalid) {
             armTimer(.read, op: read)
@@ -58,7 +58,7 @@ extension GCDAsyncSocket {
 
     /// The operation at the front ran out of time: ask the delegate whether to extend it.
     private func timerFired(_ direction: Direction) {
-        guard phase == .connected else { return }
+        guard lifecycle == .open else { return }
         let front: (id: UInt32, tag: Int, elapsed: TimeInterval, done: Int)?
         switch direction {
         case .read:
@@ -69,7 +69,7 @@ extension GCDAsyncSocket {
             front = writes.front { ($0.id, $0.tag, $0.timeout, $0.done) }
         }
         guard let front else { return }
-        let asking: Flags = direction == .read ? .readTimeoutAsking : .writeTimeoutAsking
+        let question: TimeoutQuestions = direction == .read ? .read : .write
         switch delegateTarget {
         case .none:
             resolveTimeout(direction, op: front.id, extension: 0)
@@ -80,7 +80,7 @@ extension GCDAsyncSocket {
             resolveTimeout(direction, op: front.id, extension: more)
         case .queued(let delegate, let queue):
             // The answer comes back asynchronously; the direction pauses until it does.
-            flags.insert(asking)
+            asking.insert(question)
             let box = UncheckedSendable(delegate)
             let index = stateIndex
             queue.async { [self] in
@@ -89,7 +89,7 @@ extension GCDAsyncSocket {
                     : box.value.socket(self, shouldTimeoutWriteWithTag: front.tag, elapsed: front.elapsed, bytesDone: UInt(front.done))
                 onLoop { [self] in
                     guard stateIndex == index else { return }
-                    flags.remove(asking)
+                    asking.remove(question)
                     resolveTimeout(direction, op: front.id, extension: more)
                 }
             }
@@ -100,7 +100,7 @@ extension GCDAsyncSocket {
     /// behaviour) or, with `timeoutsFailOnlyTheOperation`, only the operation, unless it is a write that has
     /// begun, which still closes the connection.
     private func resolveTimeout(_ direction: Direction, op id: UInt32, extension more: TimeInterval) {
-        guard phase == .connected else { return }
+        guard lifecycle == .open else { return }
         let stillFront = direction == .read ? reads.front { $0.id } == id : writes.front { $0.id } == id
         guard stillFront else {
             pump()
@@ -144,6 +144,8 @@ extension GCDAsyncSocket {
     /// Whether the front write has handed bytes to the kernel, or to TLS (whose records then carry them):
     /// encrypted plaintext always belongs to the front writes, in order.
     var frontWriteStarted: Bool {
-        (writes.front { $0.done > 0 } ?? false) || (tls?.encryptedPlaintext ?? 0) > 0
+        if writes.front({ $0.done > 0 }) == true { return true }
+        if case .tls(let tls) = transport { return tls.encryptedPlaintext > 0 }
+        return false
     }
 }

@@ -26,8 +26,8 @@ extension GCDAsyncSocket {
     /// end-of-stream while this socket can still read its reply (GCDAsyncSocket issue #565).
     public func closeWriteStream() {
         onLoop { [self] in
-            guard phase != .idle else { return }
-            flags.insert(.shutdownWriteAfterWrites)
+            guard lifecycle != .idle, writeSide == .open else { return }
+            writeSide = .shutdownAfterWrites
             requestPump()
         }
     }
@@ -58,8 +58,8 @@ extension GCDAsyncSocket {
     /// pass is skipped; its completion callback is too: the async handler has none for writes.
     func sendOrEnqueue(_ data: Data) {
         let count = data.count
-        guard flags.contains(.pumpsInline), phase == .connected, writes.isEmpty, tls == nil,
-              flags.isDisjoint(with: [.pumping, .writeBlocked, .noNewIO, .shutdownWriteAfterWrites]),
+        guard pumpState.contains(.inline), !pumpState.contains(.pumping), lifecycle == .open, writes.isEmpty, case .plain = transport,
+              !readiness.contains(.writeBlocked), ending == .none, writeSide == .open,
               count <= config.options.maxQueuedWriteBytes ?? .max
         else { return enqueueWrite(data, timeout: -1, tag: 0) }
         let result = data.withUnsafeBytes { raw in
@@ -71,7 +71,7 @@ extension GCDAsyncSocket {
         case .sent(let sent):
             enqueueWrite(data, timeout: -1, tag: 0, alreadySent: sent)
         case .wouldBlock:
-            flags.insert(.writeBlocked)  // The pump then arms EPOLLOUT without trying the send again.
+            readiness.insert(.writeBlocked)  // The pump then arms EPOLLOUT without trying the send again.
             enqueueWrite(data, timeout: -1, tag: 0)
         case .failed(let error):
             closeWithError(GCDAsyncSocketError.closing(error))
@@ -82,8 +82,8 @@ extension GCDAsyncSocket {
     /// for a pump, or reports at once why it cannot be queued.
     func enqueueWrite(_ data: Data, timeout: TimeInterval, tag: Int, alreadySent: Int = 0) {
         let count = data.count
-        guard phase != .idle, !flags.contains(.noNewIO), !flags.contains(.shutdownWriteAfterWrites) else {
-            let error = GCDAsyncSocketError(.badConfigError, phase == .idle
+        guard lifecycle != .idle, ending == .none, writeSide == .open else {
+            let error = GCDAsyncSocketError(.badConfigError, lifecycle == .idle
                 ? "Write on a socket that is not connected" : "Write after the socket was told to finish writing")
             notify { $0.socket($1, didFailToWriteDataWithTag: tag, error: error) }
             return
@@ -93,11 +93,11 @@ extension GCDAsyncSocket {
             notify { $0.socket($1, didFailToWriteDataWithTag: tag, error: error) }
             return
         }
-        if timeout >= 0 { flags.insert(.timedOps) }
+        if timeout >= 0 { traits.insert(.timedOps) }
         writes.append(WriteOp(data: data, count: count, done: alreadySent, tag: tag, timeout: timeout, id: reserveOpID()))
         queuedWriteBytes += count - alreadySent
-        if queuedWriteBytes > config.options.writeHighWaterMark && !flags.contains(.notWritable) {
-            flags.insert(pausesReadsWhileNotWritable ? [.notWritable, .readsPaused] : .notWritable)
+        if queuedWriteBytes > config.options.writeHighWaterMark && writability == .writable {
+            writability = pausesReadsWhileNotWritable ? .notWritableReadsPaused : .notWritable
             notify { $0.socket($1, didChangeWritability: false) }
         }
         requestPump()
@@ -106,7 +106,7 @@ extension GCDAsyncSocket {
     /// Whether going over the high water mark pauses reading (``SocketOptions/ReadBackpressure``).
     var pausesReadsWhileNotWritable: Bool {
         switch config.options.readBackpressure {
-        case .acceptedSockets: flags.contains(.accepted)
+        case .acceptedSockets: traits.contains(.accepted)
         case .always: true
         case .never: false
         }
@@ -122,19 +122,18 @@ extension GCDAsyncSocket {
 
     /// Writes queued data until the queue is empty or the kernel buffer is full.
     func writeLoop() {
-        if let tls {
+        if case .tls(let tls) = transport {
             writeLoopTLS(tls)
             return
         }
-        while phase == .connected && !writes.isEmpty && !flags.contains(.writeBlocked)
-            && !flags.contains(.writeTimeoutAsking) {
-            if flags.contains(.tlsQueued) && writes.front({ $0.isStartTLS }) == true {
+        while lifecycle == .open && !writes.isEmpty && !readiness.contains(.writeBlocked) && !asking.contains(.write) {
+            if case .tlsQueued = transport, writes.front({ $0.isStartTLS }) == true {
                 beginTLSIfBothQueuesReady()
                 return
             }
             switch sendQueued() {
             case .wouldBlock:
-                flags.insert(.writeBlocked)
+                readiness.insert(.writeBlocked)
             case .failed(let error):
                 closeWithError(GCDAsyncSocketError.closing(error))
                 return
@@ -142,14 +141,14 @@ extension GCDAsyncSocket {
                 completeWrites(count)
             }
         }
-        guard phase == .connected, writes.isEmpty else { return }
+        guard lifecycle == .open, writes.isEmpty else { return }
         shutDownWriteSideIfAsked()
     }
 
     /// `closeWriteStream`'s `shutdown(SHUT_WR)`, once the queued writes are all written.
     func shutDownWriteSideIfAsked() {
-        if flags.contains(.shutdownWriteAfterWrites) && !flags.contains(.writeShutDown) {
-            flags.insert(.writeShutDown)
+        if writeSide == .shutdownAfterWrites {
+            writeSide = .shutDown
             do {
                 try Syscall.shutdown(fd, how: Int32(SHUT_WR))
             } catch {
@@ -161,7 +160,7 @@ extension GCDAsyncSocket {
     /// Hands the first queued writes to the kernel: one `send`, or one `sendmsg` gathering up to 64.
     private func sendQueued() -> SendResult {
         var count = min(writes.count, LoopContext.maxGather)
-        if flags.contains(.tlsQueued) {
+        if case .tlsQueued = transport {
             // Nothing behind startTLS's marker goes out in plaintext.
             count = (0..<count).first { i in writes.at(i) { $0.isStartTLS } } ?? count
         }
@@ -221,10 +220,10 @@ extension GCDAsyncSocket {
             }
         }
         queuedWriteBytes -= count
-        if flags.contains(.notWritable) && queuedWriteBytes <= config.options.writeLowWaterMark {
+        if writability != .writable && queuedWriteBytes <= config.options.writeLowWaterMark {
             // Reads paused for backpressure go on in this pump's next round.
-            if flags.contains(.readsPaused) { requestPump() }
-            flags.remove([.notWritable, .readsPaused])
+            if writability == .notWritableReadsPaused { requestPump() }
+            writability = .writable
             notify { $0.socket($1, didChangeWritability: true) }
         }
         if let firstTag { notifyDidWrite(tag: firstTag) }

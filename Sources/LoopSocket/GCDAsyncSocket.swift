@@ -35,20 +35,15 @@ public final class GCDAsyncSocket: @unchecked Sendable {
     // code with the checks of everything else still on.
 
     @exclusivity(unchecked) weak var loopDelegate: (any GCDAsyncSocketDelegate)?
-    /// The delegate of an ``AsyncSocket``'s socket, held strongly and used instead of `loopDelegate`: it
-    /// holds nothing that leads back to the socket, so no cycle, and a weak reference to it would cost each
-    /// async connection a side-table allocation (48 bytes) and every callback a weak load.
-    @exclusivity(unchecked) var ownedDelegate: AsyncSocketHandler?
     @exclusivity(unchecked) var loopDelegateQueue: DispatchQueue?
-    // The order packs the small fields into the gaps the 20-byte op queues and the 1-byte phase leave: the
-    // instance is 216 bytes, a 224-byte chunk (FootprintTests holds it there).
-    @exclusivity(unchecked) var phase = Phase.idle
-    /// Whether the last close failed queued writes (read by `AsyncSocket.closeAfterWriting`).
-    @exclusivity(unchecked) var closeDroppedWrites = false
-    @exclusivity(unchecked) var fd: Int32 = -1
-    /// Changes at every close: work started for an earlier connection (DNS, connect attempts) checks it.
-    @exclusivity(unchecked) var stateIndex: UInt32 = 0
-    @exclusivity(unchecked) var flags: Flags = []
+    /// Where callbacks go: the delegate above, or an ``AsyncSocket``'s handler, held strongly (it holds
+    /// nothing that leads back to the socket, so no cycle, and a weak reference to it would cost each async
+    /// connection a side-table allocation and every callback a weak load).
+    @exclusivity(unchecked) var sink = Sink.delegate
+    /// Plaintext or TLS (``Transport``).
+    @exclusivity(unchecked) var transport = Transport.plain
+    // The order packs the 4-byte fields into the tail of the 20-byte op queues and the one-byte state at the
+    // end: the instance is 216 bytes, a 224-byte chunk (FootprintTests holds it there).
     @exclusivity(unchecked) var config = Configuration()
     @exclusivity(unchecked) var reads = OpQueue<ReadOp>()
     @exclusivity(unchecked) var nextOpID: UInt32 = 0
@@ -58,18 +53,30 @@ public final class GCDAsyncSocket: @unchecked Sendable {
     @exclusivity(unchecked) var pending: [UInt8] = []
     @exclusivity(unchecked) var pendingStart = 0
     @exclusivity(unchecked) var queuedWriteBytes = 0
-    @exclusivity(unchecked) var readTimer = TimerID.invalid
-    @exclusivity(unchecked) var writeTimer = TimerID.invalid
-    @exclusivity(unchecked) var writeTimerOp: UInt32 = .max
-    /// `recv` calls left before this wakeup's turn ends (``SocketOptions/maxReadsPerWakeup``, reset by
-    /// `handleIO`): one flooding peer cannot keep the loop from its other descriptors.
-    @exclusivity(unchecked) var readBudget = Int32(SocketOptions().maxReadsPerWakeup)
     /// Connecting and listening state, allocated by the first connect or listen (``DialState``): an
     /// accepted connection never needs it.
     @exclusivity(unchecked) var dial: DialState?
     @exclusivity(unchecked) var cachedContext: LoopContext?
-    /// The TLS layer between the engine and the kernel, from the start of the handshake to the close.
-    @exclusivity(unchecked) var tls: TLSConnection?
+    @exclusivity(unchecked) var readTimer = TimerID.invalid
+    @exclusivity(unchecked) var writeTimer = TimerID.invalid
+    @exclusivity(unchecked) var writeTimerOp: UInt32 = .max
+    @exclusivity(unchecked) var fd: Int32 = -1
+    /// Changes at every close: work started for an earlier connection (DNS, connect attempts) checks it.
+    @exclusivity(unchecked) var stateIndex: UInt32 = 0
+    /// `recv` calls left before this wakeup's turn ends (``SocketOptions/maxReadsPerWakeup``, reset by
+    /// `handleIO`): one flooding peer cannot keep the loop from its other descriptors.
+    @exclusivity(unchecked) var readBudget = Int16(SocketOptions().maxReadsPerWakeup)
+    // The connection's state, one byte each: see Engine/ConnectionState.swift.
+    @exclusivity(unchecked) var lifecycle = Lifecycle.idle
+    @exclusivity(unchecked) var readSide = ReadSide.open
+    @exclusivity(unchecked) var writeSide = WriteSide.open
+    @exclusivity(unchecked) var ending = Ending.none
+    @exclusivity(unchecked) var writability = Writability.writable
+    @exclusivity(unchecked) var continuous = Continuous.off
+    @exclusivity(unchecked) var pumpState: PumpState = []
+    @exclusivity(unchecked) var readiness: Readiness = []
+    @exclusivity(unchecked) var asking: TimeoutQuestions = []
+    @exclusivity(unchecked) var traits: Traits = []
 
     /// A socket on `loop`, or on the next loop of `group`, or of the shared default group.
     ///
@@ -147,6 +154,8 @@ public final class GCDAsyncSocket: @unchecked Sendable {
         @exclusivity(unchecked) var unixListenPath: String?
         /// The listener's delegate type found to take the default `newSocketQueueForConnection` (not asked again).
         @exclusivity(unchecked) var defaultQueueChooser: ObjectIdentifier?
+        /// The default `newSocketQueueForConnection` ran since the listener last cleared this.
+        @exclusivity(unchecked) var defaultQueueChooserRan = false
     }
 
     /// The ``DialState``, allocated on first use. Loop only.
@@ -178,77 +187,6 @@ public final class GCDAsyncSocket: @unchecked Sendable {
 // MARK: - State
 
 extension GCDAsyncSocket {
-    /// Where a socket is in its life. After a disconnect it returns to `idle` and may connect or accept again.
-    enum Phase: Equatable {
-        case idle
-        case connecting
-        case accepting
-        case connected
-    }
-
-    struct Flags: OptionSet {
-        let rawValue: UInt32
-        /// A pump is running on the stack: calls into the socket only queue work.
-        static let pumping = Flags(rawValue: 1 << 0)
-        /// Work was queued during the pump: run it again.
-        static let pumpAgain = Flags(rawValue: 1 << 1)
-        /// A pump is scheduled for the next loop iteration.
-        static let pumpDeferred = Flags(rawValue: 1 << 2)
-        /// epoll said readable (or EOF/error) and the data has not all been read yet.
-        static let readReady = Flags(rawValue: 1 << 3)
-        /// The last send hit EAGAIN: wait for EPOLLOUT.
-        static let writeBlocked = Flags(rawValue: 1 << 4)
-        /// `recv` returned 0: the peer will send nothing more.
-        static let readEOF = Flags(rawValue: 1 << 5)
-        /// `socketDidCloseReadStream` was delivered.
-        static let readStreamClosed = Flags(rawValue: 1 << 6)
-        static let disconnectAfterReads = Flags(rawValue: 1 << 7)
-        static let disconnectAfterWrites = Flags(rawValue: 1 << 8)
-        /// The write side is to be shut down once queued writes drain.
-        static let shutdownWriteAfterWrites = Flags(rawValue: 1 << 9)
-        static let writeShutDown = Flags(rawValue: 1 << 10)
-        /// Below the high water mark (the last writability reported).
-        static let notWritable = Flags(rawValue: 1 << 11)
-        /// A timeout question is out on the delegate queue: reads (or writes) wait for the answer.
-        static let readTimeoutAsking = Flags(rawValue: 1 << 12)
-        static let writeTimeoutAsking = Flags(rawValue: 1 << 13)
-        /// Every chunk read is delivered as it arrives (``GCDAsyncSocket/beginReceiving(tag:)``).
-        static let continuousRead = Flags(rawValue: 1 << 14)
-        /// Reads and writes are forbidden (a `disconnectAfter…` was requested).
-        static let noNewIO = Flags(rawValue: 1 << 15)
-        /// Connected to a Unix-domain socket.
-        static let isUnix = Flags(rawValue: 1 << 16)
-        /// epoll reported EPOLLRDHUP or EPOLLHUP: the peer will send nothing more once its data is read.
-        static let peerHungUp = Flags(rawValue: 1 << 17)
-        /// The peer closed its side: disconnect with `closedError` once the queued writes are written.
-        static let closeAfterWritesAtEOF = Flags(rawValue: 1 << 18)
-        /// EPOLLIN fired while no read was queued: leave it out of the interest until a read is queued.
-        static let readIdleWake = Flags(rawValue: 1 << 19)
-        /// An operation with a timeout was queued on this connection: timers need looking after.
-        static let timedOps = Flags(rawValue: 1 << 20)
-        /// Calls from outside a callback pump at once instead of deferring to the next iteration (sockets
-        /// behind an ``AsyncSocket``, whose delegate is internal and never re-enters the caller).
-        static let pumpsInline = Flags(rawValue: 1 << 21)
-        /// Created by `accept` (``SocketOptions/ReadBackpressure/acceptedSockets`` applies).
-        static let accepted = Flags(rawValue: 1 << 22)
-        /// Writes are over the high water mark and read backpressure applies: reading waits for them to
-        /// drain to the low water mark.
-        static let readsPaused = Flags(rawValue: 1 << 23)
-        /// `startTLS`'s markers are in the queues: reads and writes stop at them.
-        static let tlsQueued = Flags(rawValue: 1 << 24)
-        /// `ownedDelegate` is set (an `AsyncSocket`'s socket): checked before it, so the delegate path of
-        /// every other socket pays a bit test, not a load, retain and release of the empty slot.
-        static let ownsDelegate = Flags(rawValue: 1 << 25)
-        /// The default `newSocketQueueForConnection` ran since the listener last cleared this.
-        static let defaultQueueChooserRan = Flags(rawValue: 1 << 26)
-        /// Continuous reads have ``SocketOptions/maxUndeliveredChunks`` chunks on the delegate queue: reading
-        /// waits until the delegate has taken half of them.
-        static let continuousPaused = Flags(rawValue: 1 << 27)
-        /// Adopted (accepted) but not yet registered with the loop: the pump waits until
-        /// `didAcceptNewSocket` has run, and a close closes the descriptor itself.
-        static let awaitingStart = Flags(rawValue: 1 << 28)
-    }
-
     /// `shared`'s storage: a non-generic class, so creating a socket does not look a generic class's metadata
     /// up at run time (see `Locked.init(storage:)`).
     final class SharedStorage: ManagedBuffer<SharedState, cepoll_lock_t> {}
@@ -274,7 +212,7 @@ extension GCDAsyncSocket {
         var claim: UInt32 = 0
         /// The status the getters report. Last, with the 4-byte fields before it: the state is 49 bytes, and
         /// its `Locked` object, lock word included, 72 (an 80-byte chunk).
-        var status = Phase.idle
+        var status = Status.idle
 
         /// What few sockets set, out of line.
         struct Rare {

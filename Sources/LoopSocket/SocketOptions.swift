@@ -52,7 +52,7 @@ public struct SocketOptions: Hashable, Sendable {
     public var readBackpressure = ReadBackpressure.acceptedSockets
     /// The most `recv` calls (of up to 64 KiB each) a socket makes per readiness event before the loop
     /// serves its other descriptors, as SwiftNIO's `maxMessagesPerRead`: one peer that sends without pause
-    /// delays the others on its loop by at most this many reads. Values below 1 count as 1.
+    /// delays the others on its loop by at most this many reads. Values below 1 count as 1, above 32,767 as 32,767.
     public var maxReadsPerWakeup = 4
     /// With a delegate queue, the most chunks of ``GCDAsyncSocket/beginReceiving(tag:)`` dispatched to it and
     /// not yet delivered (each up to 64 KiB). At the limit the socket stops reading until the delegate has

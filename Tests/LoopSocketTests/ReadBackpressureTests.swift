@@ -83,7 +83,7 @@ final class ReadBackpressureTests: SocketTestCase {
 
         let total = 64 << 20
         let sent = try flood(client, total: total) {
-            try onLoop(loop) { accepted.flags.contains(.readsPaused) }
+            try onLoop(loop) { accepted.writability == .notWritableReadsPaused }
         }
         settle(loop)
         let (held, read) = echo.withState { ($0.held, $0.read) }
@@ -136,7 +136,7 @@ final class ReadBackpressureTests: SocketTestCase {
         let accepted = echo.withState { $0.accepted[0] }
 
         let total = 16 << 20
-        let sent = try flood(client, total: total) { try onLoop(loop) { accepted.flags.contains(.readsPaused) } }
+        let sent = try flood(client, total: total) { try onLoop(loop) { accepted.writability == .notWritableReadsPaused } }
         XCTAssertEqual(sent, total)
         client.close()
         echo.withState { $0.accepted.removeAll() }
@@ -214,7 +214,7 @@ final class ReadBackpressureTests: SocketTestCase {
             while let chunk = try await socket.read() { readBytes.withLock { $0 += chunk.count } }
         }
         let total = 64 << 20
-        let sent = try flood(client, total: total) { try onLoop(loop) { socket.socket.flags.contains(.readsPaused) } }
+        let sent = try flood(client, total: total) { try onLoop(loop) { socket.socket.writability == .notWritableReadsPaused } }
         XCTAssertLessThan(sent, total, "the connection read everything: nothing pushed back")
         let held = try onLoop(loop) { socket.socket.queuedWriteBytes + socket.socket.pendingCount }
         XCTAssertLessThanOrEqual(held, highWater + 512 * 1024)

@@ -247,7 +247,7 @@ extension GCDAsyncSocket {
     /// connected). Returns nil when the read must wait. Loop only.
     @inline(never)
     func readImmediately(_ kind: ReadOp.Kind, maxLength: Int) throws -> Data? {
-        guard phase == .connected, reads.isEmpty, pendingCount > 0 else { return nil }
+        guard lifecycle == .open, reads.isEmpty, pendingCount > 0 else { return nil }
         var op = ReadOp(kind: kind, maxLength: maxLength, tag: 0, timeout: -1, id: 0)
         let outcome = pending.withUnsafeBytes { all in op.feed(UnsafeRawBufferPointer(rebasing: all[pendingStart...])) }
         switch outcome {
@@ -265,16 +265,16 @@ extension GCDAsyncSocket {
 
     /// Queues an `async` read with the id it was given, or fails it at once if the socket is not connected.
     func enqueueAsyncRead(_ op: consuming ReadOp) {
-        guard phase != .idle, !flags.contains(.noNewIO) else {
+        guard lifecycle != .idle, ending == .none else {
             op.continuation?.resume(throwing: GCDAsyncSocketError(.closedError, "The socket is closed"))
             return
         }
         // A pump is needed only if there is something to feed the read (bytes buffered or signalled) or
         // EPOLLIN to register; otherwise the read just waits for the next readiness event.
-        let mustPump = pendingCount > 0 || flags.contains(.readReady) || flags.contains(.readIdleWake)
+        let mustPump = pendingCount > 0 || !readiness.isDisjoint(with: [.readable, .idleWake])
             || eventLoop.interest(of: fd)?.contains(.readable) != true
         reads.append(op)
-        flags.remove(.readIdleWake)
+        readiness.remove(.idleWake)
         if mustPump { requestPump() }
     }
 }

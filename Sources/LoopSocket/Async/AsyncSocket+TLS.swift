@@ -40,7 +40,7 @@ extension AsyncSocket {
             let box = UncheckedSendable(continuation)
             let queued = socket.onLoop { [socket, handler] in
                 if let failure = handler.failure { return box.value.resume(throwing: failure) }
-                if socket.tls != nil || socket.flags.contains(.tlsQueued) || handler.secureContinuation != nil {
+                if !socket.isPlaintext || handler.secureContinuation != nil {
                     return box.value.resume(throwing: TLSError(.badConfiguration, "TLS was already started on this connection"))
                 }
                 handler.secureContinuation = box.value

@@ -37,11 +37,7 @@ public final class AsyncSocket: Sendable {
         self.handler = handler
         // Its delegate is ours and only resumes continuations, so the socket may pump inside our calls:
         // a write is sent, and a read queued, within `write`/`read` instead of one loop iteration later.
-        if socket.eventLoop.inEventLoop {
-            socket.flags.insert(.pumpsInline)  // no closure: every accepted connection passes here
-        } else {
-            socket.onLoop { socket.flags.insert(.pumpsInline) }
-        }
+        socket.useAsyncSink(handler)
     }
 
     /// Nothing can read or write through this connection any more: it is closed, like a file handle, so a

@@ -101,7 +101,7 @@ final class AsyncSocketHandler: GCDAsyncSocketDelegate, @unchecked Sendable {
 
     func socket(_ sock: GCDAsyncSocket, didAcceptNewSocket newSocket: GCDAsyncSocket) {
         let handler = AsyncSocketHandler()
-        newSocket.own(handler)
+        newSocket.useAsyncSink(handler)
         guard let serverTLS, let accepted else {
             accepted?.yield(AsyncSocket(socket: newSocket, handler: handler))
             return
@@ -153,9 +153,6 @@ final class AsyncSocketHandler: GCDAsyncSocketDelegate, @unchecked Sendable {
         for waiter in waiters { waiter.continuation.resume(throwing: error) }
         sock.eventLoop.cancelOnLoop(closeTimer)
         closeTimer = .invalid
-        if sock.closeDroppedWrites {
-            droppedWrites = err ?? GCDAsyncSocketError(.closedError, "The socket was closed before the queued writes were written")
-        }
         let closing = closeWaiters
         closeWaiters = []
         for waiter in closing { resumeCloseWaiter(waiter) }
@@ -163,6 +160,12 @@ final class AsyncSocketHandler: GCDAsyncSocketDelegate, @unchecked Sendable {
             self.accepted = nil
             accepted.finish(throwing: err == nil ? nil : error)
         }
+    }
+
+    /// The close that is under way failed queued writes (told before `socketDidDisconnect`): what
+    /// `closeAfterWriting` then throws.
+    func closeDroppedWrites(_ error: (any Error)?) {
+        droppedWrites = error ?? GCDAsyncSocketError(.closedError, "The socket was closed before the queued writes were written")
     }
 
     func resumeConnect(_ error: (any Error)?) {

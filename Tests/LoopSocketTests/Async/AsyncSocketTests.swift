@@ -372,7 +372,7 @@ final class AsyncSocketTests: XCTestCase {
         try await withDeadline {
             try await client.write(Data(repeating: 2, count: queued))  // mostly queued: the peer is not reading
             let closer = Task { try await client.closeAfterWriting(timeout: .seconds(10)) }
-            try await Self.eventually { await Self.onLoop(client) { client.socket.flags.contains(.noNewIO) } }
+            try await Self.eventually { await Self.onLoop(client) { client.socket.ending != .none } }
             do {
                 try await client.write(Data("late".utf8))
                 XCTFail("a write after closeAfterWriting should be refused")

@@ -228,7 +228,8 @@ final class TLSHandshakeTests: TLSTestCase {
                 XCTAssertEqual(client.tlsInfo?.sessionResumed, round == 1, "\(version) round \(round)")
                 let accepted = serverDelegate.waitForAccepts(index * 2 + round + 1).last
                 let stored = try onLoop(server.eventLoop) { () -> Int? in
-                    accepted?.tls.map { lsock_ctx_session_count(SSL_get_SSL_CTX($0.ssl)) }
+                    guard case .tls(let tls)? = accepted?.transport else { return nil }
+                    return lsock_ctx_session_count(SSL_get_SSL_CTX(tls.ssl))
                 }
                 XCTAssertEqual(stored, 0, "sessions stored by the server")
                 client.disconnect()
