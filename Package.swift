@@ -81,6 +81,12 @@ let package = Package(
             name: "HTTPHelloTests",
             dependencies: ["HTTPHello", "LoopSocket", "EpollLoop", "SharedTestSupport"]
         ),
+        // CocoaAsyncSocket's Swift interface on Apple platforms, every declaration in that spelling: a renamed
+        // symbol fails the build.
+        .testTarget(
+            name: "AppleSpellingTests",
+            dependencies: ["LoopSocket"]
+        ),
         .testTarget(
             name: "LoadTestTests",
             dependencies: ["LoadTest", "EpollLoop", "LoopSocket", "SharedTestSupport", "HTTPHello"]

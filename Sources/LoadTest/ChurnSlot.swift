@@ -86,7 +86,7 @@ final class ChurnSlot: GCDAsyncSocketDelegate, PacedConnection {
         if worker.config.closeWithReset {
             // SO_LINGER 0: close() sends RST and leaves no TIME_WAIT behind (as the C load generator does).
             var linger = Glibc.linger(l_onoff: 1, l_linger: 0)
-            _ = setsockopt(sock.socketFD, SOL_SOCKET, SO_LINGER, &linger, socklen_t(MemoryLayout<Glibc.linger>.size))
+            _ = setsockopt(sock.socketFD(), SOL_SOCKET, SO_LINGER, &linger, socklen_t(MemoryLayout<Glibc.linger>.size))
         }
         if openLoop {
             worker.recordPacedReply(latency: now &- intendedAt, service: now &- startedAt, bytes: Self.messageSize, now: now)

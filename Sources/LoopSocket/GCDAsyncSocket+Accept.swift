@@ -46,7 +46,7 @@ extension GCDAsyncSocket {
     ///
     /// - Throws: ``GCDAsyncSocketError`` — `badParamError` for a path too long for `sun_path`, `otherError` with
     ///   the errno if the socket cannot be created or bound.
-    public func accept(onUrl url: URL) throws {
+    public func accept(on url: URL) throws {
         let configuration = try beginStarting(as: .accepting)
         do {
             let path = url.path

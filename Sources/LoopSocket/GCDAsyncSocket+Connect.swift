@@ -91,7 +91,7 @@ extension GCDAsyncSocket {
     }
 
     /// Connects to the Unix-domain socket at `url`'s path; a negative timeout means none.
-    public func connect(toUrl url: URL, withTimeout timeout: TimeInterval) throws {
+    public func connect(to url: URL, withTimeout timeout: TimeInterval) throws {
         guard let address = SocketAddress(unixPath: url.path) else {
             throw GCDAsyncSocketError(.badParamError, "Unix socket path is empty or longer than 107 bytes: \(url.path)")
         }

@@ -73,32 +73,8 @@ extension GCDAsyncSocket {
         shared.withLock { if $0.fd == fd { $0.fd = -1 } }
     }
 
-    // MARK: Raw descriptors
-
-    /// The connected socket's descriptor (or the first listening one); -1 if none. Read it on the socket's loop,
-    /// for example inside ``perform(_:)``.
-    public var socketFD: Int32 {
-        eventLoop.preconditionInEventLoop()
-        if fd >= 0 { return fd }
-        return listeners.first?.fd ?? -1
-    }
-
-    /// The IPv4 descriptor (connected or listening), or -1. Loop only.
-    public var socket4FD: Int32 {
-        eventLoop.preconditionInEventLoop()
-        if fd >= 0 { return SocketAddress.of(fd: fd, peer: false)?.isIPv4 == true ? fd : -1 }
-        return listeners.first { $0.address.isIPv4 }?.fd ?? -1
-    }
-
-    /// The IPv6 descriptor (connected or listening), or -1. Loop only.
-    public var socket6FD: Int32 {
-        eventLoop.preconditionInEventLoop()
-        if fd >= 0 { return SocketAddress.of(fd: fd, peer: false)?.isIPv6 == true ? fd : -1 }
-        return listeners.first { $0.address.isIPv6 }?.fd ?? -1
-    }
-
     /// Runs `block` on the socket's loop and waits for it (GCDAsyncSocket's `performBlock:`). Inside it,
-    /// ``socketFD`` and friends may be read, for example to set an option this API does not cover.
+    /// ``socketFD()`` and friends may be called, for example to set an option this API does not cover.
     /// Does nothing if the loop is shut down.
     public func perform(_ block: () -> Void) {
         if eventLoop.inEventLoop {
@@ -117,7 +93,7 @@ extension GCDAsyncSocket {
 
     /// Runs `body` with the raw descriptor on the socket's loop, asynchronously (-1 when not connected).
     public func withSocketFD(_ body: @escaping @Sendable (Int32) -> Void) {
-        onLoop { [self] in body(socketFD) }
+        onLoop { [self] in body(socketFD()) }
     }
 }
 

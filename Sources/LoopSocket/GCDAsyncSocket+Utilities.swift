@@ -34,7 +34,7 @@ extension GCDAsyncSocket {
     }
 
     /// Extracts host and port from a raw `sockaddr`; returns false if it is not IPv4 or IPv6.
-    @discardableResult
+    @discardableResult @_disfavoredOverload
     public class func getHost(_ host: UnsafeMutablePointer<String?>?, port: UnsafeMutablePointer<UInt16>?, fromAddress address: Data) -> Bool {
         guard let parsed = SocketAddress(bytes: address), let text = parsed.host else { return false }
         host?.pointee = text
@@ -43,7 +43,9 @@ extension GCDAsyncSocket {
     }
 
     /// Resolves `host` synchronously (`getaddrinfo`, which blocks: never call it on an event loop) into raw
-    /// `sockaddr` values, as GCDAsyncSocket's `lookupHost:port:error:`.
+    /// `sockaddr` values, as GCDAsyncSocket's `lookupHost:port:error:`; `let addresses: [Data] = try …` picks
+    /// it over the `NSMutableArray` form Apple platforms return.
+    @_disfavoredOverload
     public class func lookupHost(_ host: String, port: UInt16) throws -> [Data] {
         if let immediate = Resolver.immediate(host, port: port) { return immediate.map(\.data) }
         return try Resolver.resolve(host, port: port).get().map(\.data)

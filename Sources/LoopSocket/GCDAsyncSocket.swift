@@ -16,7 +16,7 @@ import Glibc
 /// try server.accept(onInterface: "127.0.0.1", port: 0)
 /// print("listening on", server.localPort)
 /// ```
-public final class GCDAsyncSocket: @unchecked Sendable {
+open class GCDAsyncSocket: @unchecked Sendable {
     // Thread-safety: `eventLoop`, `group` are immutable; `shared` is a mutex for what any thread may read or
     // set (delegate, configuration, the connection snapshot the getters return); everything else is confined
     // to `eventLoop`'s thread.

@@ -51,9 +51,15 @@ public protocol GCDAsyncSocketDelegate: AnyObject {
     func socketDidSecure(_ sock: GCDAsyncSocket)
     /// Manual trust evaluation (`GCDAsyncSocketManuallyEvaluateTrust`): decide whether to trust the peer's
     /// chain and call `completionHandler` once, from any thread. The handshake (on a server, any data) waits
-    /// for the answer, within the handshake timeout. Linux has no `SecTrust`: ``TLSTrust`` carries the chain
-    /// and ``TLSTrust/evaluate()`` makes the checks automatic verification would. The default rejects.
-    func socket(_ sock: GCDAsyncSocket, didReceive trust: TLSTrust, completionHandler: @escaping @Sendable (Bool) -> Void)
+    /// for the answer, within the handshake timeout. Linux has no Security framework: ``SecTrust`` is
+    /// ``TLSTrust``, which carries the chain, and ``TLSTrust/evaluate()`` makes the checks automatic
+    /// verification would. The default asks the `async` form, ``socket(_:didReceive:)``, whose default rejects.
+    func socket(_ sock: GCDAsyncSocket, didReceive trust: SecTrust, completionHandler: @escaping @Sendable (Bool) -> Void)
+    /// Manual trust evaluation in the `async` form Swift imports on Apple platforms: return whether to trust
+    /// the peer's chain. Asked (in a task) when the delegate implements this and not the completion-handler
+    /// form, whose default asks it; the handshake waits for the answer, within the handshake timeout. The
+    /// default rejects.
+    func socket(_ sock: GCDAsyncSocket, didReceive trust: SecTrust) async -> Bool
 
     // Additions of this library.
 
@@ -101,10 +107,16 @@ extension GCDAsyncSocketDelegate {
     public func socketDidDisconnect(_ sock: GCDAsyncSocket, withError err: Error?) {}
     /// Does nothing.
     public func socketDidSecure(_ sock: GCDAsyncSocket) {}
-    /// Rejects: a delegate that asked for manual trust evaluation must decide.
-    public func socket(_ sock: GCDAsyncSocket, didReceive trust: TLSTrust, completionHandler: @escaping @Sendable (Bool) -> Void) {
-        completionHandler(false)
+    /// Asks the `async` form, ``socket(_:didReceive:)`` (in a task), and passes its answer on: a delegate that
+    /// implements only that form is asked, as on Apple platforms, where both forms are the same method.
+    public func socket(_ sock: GCDAsyncSocket, didReceive trust: SecTrust, completionHandler: @escaping @Sendable (Bool) -> Void) {
+        // The delegate is used from the task as GCDAsyncSocket's imported `async` form is (Apple's thunk runs it
+        // in a task too); the box carries it there without requiring delegates to be `Sendable`.
+        let delegate = UncheckedSendable<any GCDAsyncSocketDelegate>(self)
+        Task { completionHandler(await delegate.value.socket(sock, didReceive: trust)) }
     }
+    /// Rejects: a delegate that asked for manual trust evaluation must decide.
+    public func socket(_ sock: GCDAsyncSocket, didReceive trust: SecTrust) async -> Bool { false }
     /// Does nothing.
     public func socket(_ sock: GCDAsyncSocket, didChangeWritability isWritable: Bool) {}
     /// Does nothing.

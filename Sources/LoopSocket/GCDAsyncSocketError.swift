@@ -47,6 +47,8 @@ public struct GCDAsyncSocketError: Error, Hashable, Sendable, CustomStringConver
     /// (A connection reset by its peer is an error on every such close: formatting `strerror` into a string
     /// for each one, read or not, was a tenth of the user-space work of a connect-echo-close cycle.)
     private let givenMessage: String?
+    /// What ``init(_:userInfo:)`` or ``init(_nsError:)`` was given besides the description (nil otherwise).
+    let extraUserInfo: ErrorUserInfo?
 
     /// A sentence for people.
     public var message: String {
@@ -61,6 +63,16 @@ public struct GCDAsyncSocketError: Error, Hashable, Sendable, CustomStringConver
         self.givenMessage = message
         self.errno = nil
         self.syscall = nil
+        self.extraUserInfo = nil
+    }
+
+    /// An error with every field given (``init(_:userInfo:)`` and ``init(_nsError:)`` build theirs with it).
+    init(code: Code, message: String?, errno: Errno?, userInfo: ErrorUserInfo?) {
+        self.code = code
+        self.givenMessage = message
+        self.errno = errno
+        self.syscall = nil
+        self.extraUserInfo = userInfo
     }
 
     /// An error for a failed system call.
@@ -69,6 +81,7 @@ public struct GCDAsyncSocketError: Error, Hashable, Sendable, CustomStringConver
         self.givenMessage = nil
         self.errno = error.errno
         self.syscall = error.call
+        self.extraUserInfo = nil
     }
 
     /// The message, with the code.

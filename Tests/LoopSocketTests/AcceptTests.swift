@@ -147,7 +147,7 @@ final class AcceptTests: SocketTestCase {
         let path = directory.file("not-a-socket")
         XCTAssertTrue(FileManager.default.createFile(atPath: path, contents: Data("keep me".utf8)))
         let server = makeSocket(makeDelegate("server"))
-        XCTAssertThrowsError(try server.accept(onUrl: URL(fileURLWithPath: path))) { error in
+        XCTAssertThrowsError(try server.accept(on: URL(fileURLWithPath: path))) { error in
             XCTAssertEqual(error.socketError?.errno, .addressInUse)
         }
         XCTAssertEqual(FileManager.default.contents(atPath: path), Data("keep me".utf8), "only stale sockets are removed")
@@ -159,7 +159,7 @@ final class AcceptTests: SocketTestCase {
         let path = directory.file("mode.sock")
         let server = makeSocket(makeDelegate("server"))
         server.options.unixSocketMode = 0o600
-        try server.accept(onUrl: URL(fileURLWithPath: path))
+        try server.accept(on: URL(fileURLWithPath: path))
         var status = stat()
         XCTAssertEqual(stat(path, &status), 0)
         XCTAssertEqual(status.st_mode & 0o777, 0o600)

@@ -227,11 +227,11 @@ final class CompatibilityTests: SocketTestCase {
         let url = URL(fileURLWithPath: directory.file("compat.sock"))
         let queue = DispatchQueue(label: "unix")
         let listener = GCDAsyncSocket(delegate: nil, delegateQueue: nil)
-        try listener.accept(onUrl: url)
+        try listener.accept(on: url)
         defer { listener.disconnect() }
         let delegate = UrlDelegate(expectation(description: "connected to url"))
         let sock = GCDAsyncSocket(delegate: delegate, delegateQueue: queue)
-        try sock.connect(toUrl: url, withTimeout: 10)
+        try sock.connect(to: url, withTimeout: 10)
         wait(for: [delegate.connected], timeout: 10)
         XCTAssertEqual(queue.sync { delegate.url?.path }, url.path)
         XCTAssertEqual(sock.connectedUrl?.path, url.path)
@@ -240,7 +240,7 @@ final class CompatibilityTests: SocketTestCase {
         let tcp = GCDAsyncSocket()
         try tcp.accept(onInterface: "::1", port: 0)
         defer { tcp.disconnect() }
-        let addresses = try GCDAsyncSocket.lookupHost("::1", port: tcp.localPort)
+        let addresses: [Data] = try GCDAsyncSocket.lookupHost("::1", port: tcp.localPort)
         XCTAssertTrue(GCDAsyncSocket.isIPv6Address(addresses[0]))
         let quiet = RecordingDelegate("raw-address client")  // GCDAsyncSocket connects only with a delegate
         let client = GCDAsyncSocket(delegate: quiet, delegateQueue: nil)

@@ -70,14 +70,14 @@ final class ConnectTests: SocketTestCase {
         let serverDelegate = makeDelegate("server")
         serverDelegate.echoAccepted()
         let server = makeSocket(serverDelegate)
-        try server.accept(onUrl: URL(fileURLWithPath: path))
+        try server.accept(on: URL(fileURLWithPath: path))
         var status = stat()
         XCTAssertEqual(lstat(path, &status), 0, "the socket file exists while listening")
         XCTAssertEqual(status.st_mode & S_IFMT, S_IFSOCK)
 
         let clientDelegate = makeDelegate("client")
         let client = makeSocket(clientDelegate)
-        try client.connect(toUrl: URL(fileURLWithPath: path), withTimeout: testTimeout)
+        try client.connect(to: URL(fileURLWithPath: path), withTimeout: testTimeout)
         clientDelegate.waitForConnect()
         guard case .connectedURL(let url)? = clientDelegate.events.first else {
             return XCTFail("expected didConnectTo(url): \(clientDelegate.events)")
@@ -111,7 +111,7 @@ final class ConnectTests: SocketTestCase {
 
         let serverDelegate = makeDelegate("server")
         let server = makeSocket(serverDelegate)
-        try server.accept(onUrl: URL(fileURLWithPath: path))
+        try server.accept(on: URL(fileURLWithPath: path))
         let raw = try RawSocket(connectToUnixPath: path)
         XCTAssertEqual(serverDelegate.waitForAccepts(1).count, 1)
         raw.close()
@@ -141,9 +141,9 @@ final class ConnectTests: SocketTestCase {
         var v6Only: Int32 = -1
         var fds: (Int32, Int32) = (-1, -1)
         perform(server) {
-            fds = (server.socket4FD, server.socket6FD)
+            fds = (server.socket4FD(), server.socket6FD())
             var length = socklen_t(MemoryLayout<Int32>.size)
-            getsockopt(server.socket6FD, Int32(IPPROTO_IPV6), IPV6_V6ONLY, &v6Only, &length)
+            getsockopt(server.socket6FD(), Int32(IPPROTO_IPV6), IPV6_V6ONLY, &v6Only, &length)
         }
         XCTAssertGreaterThanOrEqual(fds.0, 0, file: file, line: line)
         XCTAssertGreaterThanOrEqual(fds.1, 0, file: file, line: line)
@@ -166,7 +166,7 @@ final class ConnectTests: SocketTestCase {
     func testConnectToAddressData() throws {
         let serverDelegate = makeDelegate("server")
         let server = try makeServer(serverDelegate, interface: "::1")
-        let address = try XCTUnwrap(GCDAsyncSocket.lookupHost("::1", port: server.localPort).first)
+        let address = try XCTUnwrap((GCDAsyncSocket.lookupHost("::1", port: server.localPort) as [Data]).first)
         XCTAssertTrue(GCDAsyncSocket.isIPv6Address(address))
 
         let clientDelegate = makeDelegate("client")
@@ -484,11 +484,11 @@ final class ConnectTests: SocketTestCase {
     func testUnixPathTooLongThrowsBadParam() throws {
         let long = "/tmp/" + String(repeating: "p", count: 200) + ".sock"
         let client = makeSocket(makeDelegate())
-        XCTAssertThrowsError(try client.connect(toUrl: URL(fileURLWithPath: long), withTimeout: 1)) { error in
+        XCTAssertThrowsError(try client.connect(to: URL(fileURLWithPath: long), withTimeout: 1)) { error in
             XCTAssertEqual(error.socketError?.code, .badParamError)
         }
         XCTAssertTrue(client.isDisconnected)
-        XCTAssertThrowsError(try client.accept(onUrl: URL(fileURLWithPath: long))) { error in
+        XCTAssertThrowsError(try client.accept(on: URL(fileURLWithPath: long))) { error in
             XCTAssertEqual(error.socketError?.code, .badParamError)
         }
         XCTAssertTrue(client.isDisconnected, "the failed accept leaves the socket idle")
@@ -503,7 +503,7 @@ final class ConnectTests: SocketTestCase {
         close(fd)  // The file stays; nobody listens.
         let clientDelegate = makeDelegate("client")
         let client = makeSocket(clientDelegate)
-        try client.connect(toUrl: URL(fileURLWithPath: path), withTimeout: testTimeout)
+        try client.connect(to: URL(fileURLWithPath: path), withTimeout: testTimeout)
         let error = clientDelegate.waitForDisconnect() as? GCDAsyncSocketError
         XCTAssertEqual(error?.errno, .connectionRefused)
         settle(client.eventLoop)
@@ -514,7 +514,7 @@ final class ConnectTests: SocketTestCase {
         let directory = try makeTempDirectory()
         let clientDelegate = makeDelegate("client")
         let client = makeSocket(clientDelegate)
-        try client.connect(toUrl: URL(fileURLWithPath: directory.file("absent.sock")), withTimeout: 1)
+        try client.connect(to: URL(fileURLWithPath: directory.file("absent.sock")), withTimeout: 1)
         let error = clientDelegate.waitForDisconnect() as? GCDAsyncSocketError
         XCTAssertEqual(error?.errno, .noSuchFileOrDirectory)
     }

@@ -271,10 +271,10 @@ final class DisconnectTests: SocketTestCase {
             }
         }
         let server = makeSocket(serverDelegate)
-        try server.accept(onUrl: URL(fileURLWithPath: path))
+        try server.accept(on: URL(fileURLWithPath: path))
         let clientDelegate = makeDelegate("client")
         let client = makeSocket(clientDelegate)
-        try client.connect(toUrl: URL(fileURLWithPath: path), withTimeout: testTimeout)
+        try client.connect(to: URL(fileURLWithPath: path), withTimeout: testTimeout)
         client.write(Data("question".utf8), withTimeout: -1, tag: 1)
         client.closeWriteStream()
         client.readData(toLength: 6, withTimeout: -1, tag: 2)

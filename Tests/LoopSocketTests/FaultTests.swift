@@ -105,7 +105,7 @@ final class FaultTests: SocketTestCase {
         let delegate = makeDelegate("client")
         let (client, peer) = try connectToRawPeer(delegate)
         var fd: Int32 = -1
-        perform(client) { fd = client.socketFD }
+        perform(client) { fd = client.socketFD() }
         FaultInjection.inject(.connectionReset, into: .recv, count: 1, fd: fd)
         client.readData(withTimeout: -1, tag: 1)
         try peer.send("x")
@@ -119,7 +119,7 @@ final class FaultTests: SocketTestCase {
         let delegate = makeDelegate("client")
         let (client, peer) = try connectToRawPeer(delegate)
         var fd: Int32 = -1
-        perform(client) { fd = client.socketFD }
+        perform(client) { fd = client.socketFD() }
         FaultInjection.inject(.brokenPipe, into: .send, count: 1, fd: fd)
         client.write(Data("doomed".utf8), withTimeout: -1, tag: 1)
         let error = try XCTUnwrap(delegate.waitForDisconnect() as? GCDAsyncSocketError)
@@ -138,7 +138,7 @@ final class FaultTests: SocketTestCase {
         let (client, peer) = try connectToRawPeer(delegate)
         defer { peer.close() }
         var fd: Int32 = -1
-        perform(client) { fd = client.socketFD }
+        perform(client) { fd = client.socketFD() }
         FaultInjection.inject(.connectionReset, into: .writev, count: 1, fd: fd)
         perform(client) {
             for tag in 0..<5 { client.write(Data("w\(tag)".utf8), withTimeout: -1, tag: tag) }

@@ -92,7 +92,7 @@ final class FidelityTests: SocketTestCase {
         let path = directory.file("released.sock")
         let delegate = makeDelegate("server")
         var server: GCDAsyncSocket? = makeSocket(delegate)
-        try server!.accept(onUrl: URL(fileURLWithPath: path))
+        try server!.accept(on: URL(fileURLWithPath: path))
         XCTAssertTrue(FileManager.default.fileExists(atPath: path))
         server = nil
         settle(loop)

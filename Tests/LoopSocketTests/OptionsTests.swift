@@ -13,7 +13,7 @@ final class OptionsTests: SocketTestCase {
         var value: Int32 = -1
         perform(sock) {
             var length = socklen_t(MemoryLayout<Int32>.size)
-            getsockopt(sock.socketFD, level, name, &value, &length)
+            getsockopt(sock.socketFD(), level, name, &value, &length)
         }
         return value
     }
@@ -98,7 +98,7 @@ final class OptionsTests: SocketTestCase {
         perform(server) {
             var info = tcp_info()
             var length = socklen_t(MemoryLayout<tcp_info>.size)
-            getsockopt(server.socketFD, Int32(IPPROTO_TCP), TCP_INFO, &info, &length)
+            getsockopt(server.socketFD(), Int32(IPPROTO_TCP), TCP_INFO, &info, &length)
             backlog = info.tcpi_sacked  // A listening socket reports its backlog here.
         }
         XCTAssertEqual(backlog, 7)
@@ -129,9 +129,9 @@ final class OptionsTests: SocketTestCase {
         var v6: Int32 = -2
         var onLoop = false
         perform(client) {
-            fd = client.socketFD
-            v4 = client.socket4FD
-            v6 = client.socket6FD
+            fd = client.socketFD()
+            v4 = client.socket4FD()
+            v6 = client.socket6FD()
             onLoop = client.eventLoop.inEventLoop
         }
         XCTAssertTrue(onLoop, "perform runs the block on the socket's loop")
@@ -157,7 +157,7 @@ final class OptionsTests: SocketTestCase {
 
         client.disconnect()
         delegate.waitForDisconnect()
-        perform(client) { fd = client.socketFD }
+        perform(client) { fd = client.socketFD() }
         XCTAssertEqual(fd, -1, "no descriptor once disconnected")
         peer.close()
     }

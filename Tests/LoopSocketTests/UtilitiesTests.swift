@@ -46,16 +46,16 @@ final class UtilitiesTests: SocketTestCase {
     }
 
     func testLookupHost() throws {
-        let localhost = try GCDAsyncSocket.lookupHost("localhost", port: 80)
+        let localhost: [Data] = try GCDAsyncSocket.lookupHost("localhost", port: 80)
         XCTAssertEqual(Set(localhost.compactMap { GCDAsyncSocket.host(fromAddress: $0) }), ["127.0.0.1", "::1"])
         XCTAssertTrue(localhost.allSatisfy { GCDAsyncSocket.port(fromAddress: $0) == 80 })
         XCTAssertTrue(localhost.contains(where: GCDAsyncSocket.isIPv4Address))
         XCTAssertTrue(localhost.contains(where: GCDAsyncSocket.isIPv6Address))
 
-        let numeric = try GCDAsyncSocket.lookupHost("127.0.0.1", port: 9)
+        let numeric: [Data] = try GCDAsyncSocket.lookupHost("127.0.0.1", port: 9)
         XCTAssertEqual(numeric.count, 1)
         XCTAssertEqual(GCDAsyncSocket.host(fromAddress: numeric[0]), "127.0.0.1")
-        XCTAssertEqual(try GCDAsyncSocket.lookupHost("::1", port: 9).map { GCDAsyncSocket.host(fromAddress: $0) }, ["::1"])
+        XCTAssertEqual(try (GCDAsyncSocket.lookupHost("::1", port: 9) as [Data]).map { GCDAsyncSocket.host(fromAddress: $0) }, ["::1"])
     }
 
     func testIntrospectionAcrossTheLifecycle() throws {
@@ -115,7 +115,7 @@ final class UtilitiesTests: SocketTestCase {
         XCTAssertFalse(sock.isIPv6)
         XCTAssertTrue(GCDAsyncSocket.defaultGroup.loops.contains { $0 === sock.eventLoop })
         var socketFD: Int32 = -1
-        perform(sock) { socketFD = sock.socketFD }
+        perform(sock) { socketFD = sock.socketFD() }
         XCTAssertEqual(socketFD, fd, "the socket owns the descriptor it was given")
         XCTAssertNotEqual(fcntl(fd, F_GETFL) & O_NONBLOCK, 0, "made nonblocking")
 

@@ -36,7 +36,7 @@ public final class AsyncListener: Sendable {
 
     /// Listens on a Unix-domain socket at `path`.
     public convenience init(unixPath path: String, group: EventLoopGroup? = nil, options: SocketOptions = SocketOptions()) throws {
-        try self.init(group: group, options: options, tls: nil) { try $0.accept(onUrl: URL(fileURLWithPath: path)) }
+        try self.init(group: group, options: options, tls: nil) { try $0.accept(on: URL(fileURLWithPath: path)) }
     }
 
     private init(

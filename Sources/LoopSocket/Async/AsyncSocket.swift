@@ -77,7 +77,7 @@ public final class AsyncSocket: Sendable {
         unixPath path: String, timeout: Duration? = nil, loop: EventLoop? = nil, group: EventLoopGroup? = nil
     ) async throws -> AsyncSocket {
         try await connect(loop: loop, group: group, options: SocketOptions()) { socket in
-            try socket.connect(toUrl: URL(fileURLWithPath: path), withTimeout: timeout.map(Self.seconds) ?? -1)
+            try socket.connect(to: URL(fileURLWithPath: path), withTimeout: timeout.map(Self.seconds) ?? -1)
         }
     }
 

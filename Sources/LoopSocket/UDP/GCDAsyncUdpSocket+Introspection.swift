@@ -106,13 +106,13 @@ extension GCDAsyncUdpSocket {
     }
 
     /// Host and port of a raw `sockaddr`; false if it is neither IPv4 nor IPv6.
-    @discardableResult
+    @discardableResult @_disfavoredOverload
     public class func getHost(_ host: UnsafeMutablePointer<String?>?, port: UnsafeMutablePointer<UInt16>?, fromAddress address: Data) -> Bool {
         getHost(host, port: port, family: nil, fromAddress: address)
     }
 
     /// Host, port and family of a raw `sockaddr`; false if it is neither IPv4 nor IPv6.
-    @discardableResult
+    @discardableResult @_disfavoredOverload
     public class func getHost(
         _ host: UnsafeMutablePointer<String?>?, port: UnsafeMutablePointer<UInt16>?, family: UnsafeMutablePointer<Int32>?,
         fromAddress address: Data

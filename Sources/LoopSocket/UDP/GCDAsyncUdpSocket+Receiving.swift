@@ -204,7 +204,7 @@ extension GCDAsyncUdpSocket {
             return
         }
         guard let queue = filter.queue else {
-            var context: Any?
+            var context: AnyObject?
             if filter.block(data, address, &context) { complete(data, from: address, context: context) }
             return
         }
@@ -212,7 +212,7 @@ extension GCDAsyncUdpSocket {
         let generation = self.generation
         let block = UncheckedSendable(filter.block)
         queue.async { [self] in
-            var context: Any?
+            var context: AnyObject?
             let allowed = block.value(data, address, &context)
             let result = UncheckedSendable(context)
             onLoop { [self] in

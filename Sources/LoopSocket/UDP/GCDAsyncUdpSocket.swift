@@ -18,7 +18,7 @@ import Synchronization
 /// try socket.beginReceiving()
 /// print("bound to", socket.localPort())
 /// ```
-public final class GCDAsyncUdpSocket: @unchecked Sendable {
+open class GCDAsyncUdpSocket: @unchecked Sendable {
     // Thread-safety: `eventLoop` is immutable; `shared` is a mutex for what any thread may read or set
     // (delegate, configuration, user data); everything else is confined to `eventLoop`'s thread.
 
@@ -181,7 +181,7 @@ extension GCDAsyncUdpSocket {
 
 /// GCDAsyncUdpSocket's receive filter: return false to drop the datagram; anything stored in `context` is
 /// passed to `udpSocket(_:didReceive:fromAddress:withFilterContext:)`.
-public typealias GCDAsyncUdpSocketReceiveFilterBlock = (_ data: Data, _ address: Data, _ context: UnsafeMutablePointer<Any?>) -> Bool
+public typealias GCDAsyncUdpSocketReceiveFilterBlock = (_ data: Data, _ address: Data, _ context: AutoreleasingUnsafeMutablePointer<AnyObject?>) -> Bool
 
 /// GCDAsyncUdpSocket's send filter: return false to drop the datagram (it is then reported as sent).
 public typealias GCDAsyncUdpSocketSendFilterBlock = (_ data: Data, _ address: Data, _ tag: Int) -> Bool

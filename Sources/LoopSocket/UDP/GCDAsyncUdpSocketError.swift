@@ -41,6 +41,8 @@ public struct GCDAsyncUdpSocketError: Error, Hashable, Sendable, CustomStringCon
     public let syscall: SystemCall?
     /// A sentence for people.
     public let message: String
+    /// What ``init(_:userInfo:)`` or ``init(_nsError:)`` was given besides the description (nil otherwise).
+    let extraUserInfo: ErrorUserInfo?
 
     /// An error with a code and a message.
     public init(_ code: Code, _ message: String) {
@@ -48,6 +50,16 @@ public struct GCDAsyncUdpSocketError: Error, Hashable, Sendable, CustomStringCon
         self.message = message
         self.errno = nil
         self.syscall = nil
+        self.extraUserInfo = nil
+    }
+
+    /// An error with every field given (``init(_:userInfo:)`` and ``init(_nsError:)`` build theirs with it).
+    init(code: Code, message: String, errno: Errno?, userInfo: ErrorUserInfo?) {
+        self.code = code
+        self.message = message
+        self.errno = errno
+        self.syscall = nil
+        self.extraUserInfo = userInfo
     }
 
     /// An error for a failed system call.
@@ -56,6 +68,7 @@ public struct GCDAsyncUdpSocketError: Error, Hashable, Sendable, CustomStringCon
         self.message = error.description
         self.errno = error.errno
         self.syscall = error.call
+        self.extraUserInfo = nil
     }
 
     /// An error with a code, a message and the `errno` behind it.
@@ -64,6 +77,7 @@ public struct GCDAsyncUdpSocketError: Error, Hashable, Sendable, CustomStringCon
         self.message = message
         self.errno = errno
         self.syscall = nil
+        self.extraUserInfo = nil
     }
 
     /// The message, with the code.

@@ -22,7 +22,7 @@ final class TLSFaultTests: TLSTestCase {
         let client = try connectTLSClient(delegate, port: server.localPort, Self.client())
         waitForSecure(delegate, client)
         var fd: Int32 = -1
-        perform(client) { fd = client.socketFD }
+        perform(client) { fd = client.socketFD() }
         return (client, delegate, fd)
     }
 
@@ -58,7 +58,7 @@ final class TLSFaultTests: TLSTestCase {
         try client.connect(toHost: "127.0.0.1", onPort: server.localPort, withTimeout: testTimeout)
         delegate.waitForConnect()
         var fd: Int32 = -1
-        perform(client) { fd = client.socketFD }
+        perform(client) { fd = client.socketFD() }
         FaultInjection.inject(.connectionReset, into: .recv, count: 1, fd: fd)
         client.startTLS(Self.client())
         let error = try XCTUnwrap(delegate.waitForDisconnect(of: client) as? GCDAsyncSocketError)

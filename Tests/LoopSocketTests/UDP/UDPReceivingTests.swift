@@ -116,7 +116,7 @@ final class UDPReceivingTests: SocketTestCase {
         let delegate = UDPRecorder()
         let receiver = try makeReceiver(delegate)
         receiver.setReceiveFilter({ data, _, context in
-            context.pointee = data.count
+            context.pointee = data.count as AnyObject
             return data.first != UInt8(ascii: "x")
         }, withQueue: nil)
         let sender = makeUDP(UDPRecorder())
@@ -133,7 +133,7 @@ final class UDPReceivingTests: SocketTestCase {
         try receiver.bind(toPort: 0, interface: "127.0.0.1")
         let filterQueue = makeQueue("filter")
         receiver.setReceiveFilter({ data, _, context in
-            context.pointee = DispatchQueue.getSpecific(key: RecordingDelegate.queueKey)
+            context.pointee = DispatchQueue.getSpecific(key: RecordingDelegate.queueKey).map { $0 as AnyObject }
             return data != Data("drop".utf8)
         }, withQueue: filterQueue, isAsynchronous: false)
         let sender = makeUDP(UDPRecorder())
