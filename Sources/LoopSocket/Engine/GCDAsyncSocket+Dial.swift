@@ -1,0 +1,189 @@
+import Dispatch
+import EpollLoop
+import FoundationEssentials
+import Glibc
+
+/// Connection attempts: Happy Eyeballs across the resolved addresses, the first to connect becoming the
+/// connection.
+extension GCDAsyncSocket {
+    /// Starts a connect on the loop: the lifecycle goes `idle` → `connecting`, with the whole connect's timer;
+    /// `begin` then starts the attempts (at once, or once DNS has answered).
+    func startConnecting(configuration: Configuration, timeout: TimeInterval, local: [SocketAddress], then begin: () -> Void) {
+        guard lifecycle == .idle else { return }
+        config = configuration
+        lifecycle = .connecting
+        connecting = ConnectAttempts(local: local)
+        if timeout >= 0 {
+            connectTimer = eventLoop.scheduleOnLoop(at: Self.deadline(after: timeout)) { [self] in
+                connectTimer = .invalid
+                guard lifecycle == .connecting else { return }
+                closeWithError(GCDAsyncSocketError.connectTimeout)
+            }
+        }
+        begin()
+    }
+
+    // MARK: Attempts
+
+    func beginAttempts(_ addresses: [SocketAddress]) {
+        guard lifecycle == .connecting, let attempts = connecting else { return }
+        attempts.remaining = Resolver.happyEyeballsOrder(
+            addresses, ipv4: config.ipv4Enabled || addresses.allSatisfy(\.isUnix), ipv6: config.ipv6Enabled,
+            preferIPv4: config.ipv4PreferredOverIPv6)
+        if addresses.allSatisfy(\.isUnix) { attempts.remaining = addresses }
+        guard !attempts.remaining.isEmpty else {
+            closeWithError(GCDAsyncSocketError(.badConfigError, "No address of an enabled IP family"))
+            return
+        }
+        startNextAttempt()
+    }
+
+    /// Starts the next address. A failure to even start moves on at once; a started attempt gets
+    /// `alternateAddressDelay` before the next one starts beside it.
+    func startNextAttempt() {
+        guard lifecycle == .connecting, let attempts = connecting else { return }
+        eventLoop.cancelOnLoop(attempts.alternateTimer)
+        attempts.alternateTimer = .invalid
+        while !attempts.remaining.isEmpty {
+            let address = attempts.remaining.removeFirst()
+            switch openAttempt(address, attempts) {
+            case .failure(let error):
+                attempts.lastError = error
+                continue
+            case .success(let attempt):
+                attempts.inFlight.append(attempt)
+                if !attempts.remaining.isEmpty {
+                    attempts.alternateTimer = eventLoop.scheduleOnLoop(at: Self.deadline(after: config.alternateAddressDelay)) { [self] in
+                        connecting?.alternateTimer = .invalid
+                        startNextAttempt()
+                    }
+                }
+                return
+            }
+        }
+        if attempts.inFlight.isEmpty {
+            closeWithError(attempts.lastError.map { GCDAsyncSocketError($0) }
+                ?? GCDAsyncSocketError(.otherError, "Could not connect to any address"))
+        }
+    }
+
+    /// Creates, binds and starts connecting one socket, watched for writability.
+    private func openAttempt(_ address: SocketAddress, _ attempts: ConnectAttempts) -> Result<ConnectAttempt, SyscallError> {
+        let fd: Int32
+        do {
+            fd = try Syscall.socket(domain: address.family)
+        } catch { return .failure(error) }
+        do throws(SyscallError) {
+            try config.options.applyToStream(fd, isUnix: address.isUnix)
+            if let local = attempts.local.first(where: { $0.family == address.family }) {
+                try local.withSockAddr { sa, length throws(SyscallError) in try Syscall.bind(fd, sa, length) }
+            } else if !attempts.local.isEmpty {
+                throw SyscallError(.bind, errno: .addressFamilyNotSupported)
+            }
+            // Connected at once (a Unix socket) or in progress: either way epoll reports the socket writable,
+            // and the connection is established from there, never inside the caller's connect() call.
+            _ = try address.withSockAddr { sa, length throws(SyscallError) in try Syscall.connect(fd, sa, length) }
+            let attempt = ConnectAttempt(fd: fd, address: address, owner: self)
+            do {
+                try eventLoop.register(fd: fd, interest: .writable, handler: attempt)
+            } catch {
+                throw SyscallError(.epollCtl, errno: .badFileDescriptor)
+            }
+            return .success(attempt)
+        } catch {
+            try? Syscall.close(fd)
+            return .failure(error)
+        }
+    }
+
+    /// An attempt's socket became writable (or failed): it connected, or the next address gets its turn.
+    func attemptReady(_ attempt: ConnectAttempt) {
+        guard lifecycle == .connecting, let attempts = connecting else { return }
+        let code = (try? Syscall.option(attempt.fd, level: SOL_SOCKET, name: SO_ERROR)) ?? EBADF
+        attempts.inFlight.removeAll { $0 === attempt }
+        if code == 0 {
+            connectionEstablished(attempt.fd, to: attempt.address)
+            return
+        }
+        try? eventLoop.close(fd: attempt.fd)
+        attempts.lastError = SyscallError(.connect, errno: Errno(rawValue: code))
+        startNextAttempt()
+    }
+
+    /// The connection is up: close the other attempts, watch it as the connection (the attempt's registration
+    /// changes hands), tell the delegate, then run the reads and writes queued while connecting.
+    private func connectionEstablished(_ fd: Int32, to address: SocketAddress) {
+        connecting?.cancel(on: eventLoop)
+        connecting = nil
+        eventLoop.cancelOnLoop(connectTimer)
+        connectTimer = .invalid
+        lifecycle = .open
+        self.fd = fd
+        if address.isUnix { traits.insert(.unix) }
+        do {
+            // One `epoll_ctl(MOD)` from the attempt's EPOLLOUT to what a connection with no read yet is
+            // watched for (see `updateInterest`), so the pump after the callback finds nothing to change.
+            try eventLoop.reassign(fd: fd, interest: [.readable, .readHangup], handler: self)
+        } catch {
+            // Still the attempt's registration unless the loop lost it; either way the descriptor closes once.
+            if eventLoop.interest(of: fd) != nil { try? eventLoop.close(fd: fd) } else { try? Syscall.close(fd) }
+            self.fd = -1
+            closeWithError(GCDAsyncSocketError(.otherError, "\(error)"))
+            return
+        }
+        publish(status: .connected, fd: fd, onlyFor: config.claim)
+        // Calls the delegate makes from the callback join this pump instead of deferring one.
+        pumpState.insert(.pumping)
+        if address.isUnix {
+            let url = URL(fileURLWithPath: address.unixPath ?? "")
+            notify { $0.socket($1, didConnectTo: url) }
+        } else {
+            let host = address.host ?? ""
+            let port = address.port
+            notify { $0.socket($1, didConnectToHost: host, port: port) }
+        }
+        pumpState.remove([.pumping, .again])
+        pump()
+    }
+}
+
+/// The connection attempts of one connect: addresses not yet tried, sockets in flight, the Happy Eyeballs timer.
+final class ConnectAttempts {
+    var remaining: [SocketAddress] = []
+    var inFlight: [ConnectAttempt] = []
+    var alternateTimer = TimerID.invalid
+    var lastError: SyscallError?
+    let local: [SocketAddress]
+
+    init(local: [SocketAddress]) { self.local = local }
+
+    /// Closes every attempt still in flight and stops the timer.
+    func cancel(on loop: EventLoop) {
+        loop.cancelOnLoop(alternateTimer)
+        alternateTimer = .invalid
+        for attempt in inFlight { try? loop.close(fd: attempt.fd) }
+        inFlight = []
+        remaining = []
+    }
+}
+
+/// The handler of one nonblocking connect in flight.
+final class ConnectAttempt: LoopIOHandler {
+    let fd: Int32
+    let address: SocketAddress
+    let owner: GCDAsyncSocket
+
+    init(fd: Int32, address: SocketAddress, owner: GCDAsyncSocket) {
+        self.fd = fd
+        self.address = address
+        self.owner = owner
+    }
+
+    func handleIO(_ events: IOEvents) {
+        owner.attemptReady(self)
+    }
+
+    func loopWillShutDown() {
+        owner.closeWithError(GCDAsyncSocketError.loopShutDown)
+    }
+}

@@ -1,0 +1,246 @@
+import CEpollShim
+import Dispatch
+import EpollLoop
+import FoundationEssentials
+import Glibc
+
+/// Accepting: descriptors taken from the listening sockets, shed at the descriptor limit, and handed to a
+/// new socket on the next loop of the group, which starts only once `didAcceptNewSocket` has run.
+extension GCDAsyncSocket {
+    /// Starts listening on the loop: the lifecycle goes `idle` → `listening`, each descriptor registered with
+    /// its ``ListenHandler``. Throws if the loop is shut down (the descriptors are closed).
+    func startListening(_ listening: [(Int32, SocketAddress)], configuration: Configuration, unixPath: String?) throws {
+        let addresses = listening.map { bound in SocketAddress.of(fd: bound.0, peer: false) ?? bound.1 }
+        publish(status: .accepting, listening: addresses)
+        let started = onLoop { [self] in
+            config = configuration
+            lifecycle = .listening
+            unixListenPath = unixPath
+            // Creates the loop's shared context now if need be: it opens the reserve descriptor that lets
+            // accept shed connections at EMFILE, which could not be opened once the table is full.
+            _ = context
+            for (fd, address) in listening {
+                let listener = ListenHandler(fd: fd, address: address, owner: self)
+                do {
+                    try eventLoop.register(fd: fd, interest: .readable, handler: listener)
+                    listeners.append(listener)
+                    let open = (listeners, unixPath)
+                    shared.withLock { $0.openListeners = open }
+                } catch {
+                    try? Syscall.close(fd)
+                    closeWithError(GCDAsyncSocketError(.otherError, "\(error)"))
+                    return
+                }
+            }
+        }
+        if !started {
+            for (fd, _) in listening { try? Syscall.close(fd) }
+            if let unixPath { unlink(unixPath) }
+            throw GCDAsyncSocketError.loopShutDown
+        }
+    }
+
+    // MARK: Accepting
+
+    /// Accepts what is pending (at most 64 per readiness event, to stay fair to other descriptors).
+    func acceptConnections(from listener: ListenHandler) {
+        for _ in 0..<64 {
+            guard lifecycle == .listening else { return }
+            var storage = sockaddr_storage()
+            var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+            let result = withUnsafeMutablePointer(to: &storage) { pointer in
+                pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { sa in
+                    Result { () throws(SyscallError) in try Syscall.accept(listener.fd, sa, &length) }
+                }
+            }
+            switch result {
+            case .success(.wouldBlock):
+                return
+            case .success(.processed(let child)):
+                handOff(child, peer: SocketAddress(storage: storage, length: length), isUnix: listener.address.isUnix)
+            case .failure(let error):
+                switch error.errno {
+                case .tooManyOpenFiles, .tooManyOpenFilesInSystem, .noBufferSpace, .noMemory:
+                    shedPendingConnections(listener, error)
+                    return
+                case .connectionAborted, Errno(rawValue: EPROTO), Errno(rawValue: EPERM):
+                    continue  // That one connection died before we took it; the next may be fine.
+                default:
+                    notify { $0.socket($1, didFailToAcceptWithError: GCDAsyncSocketError(error)) }
+                    return
+                }
+            }
+        }
+    }
+
+    /// Out of descriptors: free the reserve, accept and close the pending connections (so their clients see
+    /// a reset instead of hanging), take the reserve back, tell the delegate, and pause accepting for 100 ms.
+    /// A full descriptor table never turns into a busy loop (libuv's approach plus a back-off).
+    private func shedPendingConnections(_ listener: ListenHandler, _ error: SyscallError) {
+        let context = self.context
+        if context.reserveFD >= 0 {
+            try? Syscall.close(context.reserveFD)
+            context.reserveFD = -1
+            for _ in 0..<64 {
+                guard case .success(.processed(let child)) = Result(catching: { () throws(SyscallError) in
+                    try Syscall.accept(listener.fd, nil, nil)
+                }) else { break }
+                try? Syscall.close(child)
+            }
+            context.reserveFD = (try? Syscall.openDevNull()) ?? -1
+        }
+        notify { $0.socket($1, didFailToAcceptWithError: GCDAsyncSocketError(error)) }
+        try? eventLoop.setInterest([], fd: listener.fd)
+        let index = stateIndex
+        _ = eventLoop.scheduleOnLoop(at: Self.deadline(after: 0.1)) { [self] in
+            guard stateIndex == index, lifecycle == .listening else { return }
+            try? eventLoop.setInterest(.readable, fd: listener.fd)
+        }
+    }
+
+    /// Wraps an accepted descriptor in a socket on the next loop of the group, tells the delegate, and only
+    /// then lets the connection run.
+    ///
+    /// GCDAsyncSocket's order: `didAcceptNewSocket` comes before any callback of the new socket, and a
+    /// delegate that takes the new socket over there (an ``AsyncListener`` gives it its own handler) gets
+    /// every one of its events. So the socket is set up here, on the listener's loop, before any other
+    /// thread knows it, and is registered with its own loop (and pumped) only once the callback has run:
+    /// inline, right after it; on a delegate queue, from that queue once it ran. Reads and writes queued from
+    /// the callback wait in the queues meanwhile; bytes and resets wait in the kernel.
+    private func handOff(_ child: Int32, peer: SocketAddress?, isUnix: Bool) {
+        let target = group?.next() ?? eventLoop
+        var queue = loopDelegateQueue
+        if let delegate = loopDelegate, let chosen = queueChosen(by: delegate, peer: peer) {
+            queue = chosen
+        }
+        let socket = GCDAsyncSocket(delegate: loopDelegate, delegateQueue: queue, loop: target, group: nil)
+        let configuration = config
+        socket.shared.withLock {
+            $0.configuration = configuration
+            $0.claim = configuration.claim
+            $0.status = .connected
+            $0.fd = child
+        }
+        if target === eventLoop {
+            socket.cachedContext = cachedContext  // this loop's, without looking it up again
+        }
+        // Nothing else references `socket` yet, so its loop's fields may be written from here: the hand-off
+        // to its loop below (or the callback's own calls into it) orders these writes before its loop reads.
+        socket.prepareAdoption(child, configuration: configuration, isUnix: isUnix, accepted: true)
+        switch delegateTarget {
+        case .none:
+            socket.startAdopted()
+        case .inline(let delegate):
+            delegate.socket(self, didAcceptNewSocket: socket)
+            socket.startAdopted()
+        case .queued(let delegate, let queue):
+            let box = UncheckedSendable(delegate)
+            queue.async { [self] in
+                box.value.socket(self, didAcceptNewSocket: socket)
+                socket.startAdopted()
+            }
+        }
+    }
+
+    /// `newSocketQueueForConnection(fromAddress:on:)`, asked as GCDAsyncSocket asks it: only of a delegate
+    /// that implements it (`respondsToSelector:`). A Swift protocol cannot say whether a type implements a
+    /// requirement or takes its default, so the default tells the listener that it ran, and a delegate of
+    /// that type is not asked again (a type's witness never changes). What that saves every accepted
+    /// connection: copying the peer's address into a `Data` nobody reads, two allocations and about 1,000
+    /// instructions with its release (callgrind, connect churn).
+    private func queueChosen(by delegate: any GCDAsyncSocketDelegate, peer: SocketAddress?) -> DispatchQueue? {
+        let type = ObjectIdentifier(Swift.type(of: delegate))
+        if dial?.defaultQueueChooser == type { return nil }
+        dial?.defaultQueueChooserRan = false
+        let chosen = delegate.newSocketQueueForConnection(fromAddress: peer?.data ?? Data(), on: self)
+        if dial?.defaultQueueChooserRan == true {
+            dial?.defaultQueueChooserRan = false
+            dial?.defaultQueueChooser = type
+        }
+        return chosen
+    }
+
+    /// Called by the default `newSocketQueueForConnection`: see ``queueChosen(by:peer:)``. Only on the loop,
+    /// where the listener asks; a call from anywhere else changes nothing.
+    func noteDefaultQueueChooserRan() {
+        if eventLoop.inEventLoop { dial?.defaultQueueChooserRan = true }
+    }
+
+    /// Takes ownership of a connected descriptor and starts watching it. Loop only.
+    func adopt(_ fd: Int32, configuration: Configuration, isUnix: Bool) {
+        prepareAdoption(fd, configuration: configuration, isUnix: isUnix, accepted: false)
+        registerAdopted()
+    }
+
+    /// Takes ownership of a connected descriptor without watching it yet: reads and writes may be queued,
+    /// nothing runs until ``startAdopted()``. On the socket's loop, or before any other thread knows it.
+    func prepareAdoption(_ fd: Int32, configuration: Configuration, isUnix: Bool, accepted: Bool) {
+        config = configuration
+        lifecycle = .starting
+        self.fd = fd
+        if isUnix { traits.insert(.unix) }
+        if accepted { traits.insert(.accepted) }
+        try? configuration.options.applyToStream(fd, isUnix: isUnix)
+    }
+
+    /// Lets a socket set up by ``prepareAdoption(_:configuration:isUnix:accepted:)`` run: on its loop, at
+    /// once when called there. Any thread.
+    func startAdopted() {
+        if eventLoop.inEventLoop {
+            registerAdopted()
+        } else if !onLoop({ [self] in registerAdopted() }) {
+            // The loop has shut down: nothing will ever watch or close the descriptor but us.
+            let fd = self.fd
+            unpublish(fd)
+            try? Syscall.close(fd)
+        }
+    }
+
+    /// Registers the adopted descriptor with the loop and pumps what was queued meanwhile. Does nothing if
+    /// the socket was closed before it started. Loop only.
+    private func registerAdopted() {
+        guard lifecycle == .starting else { return }
+        lifecycle = .open
+        do {
+            // EPOLLIN armed from the start, as `updateInterest` leaves it after a read (lazily dropped if it
+            // fires with no read queued): the delegate queues its first read from `didAcceptNewSocket`,
+            // before this, and registering without it would cost every accepted connection an
+            // `epoll_ctl(MOD)` in the common case where the bytes are not there yet.
+            try eventLoop.register(fd: fd, interest: [.readable, .readHangup], handler: self)
+        } catch {
+            unpublish(fd)
+            try? Syscall.close(fd)
+            fd = -1
+            closeWithError(GCDAsyncSocketError(.otherError, "\(error)"))
+            return
+        }
+        requestPump()
+    }
+}
+
+/// The handler of one listening descriptor (a socket listening on IPv4 and IPv6 has two).
+final class ListenHandler: LoopIOHandler {
+    let fd: Int32
+    let address: SocketAddress
+    /// Weak, as GCDAsyncSocket's owner holds it: a listening socket its owner releases is deallocated,
+    /// and its deinit closes this descriptor (the loop holds the handler, not the socket).
+    weak var owner: GCDAsyncSocket?
+
+    init(fd: Int32, address: SocketAddress, owner: GCDAsyncSocket) {
+        self.fd = fd
+        self.address = address
+        self.owner = owner
+    }
+
+    func handleIO(_ events: IOEvents) {
+        owner?.acceptConnections(from: self)
+    }
+
+    func loopWillShutDown() {
+        owner?.closeWithError(GCDAsyncSocketError.loopShutDown)
+    }
+
+    func close(on loop: EventLoop) {
+        try? loop.close(fd: fd)
+    }
+}

@@ -1,0 +1,340 @@
+import COpenSSL
+import EpollLoop
+import FoundationEssentials
+import Glibc
+
+/// The TLS transport: `startTLS` as the transport's one transition (both queues reach its marker), the
+/// handshake, trust, and application data through OpenSSL over the socket's own buffers.
+extension GCDAsyncSocket {
+    /// Accepted while a connection is being made or is open, once, and not after a `disconnectAfter…`
+    /// (GCDAsyncSocket's rules; other calls are ignored, as there).
+    func queueStartTLS(_ start: TLSStart) {
+        let box = UncheckedSendable(start)
+        onLoop { [self] in
+            // Once per connection, and only over plaintext: `transport` has one transition.
+            guard lifecycle == .connecting || lifecycle == .starting || lifecycle == .open,
+                  case .plain = transport, ending == .none else { return }
+            transport = .tlsQueued
+            reads.append(ReadOp(kind: .startTLS(box.value), maxLength: 0, tag: 0, timeout: -1, id: reserveOpID()))
+            writes.append(WriteOp(data: Data(), count: 0, tag: 0, timeout: -1, id: reserveOpID()))
+            readiness.remove(.idleWake)
+            if lifecycle == .open { requestPump() }
+        }
+    }
+
+    /// Starts the handshake if both queues have reached `startTLS`'s marker.
+    func beginTLSIfBothQueuesReady() {
+        guard reads.front({ $0.isStartTLS }) == true, writes.front({ $0.isStartTLS }) == true else { return }
+        let marker = reads.removeFirst()
+        writes.removeFirst()
+        transport = .plain
+        guard case .startTLS(let start) = marker.kind else { return }
+        let connection: TLSConnection
+        let configuration: TLSConfiguration
+        do {
+            configuration = try start.configuration.get()
+            connection = try makeTLSConnection(configuration)
+        } catch {
+            closeWithError(error)
+            return
+        }
+        // Bytes that arrived behind the plaintext the reads took are the peer's first handshake bytes.
+        if pendingCount > 0 {
+            connection.stash = Array(pending[pendingStart...])
+            pending = []
+            pendingStart = 0
+        }
+        transport = .tls(connection)
+        let index = stateIndex
+        // The timeout is per connection: the shared context's copy of the settings leaves it out.
+        let timeout = configuration.handshakeTimeout
+        let seconds = Double(timeout.components.seconds) + Double(timeout.components.attoseconds) / 1e18
+        connection.handshakeTimer = eventLoop.scheduleOnLoop(at: Self.deadline(after: seconds)) { [self] in
+            guard stateIndex == index, case .tls(let tls) = transport, tls.state != .established else { return }
+            tls.handshakeTimer = .invalid
+            closeWithError(TLSError.handshakeTimedOut)
+        }
+        requestPump()
+    }
+
+    private func makeTLSConnection(_ configuration: TLSConfiguration) throws -> TLSConnection {
+        let context = try TLSContext.shared(for: configuration)
+        guard configuration.role == .client else {
+            return try TLSConnection(context: context, serverName: nil, sessionKey: nil)
+        }
+        let peer = connected(peer: true)
+        guard let name = configuration.serverName ?? config.connectHost ?? peer?.host else {
+            throw TLSError(.badConfiguration, "No server name to verify: set kCFStreamSSLPeerName (serverName)")
+        }
+        let key = configuration.sessionKey ?? Data("\(name):\(peer?.port ?? 0)".utf8)
+        return try TLSConnection(context: context, serverName: name, sessionKey: key)
+    }
+
+    // MARK: The handshake
+
+    /// Runs the handshake as far as the bytes at hand allow: sends what OpenSSL wrote, reads what it needs.
+    func advanceHandshake(_ tls: TLSConnection) {
+        while lifecycle == .open && tls.state == .handshaking {
+            guard flushTLSOutput(tls) else { return }
+            let step = tls.withInput(nil, { tls.handshake() })
+            switch step {
+            case .done:
+                guard flushTLSOutput(tls) else { return }
+                handshakeCompleted(tls)
+                return
+            case .needsTrust:
+                askDelegateForTrust(tls)
+                return
+            case .failed(let error):
+                _ = flushTLSOutput(tls)  // the alert, if the kernel takes it
+                closeWithError(error)
+                return
+            case .needsInput:
+                guard flushTLSOutput(tls), readiness.contains(.readable) else { return }
+                guard receiveHandshakeBytes(tls) else { return }
+            }
+        }
+    }
+
+    /// One `recv` of handshake bytes into the stash; false when there was nothing (or the socket closed).
+    private func receiveHandshakeBytes(_ tls: TLSConnection) -> Bool {
+        let buffer = context.receiveBuffer
+        switch receiveChunk(into: buffer) {
+        case .nothing:
+            return false
+        case .endOfStream:
+            closeWithError(TLSError.closedInHandshake)
+            return false
+        case .bytes(let count):
+            tls.stash.append(contentsOf: UnsafeRawBufferPointer(rebasing: buffer[0..<count]))
+            return true
+        }
+    }
+
+    private func handshakeCompleted(_ tls: TLSConnection) {
+        tls.keepNewSession()
+        if tls.isServer && tls.context.configuration.manualTrustEvaluation {
+            // OpenSSL cannot pause a server's handshake for the answer: no application data moves until it comes.
+            askDelegateForTrust(tls)
+            return
+        }
+        establish(tls)
+    }
+
+    private func establish(_ tls: TLSConnection) {
+        tls.state = .established
+        eventLoop.cancelOnLoop(tls.handshakeTimer)
+        tls.handshakeTimer = .invalid
+        let info = tls.info
+        shared.withLock { $0.tls = info }
+        notify { $0.socketDidSecure($1) }
+        requestPump()
+    }
+
+    /// Hands the peer's chain to the delegate; the handshake (or, on a server, the data) waits for its answer,
+    /// within the handshake timeout. The completion handler may be called from any thread, once (later
+    /// calls, and calls after the socket closed, do nothing).
+    private func askDelegateForTrust(_ tls: TLSConnection) {
+        tls.state = .awaitingTrust
+        let trust = TLSTrust(certificates: tls.peerCertificates, hostName: tls.serverName, context: tls.context)
+        let index = stateIndex
+        let once = OneShot()
+        let handler: @Sendable (Bool) -> Void = { [self] trusted in
+            guard once.claim() else { return }
+            onLoop { [self] in
+                guard stateIndex == index, case .tls(let current) = transport, current.state == .awaitingTrust else { return }
+                trustDecided(current, trusted)
+            }
+        }
+        if case .delegate = sink, loopDelegate == nil {
+            handler(false)  // Nobody to ask: not trusted.
+            return
+        }
+        notify { $0.socket($1, didReceive: trust, completionHandler: handler) }
+    }
+
+    private func trustDecided(_ tls: TLSConnection, _ trusted: Bool) {
+        tls.decideTrust(trusted)
+        guard tls.isServer else {
+            tls.state = .handshaking  // The next handshake step returns the answer to OpenSSL.
+            requestPump()
+            return
+        }
+        guard trusted else {
+            closeWithError(TLSError(.trustRejected, "The delegate did not trust the peer's certificate"))
+            return
+        }
+        establish(tls)
+    }
+
+    // MARK: Application data
+
+    /// `receive`'s TLS path: one `recv` of ciphertext (or the stash), decrypted record by record straight into
+    /// the reads; what they do not take goes to the prebuffer, as in plaintext.
+    func receiveTLS(_ tls: TLSConnection, intoPrebufferOnly: Bool) {
+        var input: UnsafeRawBufferPointer?
+        if tls.stash.isEmpty {
+            let buffer = context.receiveBuffer
+            switch receiveChunk(into: buffer) {
+            case .nothing:
+                return
+            case .endOfStream:
+                guard tls.closeNotifyReceived else {
+                    closeWithError(TLSError.cutWithoutNotify)
+                    return
+                }
+                readSide = .peerFinished
+                return
+            case .bytes(let count):
+                input = UnsafeRawBufferPointer(rebasing: buffer[0..<count])
+            }
+        }
+        tls.withInput(input) { decrypt(tls, intoPrebufferOnly: intoPrebufferOnly) }
+        // A ticket that came with this input is kept even if a read's callback closed the socket meanwhile
+        // (a client that reads one reply and disconnects is the common case).
+        if !tls.isServer { tls.keepNewSession() }
+    }
+
+    private func decrypt(_ tls: TLSConnection, intoPrebufferOnly: Bool) {
+        let plaintext = context.tlsPlaintextBuffer
+        while lifecycle == .open {
+            let count = Int(SSL_read(tls.ssl, plaintext.baseAddress, Int32(plaintext.count)))
+            if count > 0 {
+                let bytes = UnsafeRawBufferPointer(rebasing: plaintext[0..<count])
+                let used = intoPrebufferOnly ? 0 : feed(bytes)
+                if used < count && lifecycle == .open {
+                    pending.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[used...]))
+                }
+                continue
+            }
+            switch SSL_get_error(tls.ssl, Int32(count)) {
+            case SSL_ERROR_WANT_READ, SSL_ERROR_WANT_WRITE:
+                return
+            case SSL_ERROR_ZERO_RETURN:
+                // close_notify: the peer's clean end of stream.
+                tls.closeNotifyReceived = true
+                readSide = .peerFinished
+                readiness.remove(.readable)
+                return
+            default:
+                let error = TLSError.fromQueue(.protocolError, "TLS record error")
+                _ = flushTLSOutput(tls)  // the alert OpenSSL wrote (bad_record_mac, ...), if the kernel takes it
+                closeWithError(error)
+                return
+            }
+        }
+    }
+
+    /// `writeLoop`'s TLS path: encrypts queued writes (up to ``tlsWriteBatch`` bytes at a time) into one
+    /// buffer that leaves in as few `send`s as the kernel allows; the writes complete once their ciphertext
+    /// has all gone to the kernel, so water marks and `didWriteDataWithTag` mean what they mean in plaintext.
+    func writeLoopTLS(_ tls: TLSConnection) {
+        while lifecycle == .open {
+            guard flushTLSOutput(tls), !tls.hasOutput else { return }
+            if tls.encryptedPlaintext > 0 {
+                let count = tls.encryptedPlaintext
+                tls.encryptedPlaintext = 0
+                completeWrites(count)
+                continue
+            }
+            guard tls.state == .established, !writes.isEmpty, !asking.contains(.write) else { break }
+            guard let count = encryptQueuedWrites(tls) else { return }
+            tls.encryptedPlaintext = count
+        }
+        guard lifecycle == .open, writes.isEmpty, writeSide != .open else { return }
+        if !tls.closeNotifySent {
+            tls.shutdown()
+            guard flushTLSOutput(tls), !tls.hasOutput else { return }
+        }
+        shutDownWriteSideIfAsked()
+    }
+
+    /// Plaintext encrypted per pass: enough for several records per `send`, small enough that a connection
+    /// whose peer does not read holds at most this much ciphertext beside its queued writes.
+    static let tlsWriteBatch = 64 * 1024
+
+    /// Encrypts the front writes' unwritten bytes, up to the batch size; nil if the connection failed.
+    /// `SSL_write` in partial-write mode may take less than asked (a record at a time): the same write goes
+    /// on from where it stopped before the next one starts.
+    private func encryptQueuedWrites(_ tls: TLSConnection) -> Int? {
+        var total = 0
+        var i = 0
+        var offset = 0  // bytes of write `i` encrypted in this pass
+        while i < writes.count && total < Self.tlsWriteBatch {
+            let (written, left) = writes.at(i) { op -> (Int, Int) in
+                let left = op.remaining - offset
+                let take = min(left, Self.tlsWriteBatch - total)
+                let written = op.data.withUnsafeBytes { raw in
+                    Int(SSL_write(tls.ssl, raw.baseAddress! + op.done + offset, Int32(take)))
+                }
+                return (written, left)
+            }
+            guard written > 0 else {
+                closeWithError(TLSError.fromQueue(.protocolError, "TLS write failed"))
+                return nil
+            }
+            total += written
+            if written < left {
+                offset += written
+            } else {
+                i += 1
+                offset = 0
+            }
+        }
+        return total
+    }
+
+    /// Sends the ciphertext OpenSSL wrote until it is all sent or the kernel is full; false if the socket
+    /// closed on a send error.
+    func flushTLSOutput(_ tls: TLSConnection) -> Bool {
+        while tls.hasOutput && !readiness.contains(.writeBlocked) {
+            switch Self.result({ () throws(SyscallError) in try Syscall.send(fd, tls.output) }) {
+            case .sent(let count):
+                tls.outputSent(count)
+            case .wouldBlock:
+                readiness.insert(.writeBlocked)
+            case .failed(let error):
+                closeWithError(GCDAsyncSocketError.closing(error))
+                return false
+            }
+        }
+        return true
+    }
+
+    /// Part of every close: a close_notify when the session is up and the close is not itself a TLS failure
+    /// (one nonblocking `send`, so closing never waits on the peer), then the layer goes.
+    func endTLS(_ tls: TLSConnection, error: (any Error)?) {
+        eventLoop.cancelOnLoop(tls.handshakeTimer)
+        tls.handshakeTimer = .invalid
+        if tls.state == .established && !(error is TLSError) && fd >= 0 && writeSide != .shutDown {
+            tls.shutdown()
+            if tls.hasOutput { _ = try? Syscall.send(fd, tls.output) }
+        }
+        transport = .plain
+    }
+}
+
+/// `startTLS`'s settings, carried by its read-queue marker until the handshake starts.
+final class TLSStart {
+    let configuration: Result<TLSConfiguration, any Error>
+
+    init(_ configuration: TLSConfiguration) {
+        self.configuration = .success(configuration)
+    }
+
+    init(_ error: any Error) {
+        self.configuration = .failure(error)
+    }
+}
+
+/// True for the first ``claim()`` only, from any thread.
+final class OneShot: Sendable {
+    private let claimed = Locked(false)
+
+    func claim() -> Bool {
+        claimed.withLock { claimed in
+            defer { claimed = true }
+            return !claimed
+        }
+    }
+}
