@@ -23,18 +23,21 @@ extension GCDAsyncSocket {
     }
 
     /// Sets the delegate, returning once the loop uses it: from then on no callback from the loop reaches the
-    /// previous delegate (one already queued on the delegate queue may still run). Called from another
-    /// loop's thread, that loop waits meanwhile.
+    /// previous delegate (one already queued on the delegate queue may still run). Called on the thread of
+    /// another event loop, it does not wait: the change is queued to the socket's loop and the call returns
+    /// (the getter shows it at once), because two loops each waiting for the other would wait forever.
     public func synchronouslySetDelegate(_ delegate: (any GCDAsyncSocketDelegate)?) {
         changeDelegate(.delegate(delegate), waiting: true)
     }
 
-    /// Sets the delegate queue, returning once the loop uses it.
+    /// Sets the delegate queue, returning once the loop uses it (on another loop's thread: queued, without
+    /// waiting, as ``synchronouslySetDelegate(_:)``).
     public func synchronouslySetDelegateQueue(_ delegateQueue: DispatchQueue?) {
         changeDelegate(.queue(delegateQueue), waiting: true)
     }
 
-    /// Sets the delegate and its queue together, returning once the loop uses them.
+    /// Sets the delegate and its queue together, returning once the loop uses them (on another loop's
+    /// thread: queued, without waiting, as ``synchronouslySetDelegate(_:)``).
     public func synchronouslySetDelegate(_ delegate: (any GCDAsyncSocketDelegate)?, delegateQueue: DispatchQueue?) {
         changeDelegate(.both(delegate, delegateQueue), waiting: true)
     }

@@ -86,12 +86,16 @@ public final class AsyncUDPSocket: Sendable {
 
     /// Connects the socket to `host` and `port`: sends without an address go there, and only its datagrams
     /// are received (an ICMP error from it, such as a closed port, is thrown by ``receive()``).
+    ///
+    /// - Throws: ``GCDAsyncUdpSocketError``: the connect's own failure; `badConfigError` at once if another
+    ///   `connect` on this socket is still waiting for its outcome (that one completes as usual) or the
+    ///   socket is already connected; `closedError` if the socket is closed, before or while it waits.
     public func connect(host: String, port: UInt16) async throws {
         let socket = self.socket, handler = self.handler
         try await withUnsafeThrowingContinuation { (continuation: UnsafeContinuation<Void, any Error>) in
             let box = UncheckedSendable(continuation)
             let queued = socket.onLoop {
-                handler.waitForConnect(box.value)
+                guard handler.waitForConnect(box.value) else { return }
                 do {
                     try socket.connect(toHost: host, onPort: port)
                 } catch {

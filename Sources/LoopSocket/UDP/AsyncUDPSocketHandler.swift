@@ -140,8 +140,22 @@ final class AsyncUDPSocketHandler: GCDAsyncUdpSocketDelegate, @unchecked Sendabl
 
     // MARK: Connecting and closing
 
-    func waitForConnect(_ continuation: UnsafeContinuation<Void, any Error>) {
+    /// Keeps `continuation` for the outcome of the connect about to start, and returns true. Returns false
+    /// after failing it, so that no connect starts, when the socket is closed or another connect is waiting:
+    /// the slot holds one continuation, and a second stored over the first would leave the first suspended
+    /// for ever (the socket reports one outcome, and the close resumes only what the slot holds).
+    func waitForConnect(_ continuation: UnsafeContinuation<Void, any Error>) -> Bool {
+        if closed {
+            continuation.resume(throwing: closeError ?? GCDAsyncUdpSocketError.closed)
+            return false
+        }
+        guard connectWaiter == nil else {
+            continuation.resume(throwing: GCDAsyncUdpSocketError(.badConfigError,
+                "Another connect(host:port:) on this socket is still waiting for its outcome: connect once at a time"))
+            return false
+        }
         connectWaiter = continuation
+        return true
     }
 
     func waitForClose(_ continuation: UnsafeContinuation<Void, Never>) {

@@ -22,7 +22,7 @@ extension GCDAsyncUdpSocket {
     ///
     /// - Throws: as ``bind(toPort:)``, and `badParamError` for an unknown interface.
     public func bind(toPort port: UInt16, interface: String?) throws {
-        try throwingOnLoop { () throws(GCDAsyncUdpSocketError) in
+        try throwingOnLoop("bind(toPort:interface:)") { () throws(GCDAsyncUdpSocketError) in
             try checkCanBind()
             let configuration = self.configuration
             var options = GCDAsyncSocket.Configuration()
@@ -44,7 +44,7 @@ extension GCDAsyncUdpSocket {
     ///
     /// - Throws: as ``bind(toPort:)``, and `badParamError` for a malformed address or one of a disabled family.
     public func bind(toAddress localAddr: Data) throws {
-        try throwingOnLoop { () throws(GCDAsyncUdpSocketError) in
+        try throwingOnLoop("bind(toAddress:)") { () throws(GCDAsyncUdpSocketError) in
             try checkCanBind()
             guard let address = SocketAddress(bytes: localAddr), address.isIPv4 || address.isIPv6 else {
                 throw GCDAsyncUdpSocketError(.badParamError, "A valid IPv4 or IPv6 address was not given")
@@ -119,6 +119,7 @@ extension GCDAsyncUdpSocket {
         channel.detectOffload(loopConfiguration.segmentationOffload)
         if family == AF_INET { channel4 = channel } else { channel6 = channel }
         flags.insert(.didCreateSockets)
+        publishStatus()
         return channel
     }
 
@@ -142,6 +143,7 @@ extension GCDAsyncUdpSocket {
         let channel = family == AF_INET ? channel4 : channel6
         guard let channel else { return }
         if family == AF_INET { channel4 = nil } else { channel6 = nil }
+        publishStatus()  // before the close: a getter must not ask a descriptor the kernel may reuse
         try? eventLoop.close(fd: channel.fd)
         if channel4 == nil && channel6 == nil { flags.remove(.didCreateSockets) }
     }
@@ -167,7 +169,7 @@ extension GCDAsyncUdpSocket {
     /// - Throws: `badConfigError` if already connecting or connected or both families are disabled,
     ///   `badParamError` for an empty host.
     public func connect(toHost host: String, onPort port: UInt16) throws {
-        try throwingOnLoop { () throws(GCDAsyncUdpSocketError) in
+        try throwingOnLoop("connect(toHost:onPort:)") { () throws(GCDAsyncUdpSocketError) in
             try checkCanConnect()
             guard !host.isEmpty else { throw GCDAsyncUdpSocketError(.badParamError, "The host param is not valid.") }
             flags.insert(.connecting)
@@ -188,7 +190,7 @@ extension GCDAsyncUdpSocket {
     ///
     /// - Throws: `badConfigError` if already connecting or connected; `badParamError` for a malformed address.
     public func connect(toAddress remoteAddr: Data) throws {
-        try throwingOnLoop { () throws(GCDAsyncUdpSocketError) in
+        try throwingOnLoop("connect(toAddress:)") { () throws(GCDAsyncUdpSocketError) in
             try checkCanConnect()
             guard let address = SocketAddress(bytes: remoteAddr), address.isIPv4 || address.isIPv6 else {
                 throw GCDAsyncUdpSocketError(.badParamError, "A valid IPv4 or IPv6 address was not given")
@@ -224,6 +226,7 @@ extension GCDAsyncUdpSocket {
             }
             peerAddress = address
             flags.formUnion([.didConnect, .didBind])
+            publishStatus()
             let data = address.data
             notify { $0.udpSocket($1, didConnectToAddress: data) }
             updateInterest()

@@ -6,8 +6,18 @@ extension GCDAsyncUdpSocket {
     /// Closes the socket now. Queued sends are reported with `closedError` (GCDAsyncUdpSocket dropped them
     /// silently); `udpSocketDidClose(_:withError:)` follows with a nil error if the socket had a descriptor.
     /// The socket may be bound again afterwards.
+    ///
+    /// Called on the socket's loop, or on a thread that is no event loop's, it returns once the socket is
+    /// closed (GCDAsyncUdpSocket's `dispatch_sync`). Called on another event loop's thread, it starts the
+    /// close on the socket's loop and returns at once, before the socket is closed (``isClosed()`` may still
+    /// say false; `udpSocketDidClose` tells when it is): waiting there would hold that loop still, and two
+    /// loops each waiting for the other would never go on.
     public func close() {
-        _ = syncOnLoop { closeWithError(nil) }
+        if calledFromAnotherLoop {
+            onLoop { [self] in closeWithError(nil) }
+        } else {
+            _ = waitForLoop { closeWithError(nil) }
+        }
     }
 
     /// Closes the socket once every queued send has been sent or has failed.
@@ -31,9 +41,11 @@ extension GCDAsyncUdpSocket {
         resolutions.removeAll()
         held.removeAll()
         pendingFilterOperations = 0
-        closeChannels()
-        peerAddress = nil
+        // Not connected any more before the descriptors go, so the getters never see a connected socket
+        // without one.
         flags = []
+        peerAddress = nil
+        closeChannels()
         for tag in tags { notifyDidNotSend(tag: tag, error: GCDAsyncUdpSocketError.closed) }
         if hadDescriptors { notify { $0.udpSocketDidClose($1, withError: error) } }
     }

@@ -2,7 +2,9 @@ import EpollLoop
 import FoundationEssentials
 import Glibc
 
-/// GCDAsyncUdpSocket's diagnostics: addresses, state, descriptors. Each waits for the loop's answer.
+/// GCDAsyncUdpSocket's diagnostics: addresses, state, descriptors. Any thread, without waiting for the loop:
+/// they read the status the loop publishes when it changes (``SharedState/status``), and ask the kernel for
+/// addresses under the same lock, as ``GCDAsyncSocket``'s getters do.
 extension GCDAsyncUdpSocket {
     /// The local address (the IPv4 descriptor's if there is one), as raw `sockaddr` bytes; nil before a bind.
     public func localAddress() -> Data? { local(nil)?.data }
@@ -31,50 +33,53 @@ extension GCDAsyncUdpSocket {
     public func connectedPort() -> UInt16 { peer()?.port ?? 0 }
 
     /// Whether a connect succeeded.
-    public func isConnected() -> Bool { syncOnLoop { flags.contains(.didConnect) } ?? false }
+    public func isConnected() -> Bool { status.connected }
     /// Whether the socket has no descriptor (never bound, or closed).
-    public func isClosed() -> Bool { syncOnLoop { !flags.contains(.didCreateSockets) } ?? true }
+    public func isClosed() -> Bool { status.fd(nil) < 0 }
     /// Whether the socket uses IPv4 (has an IPv4 descriptor).
-    public func isIPv4() -> Bool { syncOnLoop { channel4 != nil } ?? false }
+    public func isIPv4() -> Bool { status.fd4 >= 0 }
     /// Whether the socket uses IPv6.
-    public func isIPv6() -> Bool { syncOnLoop { channel6 != nil } ?? false }
+    public func isIPv6() -> Bool { status.fd6 >= 0 }
 
     /// The descriptor when the socket has exactly one, else -1 (GCDAsyncUdpSocket's `socketFD`). Use it on
     /// the loop (``perform(_:)``): the socket closes it.
     public func socketFD() -> Int32 {
-        syncOnLoop { () -> Int32 in
-            switch (channel4, channel6) {
-            case (let v4?, nil): return v4.fd
-            case (nil, let v6?): return v6.fd
-            default: return -1
-            }
-        } ?? -1
+        let status = self.status
+        return status.fd4 >= 0 && status.fd6 >= 0 ? -1 : status.fd(nil)
     }
     /// The IPv4 descriptor, or -1.
-    public func socket4FD() -> Int32 { syncOnLoop { channel4?.fd ?? -1 } ?? -1 }
+    public func socket4FD() -> Int32 { status.fd4 }
     /// The IPv6 descriptor, or -1.
-    public func socket6FD() -> Int32 { syncOnLoop { channel6?.fd ?? -1 } ?? -1 }
+    public func socket6FD() -> Int32 { status.fd6 }
 
     /// Runs `block` on the socket's loop and waits for it (GCDAsyncUdpSocket's `performBlock:`).
+    ///
+    /// The one call here that waits for the loop from any thread, since it runs the caller's block there:
+    /// do not call it on another event loop's thread (two loops each in `perform` for the other's socket
+    /// would wait forever); queue the work with `eventLoop.execute` instead.
     public func perform(_ block: () -> Void) {
-        _ = syncOnLoop(block)
+        _ = waitForLoop(block)
     }
 
+    private var status: Status { shared.withLock { $0.status } }
+
+    /// The local address of the descriptor of `family` (of either, for nil), asked of the kernel under the
+    /// lock; nil while it is not bound (the kernel reports port 0 until a bind, a connect or a send binds it).
     private func local(_ family: Int32?) -> SocketAddress? {
-        syncOnLoop { () -> SocketAddress? in
-            let channel: DatagramChannel?
-            switch family {
-            case AF_INET?: channel = channel4
-            case AF_INET6?: channel = channel6
-            default: channel = channel4 ?? channel6
-            }
-            guard let channel, flags.contains(.didBind) else { return nil }
-            return SocketAddress.of(fd: channel.fd, peer: false)
-        } ?? nil
+        shared.withLock { state -> SocketAddress? in
+            let fd = state.status.fd(family)
+            guard fd >= 0, let address = SocketAddress.of(fd: fd, peer: false), address.port != 0 else { return nil }
+            return address
+        }
     }
 
+    /// The connected peer, asked of the kernel under the lock (a connected socket keeps one descriptor).
     private func peer() -> SocketAddress? {
-        syncOnLoop { peerAddress } ?? nil
+        shared.withLock { state -> SocketAddress? in
+            let fd = state.status.fd(nil)
+            guard state.status.connected, fd >= 0 else { return nil }
+            return SocketAddress.of(fd: fd, peer: true)
+        }
     }
 
     // MARK: Class helpers

@@ -10,7 +10,7 @@ extension GCDAsyncUdpSocket {
     ///
     /// - Throws: `badConfigError` if IPv4 is disabled; `otherError` if `setsockopt` fails.
     public func enableBroadcast(_ flag: Bool) throws {
-        try throwingOnLoop { () throws(GCDAsyncUdpSocketError) in
+        try throwingOnLoop("enableBroadcast(_:)") { () throws(GCDAsyncUdpSocketError) in
             try createChannelsIfNeeded()
             guard let channel4 else {
                 throw GCDAsyncUdpSocketError(.badConfigError, "Broadcast is IPv4 only, and the socket has no IPv4 descriptor")
@@ -22,7 +22,7 @@ extension GCDAsyncUdpSocket {
     /// Lets other sockets bind the same address and port (`SO_REUSEPORT`; call before binding, on each of
     /// them). The kernel then spreads incoming datagrams over them by flow.
     public func enableReusePort(_ flag: Bool) throws {
-        try throwingOnLoop { () throws(GCDAsyncUdpSocketError) in
+        try throwingOnLoop("enableReusePort(_:)") { () throws(GCDAsyncUdpSocketError) in
             try createChannelsIfNeeded()
             for channel in [channel4, channel6].compactMap({ $0 }) {
                 try setOption(channel, level: SOL_SOCKET, name: CEPOLL_SO_REUSEPORT, value: flag ? 1 : 0)
@@ -56,7 +56,7 @@ extension GCDAsyncUdpSocket {
 
     /// The interface IPv4 multicast datagrams leave from (`IP_MULTICAST_IF`): a name or an IPv4 address.
     public func sendIPv4Multicast(onInterface interface: String) throws {
-        try throwingOnLoop { () throws(GCDAsyncUdpSocketError) in
+        try throwingOnLoop("sendIPv4Multicast(onInterface:)") { () throws(GCDAsyncUdpSocketError) in
             try createChannelsIfNeeded()
             guard let channel4 else { throw GCDAsyncUdpSocketError(.badConfigError, "The socket has no IPv4 descriptor") }
             guard let address = Self.interfaceAddress(interface, family: AF_INET), case .v4(let sin) = address.storage else {
@@ -68,7 +68,7 @@ extension GCDAsyncUdpSocket {
 
     /// The interface IPv6 multicast datagrams leave from (`IPV6_MULTICAST_IF`): a name or an IPv6 address.
     public func sendIPv6Multicast(onInterface interface: String) throws {
-        try throwingOnLoop { () throws(GCDAsyncUdpSocketError) in
+        try throwingOnLoop("sendIPv6Multicast(onInterface:)") { () throws(GCDAsyncUdpSocketError) in
             try createChannelsIfNeeded()
             guard let channel6 else { throw GCDAsyncUdpSocketError(.badConfigError, "The socket has no IPv6 descriptor") }
             guard let index = Self.interfaceIndex(interface) else {
@@ -79,7 +79,7 @@ extension GCDAsyncUdpSocket {
     }
 
     private func multicast(join: Bool, _ group: String, _ interface: String?) throws {
-        try throwingOnLoop { () throws(GCDAsyncUdpSocketError) in
+        try throwingOnLoop(join ? "joinMulticastGroup(_:onInterface:)" : "leaveMulticastGroup(_:onInterface:)") { () throws(GCDAsyncUdpSocketError) in
             guard flags.contains(.didBind) else {
                 throw GCDAsyncUdpSocketError(.badConfigError, "Must bind a socket before joining a multicast group.")
             }

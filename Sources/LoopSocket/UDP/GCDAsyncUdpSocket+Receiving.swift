@@ -45,7 +45,7 @@ extension GCDAsyncUdpSocket {
     }
 
     private func startReceiving(_ mode: Flags) throws {
-        try throwingOnLoop { () throws(GCDAsyncUdpSocketError) in
+        try throwingOnLoop(mode == .receiveOnce ? "receiveOnce()" : "beginReceiving()") { () throws(GCDAsyncUdpSocketError) in
             guard !flags.contains(mode) else { return }
             guard flags.contains(.didCreateSockets) else {
                 throw GCDAsyncUdpSocketError(.badConfigError,

@@ -1,6 +1,7 @@
 import Dispatch
 import EpollLoop
 import FoundationEssentials
+import Glibc
 import Synchronization
 
 /// A UDP socket with GCDAsyncUdpSocket's API, pinned to one event loop.
@@ -20,7 +21,8 @@ import Synchronization
 /// ```
 open class GCDAsyncUdpSocket: @unchecked Sendable {
     // Thread-safety: `eventLoop` is immutable; `shared` is a mutex for what any thread may read or set
-    // (delegate, configuration, user data); everything else is confined to `eventLoop`'s thread.
+    // (delegate, configuration, user data, the status the getters report); everything else is confined to
+    // `eventLoop`'s thread.
 
     /// The loop this socket belongs to for life.
     public let eventLoop: EventLoop
@@ -98,9 +100,20 @@ open class GCDAsyncUdpSocket: @unchecked Sendable {
         self.init(delegate: nil, delegateQueue: nil)
     }
 
-    /// ``syncOnLoop(_:)`` for the calls that throw: the loop being shut down is a `badConfigError`.
-    func throwingOnLoop(_ body: () throws(GCDAsyncUdpSocketError) -> Void) throws(GCDAsyncUdpSocketError) {
-        let outcome = syncOnLoop { () -> GCDAsyncUdpSocketError? in
+    /// Runs one of the calls that throw (bind, connect, options, receiving) on the loop and waits for its
+    /// outcome, which only the loop can give; the loop being shut down is a `badConfigError`.
+    ///
+    /// On another event loop's thread it does not wait, and throws `badConfigError` at once: waiting there
+    /// holds that loop still, and two loops each waiting for the other would never go on.
+    func throwingOnLoop(_ call: String, _ body: () throws(GCDAsyncUdpSocketError) -> Void) throws(GCDAsyncUdpSocketError) {
+        if calledFromAnotherLoop {
+            throw GCDAsyncUdpSocketError(.badConfigError, """
+                \(call) was called on another event loop's thread: it would wait for this socket's loop \
+                '\(eventLoop.name)', and two loops waiting for each other never go on. Call it on the socket's \
+                loop (eventLoop.execute, or create the socket with loop: the loop that uses it) or off the loops.
+                """)
+        }
+        let outcome = waitForLoop { () -> GCDAsyncUdpSocketError? in
             do throws(GCDAsyncUdpSocketError) { try body() } catch { return error }
             return nil
         }
@@ -147,11 +160,39 @@ extension GCDAsyncUdpSocket {
         var delegateQueue: DispatchQueue?
         var userData: Any?
         var configuration = Configuration()
+        /// What the getters report, as the loop last published it (``GCDAsyncUdpSocket/publishStatus()``).
+        var status = Status()
 
         init(delegate: (any GCDAsyncUdpSocketDelegate)?, delegateQueue: DispatchQueue?) {
             self.delegate = delegate
             self.delegateQueue = delegateQueue
         }
+    }
+
+    /// The socket's descriptors and whether it is connected, published by the loop when they change (a
+    /// descriptor made or closed, a connect, a close: never per datagram) for the getters, which read it
+    /// under the lock on the calling thread and so never wait for the loop. Addresses are not kept: the
+    /// getters ask the kernel for them under the lock, and the loop withdraws a descriptor here before it
+    /// closes it, so a getter never asks a closed, or reused, one.
+    struct Status {
+        var fd4: Int32 = -1
+        var fd6: Int32 = -1
+        var connected = false
+
+        /// The descriptor of `family` (`AF_INET`, `AF_INET6`), or of either (the IPv4 one first) for nil.
+        func fd(_ family: Int32?) -> Int32 {
+            switch family {
+            case AF_INET?: return fd4
+            case AF_INET6?: return fd6
+            default: return fd4 >= 0 ? fd4 : fd6
+            }
+        }
+    }
+
+    /// Publishes the loop's descriptors and connection for the getters. Loop only; called where they change.
+    func publishStatus() {
+        let status = Status(fd4: channel4?.fd ?? -1, fd6: channel6?.fd ?? -1, connected: flags.contains(.didConnect))
+        shared.withLock { $0.status = status }
     }
 
     /// GCDAsyncUdpSocket's settings, plus the batching and backpressure ones this library adds.
