@@ -32,7 +32,7 @@ extension GCDAsyncSocket {
                     if chosenPort == 0, let bound = SocketAddress.of(fd: fd, peer: false) { chosenPort = bound.port }
                 }
             } catch {
-                for (fd, _) in listening { try? Syscall.close(fd) }
+                for (fd, _) in listening { LibraryFault.close(fd) }
                 throw error
             }
             try startListening(listening, configuration: configuration, unixPath: nil)

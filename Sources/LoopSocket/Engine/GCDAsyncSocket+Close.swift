@@ -23,9 +23,9 @@ extension GCDAsyncSocket {
         if fd >= 0 {
             unpublish(fd)
             if wasStarting {
-                try? Syscall.close(fd)  // never registered with the loop
+                LibraryFault.close(fd)  // never registered with the loop
             } else {
-                try? eventLoop.close(fd: fd)
+                LibraryFault.close(fd, on: eventLoop)
             }
             fd = -1
         }

@@ -84,14 +84,20 @@ extension GCDAsyncSocket {
             // and the connection is established from there, never inside the caller's connect() call.
             _ = try address.withSockAddr { sa, length throws(SyscallError) in try Syscall.connect(fd, sa, length) }
             let attempt = ConnectAttempt(fd: fd, address: address, owner: self)
-            do {
+            do throws(EventLoopError) {
                 try eventLoop.register(fd: fd, interest: .writable, handler: attempt)
             } catch {
-                throw SyscallError(.epollCtl, errno: .badFileDescriptor)
+                guard case .system(let failure) = error else {
+                    // A loop shutting down refuses it (the socket closes with it anyway); anything else is
+                    // the library's own fault with a descriptor it just made.
+                    if error != .shutDown { LibraryFault.report("registering a connect attempt", error) }
+                    throw SyscallError(.epollCtl, errno: .badFileDescriptor)
+                }
+                throw failure
             }
             return .success(attempt)
         } catch {
-            try? Syscall.close(fd)
+            LibraryFault.close(fd)
             return .failure(error)
         }
     }
@@ -105,7 +111,7 @@ extension GCDAsyncSocket {
             connectionEstablished(attempt.fd, to: attempt.address)
             return
         }
-        try? eventLoop.close(fd: attempt.fd)
+        LibraryFault.close(attempt.fd, on: eventLoop)
         attempts.lastError = SyscallError(.connect, errno: Errno(rawValue: code))
         startNextAttempt()
     }
@@ -126,9 +132,9 @@ extension GCDAsyncSocket {
             try eventLoop.reassign(fd: fd, interest: [.readable, .readHangup], handler: self)
         } catch {
             // Still the attempt's registration unless the loop lost it; either way the descriptor closes once.
-            if eventLoop.interest(of: fd) != nil { try? eventLoop.close(fd: fd) } else { try? Syscall.close(fd) }
+            if eventLoop.interest(of: fd) != nil { LibraryFault.close(fd, on: eventLoop) } else { LibraryFault.close(fd) }
             self.fd = -1
-            closeWithError(GCDAsyncSocketError(.otherError, "\(error)"))
+            closeWithError(GCDAsyncSocketError.loop(error))
             return
         }
         publish(status: .connected, fd: fd, onlyFor: config.claim)
@@ -161,7 +167,7 @@ final class ConnectAttempts {
     func cancel(on loop: EventLoop) {
         loop.cancelOnLoop(alternateTimer)
         alternateTimer = .invalid
-        for attempt in inFlight { try? loop.close(fd: attempt.fd) }
+        for attempt in inFlight { LibraryFault.close(attempt.fd, on: loop) }
         inFlight = []
         remaining = []
     }

@@ -27,14 +27,14 @@ extension GCDAsyncSocket {
                     let open = (listeners, unixPath)
                     shared.withLock { $0.openListeners = open }
                 } catch {
-                    try? Syscall.close(fd)
-                    closeWithError(GCDAsyncSocketError(.otherError, "\(error)"))
+                    LibraryFault.close(fd)
+                    closeWithError(GCDAsyncSocketError.loop(error))
                     return
                 }
             }
         }
         if !started {
-            for (fd, _) in listening { try? Syscall.close(fd) }
+            for (fd, _) in listening { LibraryFault.close(fd) }
             if let unixPath { unlink(unixPath) }
             throw GCDAsyncSocketError.loopShutDown
         }
@@ -79,22 +79,31 @@ extension GCDAsyncSocket {
     private func shedPendingConnections(_ listener: ListenHandler, _ error: SyscallError) {
         let context = self.context
         if context.reserveFD >= 0 {
-            try? Syscall.close(context.reserveFD)
+            LibraryFault.close(context.reserveFD)
             context.reserveFD = -1
             for _ in 0..<64 {
                 guard case .success(.processed(let child)) = Result(catching: { () throws(SyscallError) in
                     try Syscall.accept(listener.fd, nil, nil)
                 }) else { break }
-                try? Syscall.close(child)
+                LibraryFault.close(child)
             }
             context.reserveFD = (try? Syscall.openDevNull()) ?? -1
         }
         notify { $0.socket($1, didFailToAcceptWithError: GCDAsyncSocketError(error)) }
-        try? eventLoop.setInterest([], fd: listener.fd)
+        setListenerInterest([], listener)
         let index = stateIndex
         _ = eventLoop.scheduleOnLoop(at: Self.deadline(after: 0.1)) { [self] in
             guard stateIndex == index, lifecycle == .listening else { return }
-            try? eventLoop.setInterest(.readable, fd: listener.fd)
+            setListenerInterest(.readable, listener)
+        }
+    }
+
+    /// Pauses or resumes a listening descriptor; a listener whose registration the loop refuses stops.
+    private func setListenerInterest(_ interest: IOEvents, _ listener: ListenHandler) {
+        do {
+            try eventLoop.setInterest(interest, fd: listener.fd)
+        } catch {
+            closeWithError(GCDAsyncSocketError.loop(error))
         }
     }
 
@@ -192,7 +201,7 @@ extension GCDAsyncSocket {
             // The loop has shut down: nothing will ever watch or close the descriptor but us.
             let fd = self.fd
             unpublish(fd)
-            try? Syscall.close(fd)
+            LibraryFault.close(fd)
         }
     }
 
@@ -209,9 +218,9 @@ extension GCDAsyncSocket {
             try eventLoop.register(fd: fd, interest: [.readable, .readHangup], handler: self)
         } catch {
             unpublish(fd)
-            try? Syscall.close(fd)
+            LibraryFault.close(fd)
             fd = -1
-            closeWithError(GCDAsyncSocketError(.otherError, "\(error)"))
+            closeWithError(GCDAsyncSocketError.loop(error))
             return
         }
         requestPump()
@@ -241,6 +250,6 @@ final class ListenHandler: LoopIOHandler {
     }
 
     func close(on loop: EventLoop) {
-        try? loop.close(fd: fd)
+        LibraryFault.close(fd, on: loop, "closing a listening descriptor")
     }
 }

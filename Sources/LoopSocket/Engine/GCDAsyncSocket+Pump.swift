@@ -120,7 +120,7 @@ extension GCDAsyncSocket: LoopIOHandler {
         do {
             try eventLoop.setInterest(interest, fd: fd)
         } catch {
-            closeWithError(GCDAsyncSocketError(.otherError, "\(error)"))
+            closeWithError(GCDAsyncSocketError.loop(error))
         }
     }
 

@@ -39,7 +39,7 @@ final class LoopContext {
         plaintextBuffer?.deallocate()
         free(receiveBuffer.baseAddress)
         iovecs.deallocate()
-        if reserveFD >= 0 { try? Syscall.close(reserveFD) }
+        if reserveFD >= 0 { LibraryFault.close(reserveFD) }
     }
 
     private static func allocateReceiveBuffer() -> UnsafeMutableRawBufferPointer {
