@@ -272,6 +272,20 @@ extension GCDAsyncSocket {
         }
     }
 
+    /// `socket(_:didRead:withTag:)`, through the sink (``delegateTarget``): here rather than with the other
+    /// callbacks so that a read's path from the kernel to its callback reads in one file. No closure for the
+    /// inline case.
+    @inline(__always)
+    func notifyDidRead(_ data: Data, tag: Int) {
+        switch delegateTarget {
+        case .none: return
+        case .inline(let delegate): delegate.socket(self, didRead: data, withTag: tag)
+        case .queued(let delegate, let queue):
+            let box = UncheckedSendable(delegate)
+            queue.async { [self] in box.value.socket(self, didRead: data, withTag: tag) }
+        }
+    }
+
     /// Drops every queued read: silently for delegate reads (GCDAsyncSocket's rule), with `error` for
     /// `async` ones, so no continuation is ever left hanging. `keepingStartTLS` (disconnectAfterWriting)
     /// keeps startTLS's marker: its twin in the write queue waits for it, and the writes behind it go

@@ -36,18 +36,6 @@ extension GCDAsyncSocket {
         delegateTarget.deliver(to: self, event)
     }
 
-    /// `socket(_:didRead:withTag:)`.
-    @inline(__always)
-    func notifyDidRead(_ data: Data, tag: Int) {
-        switch delegateTarget {
-        case .none: return
-        case .inline(let delegate): delegate.socket(self, didRead: data, withTag: tag)
-        case .queued(let delegate, let queue):
-            let box = UncheckedSendable(delegate)
-            queue.async { [self] in box.value.socket(self, didRead: data, withTag: tag) }
-        }
-    }
-
     /// `socketDidDisconnect(_:withError:)`: once per connection, without a closure for the inline case.
     func notifyDidDisconnect(_ error: (any Error)?) {
         switch delegateTarget {
