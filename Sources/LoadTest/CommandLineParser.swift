@@ -1,15 +1,15 @@
 /// A command-line mistake, with a sentence that says what to type instead.
-public struct ArgumentError: Error, Equatable, CustomStringConvertible {
+package struct ArgumentError: Error, Equatable, CustomStringConvertible {
     /// What is wrong.
-    public let message: String
+    package let message: String
     /// An error saying `message`.
-    public init(_ message: String) { self.message = message }
+    package init(_ message: String) { self.message = message }
     /// The message.
-    public var description: String { message }
+    package var description: String { message }
 }
 
 /// What the command line asks for.
-public enum Command: Sendable, Equatable {
+package enum Command: Sendable, Equatable {
     /// Generate load.
     case run(LoadConfig)
     /// Merge JSON results into one report.
@@ -24,9 +24,9 @@ public enum Command: Sendable, Equatable {
 /// ```swift
 /// let command = try CommandLineParser.parse(["echo", "--port", "9000", "--connections", "100"])
 /// ```
-public enum CommandLineParser {
+package enum CommandLineParser {
     /// The usage text.
-    public static let usage = """
+    package static let usage = """
         usage: loadtest [MODE] [OPTIONS]
 
         With no arguments: start an echo server in-process on 127.0.0.1 (port 0) and drive 1,000
@@ -87,7 +87,7 @@ public enum CommandLineParser {
         """
 
     /// Parses the arguments after the program name.
-    public static func parse(_ arguments: [String]) throws(ArgumentError) -> Command {
+    package static func parse(_ arguments: [String]) throws(ArgumentError) -> Command {
         var rest = arguments[...]
         var mode = LoadMode.demo
         if let first = rest.first, !first.hasPrefix("-") {

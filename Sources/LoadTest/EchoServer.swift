@@ -10,7 +10,7 @@ import LoopSocket
 /// print(server.port)
 /// try server.stop()
 /// ```
-public final class EchoServer: Sendable {
+package final class EchoServer: Sendable {
     /// Reads whatever arrives and writes it straight back, inline on the loop.
     private final class Echo: GCDAsyncSocketDelegate, Sendable {
         func socket(_ sock: GCDAsyncSocket, didAcceptNewSocket newSocket: GCDAsyncSocket) {
@@ -24,14 +24,14 @@ public final class EchoServer: Sendable {
     }
 
     /// The server's loops.
-    public let group: EventLoopGroup
+    package let group: EventLoopGroup
     private let listener: GCDAsyncSocket
     private let delegate = Echo()
     /// The port it listens on.
-    public let port: UInt16
+    package let port: UInt16
 
     /// Starts listening on `host` (default 127.0.0.1) and `port` (default 0: any free port).
-    public init(host: String = "127.0.0.1", port: UInt16 = 0, loops: Int = 1) throws {
+    package init(host: String = "127.0.0.1", port: UInt16 = 0, loops: Int = 1) throws {
         group = try EventLoopGroup(numberOfLoops: loops, name: "echo-server")
         listener = GCDAsyncSocket(delegate: delegate, delegateQueue: nil, loop: group.loops[0], group: group)
         do {
@@ -44,7 +44,7 @@ public final class EchoServer: Sendable {
     }
 
     /// Stops listening, closes every connection and joins the loops' threads.
-    public func stop() throws {
+    package func stop() throws {
         listener.disconnect()
         try group.shutdownGracefully(timeout: .seconds(10))
     }

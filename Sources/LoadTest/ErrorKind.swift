@@ -2,7 +2,7 @@ import EpollLoop
 import LoopSocket
 
 /// What went wrong, by kind, as the report counts it. The raw values are the JSON keys.
-public enum ErrorKind: String, CaseIterable, Sendable, Codable {
+package enum ErrorKind: String, CaseIterable, Sendable, Codable {
     /// `ECONNREFUSED`: nothing listens there (or the backlog overflowed).
     case refused
     /// `ECONNRESET` / `EPIPE`: the peer reset the connection.
@@ -32,7 +32,7 @@ public enum ErrorKind: String, CaseIterable, Sendable, Codable {
     var index: Int { Self.allCases.firstIndex(of: self)! }
 
     /// Sorts a socket error into a kind.
-    public static func classify(_ error: any Error) -> ErrorKind {
+    package static func classify(_ error: any Error) -> ErrorKind {
         if error is TLSError { return .tls }
         if let error = error as? GCDAsyncSocketError {
             switch error.code {
@@ -50,7 +50,7 @@ public enum ErrorKind: String, CaseIterable, Sendable, Codable {
     }
 
     /// Sorts an `errno` into a kind.
-    public static func classify(errno: Errno) -> ErrorKind {
+    package static func classify(errno: Errno) -> ErrorKind {
         switch errno {
         case .connectionRefused: return .refused
         case .connectionReset, .brokenPipe, .connectionAborted: return .reset
@@ -63,36 +63,36 @@ public enum ErrorKind: String, CaseIterable, Sendable, Codable {
 }
 
 /// Error counts by kind: a fixed array, so counting on the hot path allocates nothing.
-public struct ErrorCounts: Sendable, Equatable {
+package struct ErrorCounts: Sendable, Equatable {
     /// One count per ``ErrorKind``, in `allCases` order.
-    public private(set) var counts = [UInt64](repeating: 0, count: ErrorKind.allCases.count)
+    package private(set) var counts = [UInt64](repeating: 0, count: ErrorKind.allCases.count)
 
     /// No errors.
-    public init() {}
+    package init() {}
 
     /// Counts one error (or `n`) of `kind`.
-    public mutating func add(_ kind: ErrorKind, _ n: UInt64 = 1) { counts[kind.index] &+= n }
+    package mutating func add(_ kind: ErrorKind, _ n: UInt64 = 1) { counts[kind.index] &+= n }
 
     /// The count of `kind`.
-    public subscript(kind: ErrorKind) -> UInt64 { counts[kind.index] }
+    package subscript(kind: ErrorKind) -> UInt64 { counts[kind.index] }
 
     /// All errors.
-    public var total: UInt64 { counts.reduce(0, &+) }
+    package var total: UInt64 { counts.reduce(0, &+) }
 
     /// Adds every count of `other`.
-    public mutating func merge(_ other: ErrorCounts) {
+    package mutating func merge(_ other: ErrorCounts) {
         for i in counts.indices { counts[i] &+= other.counts[i] }
     }
 
     /// The non-zero counts by JSON key.
-    public var byName: [String: UInt64] {
+    package var byName: [String: UInt64] {
         var result: [String: UInt64] = [:]
         for kind in ErrorKind.allCases where self[kind] > 0 { result[kind.rawValue] = self[kind] }
         return result
     }
 
     /// Counts from their JSON keys; unknown keys are counted as ``ErrorKind/other``.
-    public init(byName: [String: UInt64]) {
+    package init(byName: [String: UInt64]) {
         for (name, n) in byName { add(ErrorKind(rawValue: name) ?? .other, n) }
     }
 }

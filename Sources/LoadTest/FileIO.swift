@@ -3,15 +3,15 @@ import Glibc
 /// Reading and writing the files loadtest is asked for, with one plain line when that fails ("cannot write
 /// out/r.json: No such file or directory") instead of a Foundation error dump, and a check of output paths
 /// before a run, so a typo does not cost a whole run.
-public enum FileIO {
+package enum FileIO {
     /// What went wrong with a file, in one line.
-    public struct Failure: Error, CustomStringConvertible, Sendable {
+    package struct Failure: Error, CustomStringConvertible, Sendable {
         /// The sentence.
-        public let description: String
+        package let description: String
     }
 
     /// The whole file at `path`.
-    public static func read(_ path: String) throws(Failure) -> [UInt8] {
+    package static func read(_ path: String) throws(Failure) -> [UInt8] {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { throw failure("cannot read", path) }
         defer { close(fd) }
@@ -27,7 +27,7 @@ public enum FileIO {
     }
 
     /// Writes `bytes` to `path` ("-": standard output), replacing what was there.
-    public static func write(_ bytes: some Collection<UInt8>, to path: String) throws(Failure) {
+    package static func write(_ bytes: some Collection<UInt8>, to path: String) throws(Failure) {
         let fd = path == "-" ? 1 : open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
         guard fd >= 0 else { throw failure("cannot write", path) }
         defer { if fd != 1 { close(fd) } }
@@ -43,7 +43,7 @@ public enum FileIO {
 
     /// Why `path` could not be written, or nil if it can (checked without creating or changing it): the
     /// directory must exist and be writable, and an existing file must be a writable regular file.
-    public static func problemWriting(_ path: String) -> String? {
+    package static func problemWriting(_ path: String) -> String? {
         if path == "-" { return nil }
         var info = stat()
         if stat(path, &info) == 0 {

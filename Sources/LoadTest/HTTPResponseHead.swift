@@ -1,18 +1,18 @@
 /// The parts of an HTTP/1.x response head that a load generator needs, parsed straight from the bytes (no
 /// strings, no allocation: this runs once per response).
-public struct HTTPResponseHead: Equatable, Sendable {
+package struct HTTPResponseHead: Equatable, Sendable {
     /// The status code.
-    public var status: Int
+    package var status: Int
     /// The body length from `Content-Length`; nil when absent.
-    public var contentLength: Int?
+    package var contentLength: Int?
     /// `Transfer-Encoding: chunked` (not supported by the load generator: counted as a bad response).
-    public var chunked: Bool
+    package var chunked: Bool
     /// The server will close the connection after this response (`Connection: close`, or HTTP/1.0 without
     /// keep-alive).
-    public var closes: Bool
+    package var closes: Bool
 
     /// Parses a head ending in CRLF CRLF; nil if it is not a well-formed HTTP/1.x response head.
-    public static func parse(_ bytes: UnsafeRawBufferPointer) -> HTTPResponseHead? {
+    package static func parse(_ bytes: UnsafeRawBufferPointer) -> HTTPResponseHead? {
         let n = bytes.count
         // "HTTP/1.x SSS" then a space (reason phrase) or the end of the line.
         guard n >= 12, matches(bytes, 0..<7, "http/1."), bytes[8] == space,
@@ -48,7 +48,7 @@ public struct HTTPResponseHead: Equatable, Sendable {
     }
 
     /// The body length to read: 0 for 1xx, 204 and 304 responses and when no length is given.
-    public var bodyLength: Int {
+    package var bodyLength: Int {
         if status < 200 || status == 204 || status == 304 { return 0 }
         return contentLength ?? 0
     }

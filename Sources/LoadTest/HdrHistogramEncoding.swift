@@ -13,17 +13,17 @@ import FoundationEssentials
 /// 1 (values below 256 exact, then 128 sub-buckets per power of two, the same counts index for every value),
 /// so its counts are encoded as they are. The zlib stream uses stored (uncompressed) deflate blocks: valid for
 /// every inflater, and no dependency; the counts payload is a few hundred bytes per interval.
-public enum HdrHistogramEncoding {
+package enum HdrHistogramEncoding {
     /// The V2 cookie, with the word-size nibble that marks the ZigZag LEB128 payload.
-    public static let cookie: UInt32 = 0x1c84_9303 | 0x10
+    package static let cookie: UInt32 = 0x1c84_9303 | 0x10
     /// The V2 compressed cookie.
-    public static let compressedCookie: UInt32 = 0x1c84_9304 | 0x10
+    static let compressedCookie: UInt32 = 0x1c84_9304 | 0x10
     /// The highest trackable value written in the header: HdrHistogram's auto-resize ceiling
     /// (`Long.MAX_VALUE / 2`), so a reader's counts array covers every value ``Histogram`` can hold in practice.
-    public static let highestTrackableValue: UInt64 = UInt64(Int64.max / 2)
+    package static let highestTrackableValue: UInt64 = UInt64(Int64.max / 2)
 
     /// The uncompressed encoding (header and payload) of `counts` as HdrHistogram writes it.
-    public static func encode(counts: [UInt64], significantDigits: Int32 = 2, lowestDiscernibleValue: UInt64 = 1,
+    package static func encode(counts: [UInt64], significantDigits: Int32 = 2, lowestDiscernibleValue: UInt64 = 1,
                               highestTrackableValue: UInt64 = highestTrackableValue,
                               conversionRatio: Double = 1) -> [UInt8] {
         var payload: [UInt8] = []
@@ -57,7 +57,7 @@ public enum HdrHistogramEncoding {
     }
 
     /// The compressed encoding of `histogram`: the bytes a log line carries in base64.
-    public static func compressed(_ histogram: Histogram) -> [UInt8] {
+    package static func compressed(_ histogram: Histogram) -> [UInt8] {
         let zlib = Zlib.storedStream(encode(counts: histogram.counts))
         var out: [UInt8] = []
         put32(compressedCookie, &out)

@@ -11,30 +11,30 @@
 /// histogram.record(12_345)          // ns
 /// histogram.percentile(99)          // ≈ 12_345
 /// ```
-public struct Histogram: Sendable, Equatable {
+package struct Histogram: Sendable, Equatable {
     /// Bits of linear sub-bucketing per power of two: 2^7 = 128 sub-buckets.
-    public static let subBucketBits = 7
+    package static let subBucketBits = 7
     static let subBucketCount = 1 << subBucketBits
     /// Enough buckets for every `UInt64`.
-    public static let bucketCount = (64 - subBucketBits + 1) * subBucketCount
+    package static let bucketCount = (64 - subBucketBits + 1) * subBucketCount
 
     /// Counts per bucket (see ``bucketIndex(of:)``); allocated on first record.
-    public private(set) var counts: [UInt64] = []
+    package private(set) var counts: [UInt64] = []
     /// Values recorded.
-    public private(set) var count: UInt64 = 0
+    package private(set) var count: UInt64 = 0
     /// The smallest value recorded (`UInt64.max` when empty).
-    public private(set) var min: UInt64 = .max
+    package private(set) var min: UInt64 = .max
     /// The largest value recorded (0 when empty).
-    public private(set) var max: UInt64 = 0
+    package private(set) var max: UInt64 = 0
     /// The sum of the values recorded (wrapping; for the mean).
-    public private(set) var sum: UInt64 = 0
+    package private(set) var sum: UInt64 = 0
 
     /// An empty histogram.
-    public init() {}
+    package init() {}
 
     /// The bucket a value falls in.
     @inline(__always)
-    public static func bucketIndex(of value: UInt64) -> Int {
+    package static func bucketIndex(of value: UInt64) -> Int {
         if value < UInt64(subBucketCount) { return Int(value) }
         let msb = 63 - value.leadingZeroBitCount
         let shift = msb - subBucketBits
@@ -42,20 +42,20 @@ public struct Histogram: Sendable, Equatable {
     }
 
     /// The smallest value in bucket `index`.
-    public static func lowestValue(ofBucket index: Int) -> UInt64 {
+    package static func lowestValue(ofBucket index: Int) -> UInt64 {
         if index < subBucketCount { return UInt64(index) }
         let shift = index / subBucketCount - 1
         return UInt64(index % subBucketCount + subBucketCount) << UInt64(shift)
     }
 
     /// How many values bucket `index` spans.
-    public static func width(ofBucket index: Int) -> UInt64 {
+    package static func width(ofBucket index: Int) -> UInt64 {
         index < subBucketCount ? 1 : 1 << UInt64(index / subBucketCount - 1)
     }
 
     /// Records `value`, `times` times.
     @inline(__always)
-    public mutating func record(_ value: UInt64, times: UInt64 = 1) {
+    package mutating func record(_ value: UInt64, times: UInt64 = 1) {
         if counts.isEmpty { counts = Array(repeating: 0, count: Self.bucketCount) }
         counts[Self.bucketIndex(of: value)] &+= times
         count &+= times
@@ -65,7 +65,7 @@ public struct Histogram: Sendable, Equatable {
     }
 
     /// Adds every value of `other`.
-    public mutating func merge(_ other: Histogram) {
+    package mutating func merge(_ other: Histogram) {
         guard other.count > 0 else { return }
         if counts.isEmpty { counts = Array(repeating: 0, count: Self.bucketCount) }
         for (i, c) in other.counts.enumerated() where c != 0 { counts[i] &+= c }
@@ -76,16 +76,16 @@ public struct Histogram: Sendable, Equatable {
     }
 
     /// Forgets every value.
-    public mutating func reset() {
+    package mutating func reset() {
         self = Histogram()
     }
 
     /// The mean of the values, 0 when empty.
-    public var mean: Double { count == 0 ? 0 : Double(sum) / Double(count) }
+    package var mean: Double { count == 0 ? 0 : Double(sum) / Double(count) }
 
     /// The value at percentile `p` (0...100): the sample of rank ⌈p/100 · count⌉ (at least 1), reported as
     /// the middle of its bucket, clamped to ``min``…``max``. 0 when empty; 100 gives ``max`` exactly.
-    public func percentile(_ p: Double) -> UInt64 {
+    package func percentile(_ p: Double) -> UInt64 {
         guard count > 0 else { return 0 }
         if p >= 100 { return max }
         let exactRank = (Swift.max(0, p) / 100 * Double(count)).rounded(.up)
@@ -102,13 +102,13 @@ public struct Histogram: Sendable, Equatable {
     }
 
     /// The non-empty buckets as `(index, count)`, in order: the histogram's compact form for JSON.
-    public var nonEmptyBuckets: [(index: Int, count: UInt64)] {
+    package var nonEmptyBuckets: [(index: Int, count: UInt64)] {
         counts.enumerated().compactMap { $0.element == 0 ? nil : ($0.offset, $0.element) }
     }
 
     /// Rebuilds a histogram from its compact form. Returns nil if an index is out of range or the sub-bucket
     /// precision differs from this build's.
-    public init?(buckets: [(index: Int, count: UInt64)], min: UInt64, max: UInt64, sum: UInt64,
+    package init?(buckets: [(index: Int, count: UInt64)], min: UInt64, max: UInt64, sum: UInt64,
                  subBucketBits: Int = Histogram.subBucketBits) {
         guard subBucketBits == Self.subBucketBits else { return nil }
         var counts = Array(repeating: UInt64(0), count: Self.bucketCount)

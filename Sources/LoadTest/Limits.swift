@@ -1,32 +1,32 @@
 import Glibc
 
 /// The operating-system limits that cap how many connections a run can open.
-public enum Limits {
+package enum Limits {
     /// The outcome of checking (and raising) the file descriptor limit.
-    public struct FileLimit: Sendable, Equatable {
+    package struct FileLimit: Sendable, Equatable {
         /// The soft limit after any raise.
-        public var soft: UInt64
+        var soft: UInt64
         /// The hard limit.
-        public var hard: UInt64
+        var hard: UInt64
         /// Whether the soft limit was raised to the hard one.
-        public var raised: Bool
+        var raised: Bool
         /// Descriptors needed.
-        public var needed: Int
+        package var needed: Int
 
         /// Whether the run fits.
-        public var fits: Bool { UInt64(needed) <= soft }
+        package var fits: Bool { UInt64(needed) <= soft }
 
         /// How many connections fit, given `perConnection` descriptors each and `reserve` for everything else.
-        public func connectionsThatFit(perConnection: Int, reserve: Int) -> Int {
+        func connectionsThatFit(perConnection: Int, reserve: Int) -> Int {
             max(0, (Int(clamping: soft) - reserve) / max(1, perConnection))
         }
     }
 
     /// Descriptors kept back for loops, epoll, eventfds, standard streams and files.
-    public static let reserve = 64
+    static let reserve = 64
 
     /// Checks `RLIMIT_NOFILE` for `needed` descriptors, raising the soft limit to the hard limit if that helps.
-    public static func checkFileLimit(needed: Int) -> FileLimit {
+    package static func checkFileLimit(needed: Int) -> FileLimit {
         var limit = rlimit()
         let resource = __rlimit_resource_t(RLIMIT_NOFILE.rawValue)
         guard getrlimit(resource, &limit) == 0 else {
@@ -45,7 +45,7 @@ public enum Limits {
     }
 
     /// What to tell a user whose run does not fit.
-    public static func advice(_ limit: FileLimit, connections: Int, perConnection: Int) -> String {
+    package static func advice(_ limit: FileLimit, connections: Int, perConnection: Int) -> String {
         let fit = limit.connectionsThatFit(perConnection: perConnection, reserve: reserve)
         return """
             \(connections) connections need about \(limit.needed) file descriptors, but this process may open \
@@ -56,7 +56,7 @@ public enum Limits {
     }
 
     /// The local (ephemeral) port range, from `/proc/sys/net/ipv4/ip_local_port_range`.
-    public static func ephemeralPortRange() -> ClosedRange<Int>? {
+    static func ephemeralPortRange() -> ClosedRange<Int>? {
         guard let text = readSmallFile("/proc/sys/net/ipv4/ip_local_port_range") else { return nil }
         let numbers = text.split(whereSeparator: { $0 == " " || $0 == "\t" || $0 == "\n" }).compactMap { Int($0) }
         guard numbers.count == 2, numbers[0] <= numbers[1] else { return nil }
@@ -65,7 +65,7 @@ public enum Limits {
 
     /// A process's CPU time so far, user plus system, in seconds (all threads; `/proc/PID/stat` fields 14
     /// and 15); nil if the process is gone.
-    public static func cpuSeconds(pid: Int32) -> Double? {
+    static func cpuSeconds(pid: Int32) -> Double? {
         guard let text = readSmallFile("/proc/\(pid)/stat"), let close = text.lastIndex(of: ")") else { return nil }
         // After "pid (comm)": field 3 is the state; utime and stime are fields 14 and 15.
         let fields = text[text.index(after: close)...].split(separator: " ")
@@ -75,7 +75,7 @@ public enum Limits {
     }
 
     /// A process's resident memory in MiB (`/proc/PID/statm`), or nil if it cannot be read.
-    public static func residentMiB(pid: Int32) -> Double? {
+    static func residentMiB(pid: Int32) -> Double? {
         guard let text = readSmallFile("/proc/\(pid)/statm") else { return nil }
         let fields = text.split(separator: " ")
         guard fields.count > 1, let pages = Double(fields[1]) else { return nil }
@@ -83,7 +83,7 @@ public enum Limits {
     }
 
     /// The calling thread's CPU time so far, user plus system, in seconds (`getrusage(RUSAGE_THREAD)`).
-    public static func threadCPUSeconds() -> Double {
+    static func threadCPUSeconds() -> Double {
         var usage = rusage()
         // RUSAGE_THREAD (1) is Linux's; the Glibc module does not export the constant.
         guard getrusage(__rusage_who_t(1), &usage) == 0 else { return 0 }
@@ -92,7 +92,7 @@ public enum Limits {
     }
 
     /// A short text file's contents (for /proc).
-    public static func readSmallFile(_ path: String) -> String? {
+    static func readSmallFile(_ path: String) -> String? {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { return nil }
         defer { close(fd) }

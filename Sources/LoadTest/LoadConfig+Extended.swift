@@ -1,28 +1,28 @@
 /// `http` mode's request: what wrk's `-H`, `-s` (method and body) and several URLs give.
-public struct HTTPRequestSettings: Sendable, Equatable {
+package struct HTTPRequestSettings: Sendable, Equatable {
     /// The method (`GET` unless `--method`).
-    public var method = "GET"
+    package var method = "GET"
     /// Header lines (`Name: value`) added after `Host`, in order; a `Host` or `User-Agent` given here replaces
     /// the default one.
-    public var headers: [String] = []
+    package var headers: [String] = []
     /// The body sent with every request (`Content-Length` added), empty for none.
-    public var body: [UInt8] = []
+    package var body: [UInt8] = []
     /// Every request path in rotation (each request takes the next); empty means the config's `path` alone.
-    public var paths: [String] = []
+    package var paths: [String] = []
 
     /// Settings for a plain `GET`.
-    public init() {}
+    package init() {}
 }
 
 /// A `HOST:PORT` to serve metrics on.
-public struct MetricsAddress: Sendable, Equatable {
+package struct MetricsAddress: Sendable, Equatable {
     /// The address to listen on (a loopback address unless told otherwise).
-    public var host: String
+    package var host: String
     /// The port; 0 picks a free one (printed at the start).
-    public var port: UInt16
+    package var port: UInt16
 
     /// `host`:`port`.
-    public init(host: String, port: UInt16) {
+    package init(host: String, port: UInt16) {
         self.host = host
         self.port = port
     }
@@ -32,7 +32,7 @@ extension LoadConfig {
     /// The bytes of every HTTP request in rotation, one per path: the request line, `Host`, `User-Agent`,
     /// `Accept` (each replaced by a `--header` of that name), the other headers, `Content-Length` when there is
     /// a body (or the method usually carries one), and the body.
-    public var httpRequests: [[UInt8]] {
+    package var httpRequests: [[UInt8]] {
         let given = Set(http.headers.map { $0.prefix { $0 != ":" }.lowercased() })
         var common = ""
         if !given.contains("host") { common += "Host: \(hostHeader)\r\n" }

@@ -3,26 +3,26 @@ import LoopSocket
 
 /// loadtest as a TLS client (`--tls`, or an `https://` URL): which server to trust, what to offer, and
 /// whether to resume sessions.
-public struct LoadTLSSettings: Sendable, Equatable {
+package struct LoadTLSSettings: Sendable, Equatable {
     /// Connections start TLS right after connecting.
-    public var enabled = false
+    package var enabled = false
     /// PEM file of the CA certificates to trust (`--tls-ca`); the system store otherwise.
-    public var caFile: String?
+    package var caFile: String?
     /// Skip certificate verification (`--insecure`), for servers with throwaway certificates.
-    public var insecure = false
+    package var insecure = false
     /// ALPN protocols to offer (`--alpn h2,http/1.1`).
-    public var alpn: [String] = []
+    package var alpn: [String] = []
     /// Resume sessions (`--tls-resume`): connect mode then measures resumed handshakes. Off by default, so
     /// that every connection makes a full handshake.
-    public var resume = false
+    package var resume = false
     /// The name to send and verify (`--tls-server-name`); the host connected to otherwise.
-    public var serverName: String?
+    package var serverName: String?
 
     /// The defaults (TLS off).
-    public init() {}
+    package init() {}
 
     /// The client configuration the connections use; nil when TLS is off.
-    public var configuration: TLSConfiguration? {
+    package var configuration: TLSConfiguration? {
         guard enabled else { return nil }
         var configuration = TLSConfiguration.client(serverName: serverName, alpn: alpn)
         if let caFile { configuration.trustRoots = .file(caFile) }

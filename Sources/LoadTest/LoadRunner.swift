@@ -6,13 +6,13 @@ import LoopSocket
 import Synchronization
 
 /// A run that could not start or could not finish cleanly.
-public struct LoadTestError: Error, CustomStringConvertible, Sendable {
+struct LoadTestError: Error, CustomStringConvertible, Sendable {
     /// What happened and what to do about it.
-    public let message: String
+    package let message: String
     /// An error saying `message`.
-    public init(_ message: String) { self.message = message }
+    package init(_ message: String) { self.message = message }
     /// The message.
-    public var description: String { message }
+    package var description: String { message }
 }
 
 /// Runs one load test: opens the connections on its own event loop group, starts the load, reports progress
@@ -27,21 +27,21 @@ public struct LoadTestError: Error, CustomStringConvertible, Sendable {
 ///
 /// The coordinator (the calling thread) never touches connection state: it talks to each loop's
 /// ``LoopWorker`` through `execute`, once a second, so the loops count without locks.
-public final class LoadRunner: Sendable {
+package final class LoadRunner: Sendable {
     /// The configuration (for the demo, with the in-process server's port filled in by ``run()``).
-    public let config: LoadConfig
+    package let config: LoadConfig
     private let output: @Sendable (String) -> Void
     private let signals = RunSignals()
     private let interrupted = Atomic<Bool>(false)
 
     /// A runner for `config`, printing progress and notices through `output` (default: standard output).
-    public init(config: LoadConfig, output: @escaping @Sendable (String) -> Void = LoadRunner.printLine) {
+    package init(config: LoadConfig, output: @escaping @Sendable (String) -> Void = LoadRunner.printLine) {
         self.config = config
         self.output = output
     }
 
     /// Writes a line to standard output and flushes it.
-    public static let printLine: @Sendable (String) -> Void = { line in
+    package static let printLine: @Sendable (String) -> Void = { line in
         var text = line + "\n"
         text.withUTF8 { bytes in
             var done = 0
@@ -54,13 +54,13 @@ public final class LoadRunner: Sendable {
     }
 
     /// Ends the run early (from a signal handler's queue, say): the window closes now and the report covers it.
-    public func interrupt() {
+    package func interrupt() {
         interrupted.store(true, ordering: .releasing)
         signals.changed.signal()
     }
 
     /// Runs the test. Throws ``LoadTestError`` when it cannot start (fd limit, unknown host, no server for the demo).
-    public func run() throws -> RunResult {
+    package func run() throws -> RunResult {
         var config = self.config
         var server: EchoServer?
         if config.mode == .demo {

@@ -12,32 +12,32 @@
 /// }
 /// arm(timerAt: pacer.nextIntendedTime)
 /// ```
-public struct RatePacer: Sendable, Equatable {
+package struct RatePacer: Sendable, Equatable {
     /// The intended time of request 0 (ns, monotonic clock).
-    public let start: UInt64
+    package let start: UInt64
     /// Requests per second.
-    public let ratePerSecond: Double
+    package let ratePerSecond: Double
     /// Requests handed out so far; the next one is request `issued`.
-    public private(set) var issued: UInt64 = 0
+    package private(set) var issued: UInt64 = 0
 
     /// A schedule of `ratePerSecond` requests per second (must be positive) starting at `start`.
-    public init(ratePerSecond: Double, start: UInt64) {
+    package init(ratePerSecond: Double, start: UInt64) {
         precondition(ratePerSecond > 0 && ratePerSecond.isFinite, "rate must be positive")
         self.ratePerSecond = ratePerSecond
         self.start = start
     }
 
     /// When request `k` is meant to be sent (ns). Computed from `k` directly, so no error accumulates.
-    public func intendedTime(of k: UInt64) -> UInt64 {
+    package func intendedTime(of k: UInt64) -> UInt64 {
         let offset = (Double(k) * 1e9 / ratePerSecond).rounded(.down)
         return offset >= Double(UInt64.max - start) ? .max : start + UInt64(offset)
     }
 
     /// When the next request is due.
-    public var nextIntendedTime: UInt64 { intendedTime(of: issued) }
+    package var nextIntendedTime: UInt64 { intendedTime(of: issued) }
 
     /// How many requests are due at `now` and not yet handed out (the backlog).
-    public func due(at now: UInt64) -> UInt64 {
+    package func due(at now: UInt64) -> UInt64 {
         guard now >= start else { return 0 }
         // Requests 0...k are due when intendedTime(k) <= now; k ≈ (now - start) * rate / 1e9.
         var k = UInt64((Double(now - start) * ratePerSecond / 1e9).rounded(.down))
@@ -50,7 +50,7 @@ public struct RatePacer: Sendable, Equatable {
     }
 
     /// Hands out the next request if it is due at `now`, returning its intended time; nil if not yet due.
-    public mutating func next(now: UInt64) -> UInt64? {
+    package mutating func next(now: UInt64) -> UInt64? {
         let intended = nextIntendedTime
         guard intended <= now else { return nil }
         issued += 1

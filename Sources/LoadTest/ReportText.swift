@@ -1,7 +1,7 @@
 /// Human-readable text: the progress lines and the final report.
-public enum ReportText {
+package enum ReportText {
     /// `1234567` → `"1,234,567"`.
-    public static func grouped(_ value: UInt64) -> String {
+    package static func grouped(_ value: UInt64) -> String {
         let digits = String(value)
         var out = ""
         for (i, c) in digits.enumerated() {
@@ -12,12 +12,12 @@ public enum ReportText {
     }
 
     /// `1` → `"1 connection"`, `1000` → `"1,000 connections"`.
-    public static func count(_ n: Int, _ noun: String) -> String {
+    package static func count(_ n: Int, _ noun: String) -> String {
         "\(grouped(UInt64(max(0, n)))) \(noun)\(n == 1 ? "" : "s")"
     }
 
     /// A number with `decimals` digits after the point (no Foundation formatting needed).
-    public static func fixed(_ value: Double, _ decimals: Int) -> String {
+    package static func fixed(_ value: Double, _ decimals: Int) -> String {
         guard value.isFinite else { return "-" }
         var scale = 1.0
         for _ in 0..<decimals { scale *= 10 }
@@ -36,7 +36,7 @@ public enum ReportText {
     }
 
     /// A latency in µs with a sensible unit: `850 ns`, `42.1 µs`, `3.20 ms`, `1.50 s`.
-    public static func latency(us: Double) -> String {
+    package static func latency(us: Double) -> String {
         if us < 1 { return fixed(us * 1000, 0) + " ns" }
         if us < 1000 { return fixed(us, 1) + " µs" }
         if us < 1_000_000 { return fixed(us / 1000, 2) + " ms" }
@@ -53,7 +53,7 @@ public enum ReportText {
     }
 
     /// The report printed at the end of a run.
-    public static func report(_ r: RunResult) -> String {
+    package static func report(_ r: RunResult) -> String {
         var lines: [String] = []
         let what: String
         switch r.mode {

@@ -60,7 +60,7 @@ extension RunResult {
 
 extension RunResult {
     /// A decoding error in a few words ("missing key requests_per_second") instead of its full dump.
-    public static func describeDecodingError(_ error: any Error) -> String {
+    package static func describeDecodingError(_ error: any Error) -> String {
         guard let error = error as? DecodingError else { return "not JSON" }
         switch error {
         case .keyNotFound(let key, _): return "no \"\(key.stringValue)\""

@@ -5,23 +5,23 @@ import FoundationEssentials
 /// Top-level keys include `requests_per_second`, `connections`, `errors` (with `total` and counts by kind),
 /// `latency_us` (percentiles) and `histogram` (every non-empty bucket, in ns), so results from several
 /// processes or machines can be merged without losing precision.
-public struct RunResult: Codable, Sendable, Equatable {
+package struct RunResult: Codable, Sendable, Equatable {
     /// Percentiles in microseconds.
-    public struct Latency: Codable, Sendable, Equatable {
+    package struct Latency: Codable, Sendable, Equatable {
         /// Latencies recorded.
-        public var count: UInt64
+        package var count: UInt64
         /// The smallest, the mean, the percentiles (each within 0.4 % of the exact sample) and the largest.
-        public var min: Double
-        public var mean: Double
-        public var p50: Double
-        public var p90: Double
-        public var p99: Double
-        public var p99_9: Double
-        public var p99_99: Double
-        public var max: Double
+        package var min: Double
+        package var mean: Double
+        package var p50: Double
+        package var p90: Double
+        package var p99: Double
+        package var p99_9: Double
+        package var p99_99: Double
+        package var max: Double
 
         /// The percentiles of `histogram` (recorded in ns).
-        public init(_ histogram: Histogram) {
+        package init(_ histogram: Histogram) {
             func us(_ ns: UInt64) -> Double { (Double(ns) / 1000 * 1000).rounded() / 1000 }
             count = histogram.count
             min = histogram.count == 0 ? 0 : us(histogram.min)
@@ -36,26 +36,26 @@ public struct RunResult: Codable, Sendable, Equatable {
     }
 
     /// The latency histogram in compact form.
-    public struct HistogramData: Codable, Sendable, Equatable {
+    package struct HistogramData: Codable, Sendable, Equatable {
         /// The unit of the recorded values: always nanoseconds.
-        public var unit = "ns"
+        package var unit = "ns"
         /// The histogram's precision (see ``Histogram/subBucketBits``); results merge only with equal precision.
-        public var subBucketBits = Histogram.subBucketBits
+        package var subBucketBits = Histogram.subBucketBits
         /// Values recorded, the smallest and largest, and their sum (for the mean).
-        public var count: UInt64
-        public var min: UInt64
-        public var max: UInt64
-        public var sum: UInt64
+        package var count: UInt64
+        package var min: UInt64
+        package var max: UInt64
+        package var sum: UInt64
         /// `[bucket index, count]` pairs of the non-empty buckets; a bucket's values are described by
         /// `Histogram.lowestValue(ofBucket:)` and `Histogram.width(ofBucket:)`.
-        public var buckets: [[UInt64]]
+        package var buckets: [[UInt64]]
 
         enum CodingKeys: String, CodingKey {
             case unit, subBucketBits = "sub_bucket_bits", count, min, max, sum, buckets
         }
 
         /// The compact form of `histogram`.
-        public init(_ histogram: Histogram) {
+        package init(_ histogram: Histogram) {
             count = histogram.count
             min = histogram.count == 0 ? 0 : histogram.min
             max = histogram.max
@@ -64,7 +64,7 @@ public struct RunResult: Codable, Sendable, Equatable {
         }
 
         /// The histogram back; nil if the data is inconsistent.
-        public var histogram: Histogram? {
+        package var histogram: Histogram? {
             guard unit == "ns" else { return nil }
             var pairs: [(index: Int, count: UInt64)] = []
             for pair in buckets {
@@ -76,20 +76,20 @@ public struct RunResult: Codable, Sendable, Equatable {
     }
 
     /// Errors: the total and the non-zero counts by kind (see ``ErrorKind``).
-    public struct Errors: Codable, Sendable, Equatable {
+    package struct Errors: Codable, Sendable, Equatable {
         /// All errors.
-        public var total: UInt64
+        package var total: UInt64
         /// The non-zero counts, keyed by ``ErrorKind`` raw values (`refused`, `reset`, `timeout`, `mismatch`, …).
-        public var byKind: [String: UInt64]
+        package var byKind: [String: UInt64]
         /// The first error's text, for a hint at what went wrong.
-        public var first: String?
+        package var first: String?
 
         enum CodingKeys: String, CodingKey {
             case total, byKind = "by_kind", first
         }
 
         /// The counts and the first error's text.
-        public init(_ counts: ErrorCounts, first: String?) {
+        package init(_ counts: ErrorCounts, first: String?) {
             total = counts.total
             byKind = counts.byName
             self.first = first
@@ -97,20 +97,20 @@ public struct RunResult: Codable, Sendable, Equatable {
     }
 
     /// One second of the run.
-    public struct Sample: Codable, Sendable, Equatable {
+    package struct Sample: Codable, Sendable, Equatable {
         /// Seconds since the load started (the end of this sample).
-        public var t: Double
+        package var t: Double
         /// Requests completed and MiB received per second during the sample.
-        public var requestsPerSecond: Double
-        public var mibPerSecond: Double
+        package var requestsPerSecond: Double
+        package var mibPerSecond: Double
         /// Connections open at the end of the sample.
-        public var connections: Int
+        package var connections: Int
         /// Errors counted so far (cumulative).
-        public var errors: UInt64
+        package var errors: UInt64
         /// Whether the sample lies in the warm-up (before the measuring window).
-        public var warmup: Bool
+        package var warmup: Bool
         /// With `--server-pid`: the server's resident memory at the end of the sample, MiB.
-        public var serverRSSMiB: Double?
+        package var serverRSSMiB: Double?
 
         enum CodingKeys: String, CodingKey {
             case t, requestsPerSecond = "requests_per_second", mibPerSecond = "mib_per_second", connections, errors, warmup
@@ -118,7 +118,7 @@ public struct RunResult: Codable, Sendable, Equatable {
         }
 
         /// A sample.
-        public init(t: Double, requestsPerSecond: Double, mibPerSecond: Double, connections: Int, errors: UInt64, warmup: Bool) {
+        package init(t: Double, requestsPerSecond: Double, mibPerSecond: Double, connections: Int, errors: UInt64, warmup: Bool) {
             self.t = t
             self.requestsPerSecond = requestsPerSecond
             self.mibPerSecond = mibPerSecond
@@ -129,93 +129,93 @@ public struct RunResult: Codable, Sendable, Equatable {
     }
 
     /// Always `"loadtest"`.
-    public var tool = "loadtest"
+    package var tool = "loadtest"
     /// `echo`, `stream`, `connect`, `idle` or `http` (the demo reports as `echo`).
-    public var mode: String
+    package var mode: String
     /// `host:port` (HTTP: with the path); merged results list every target, comma-separated.
-    public var target: String
+    package var target: String
     /// Connections asked for (connect mode: parallel churn slots).
-    public var connections: Int
+    package var connections: Int
     /// Connections established (connect mode: every successful connect) and connects that failed.
-    public var connectionsEstablished: Int
-    public var connectionsFailed: Int
+    package var connectionsEstablished: Int
+    package var connectionsFailed: Int
     /// Connections still open when the window ended.
-    public var connectionsOpen: Int
+    package var connectionsOpen: Int
     /// Echo message size and requests in flight per connection (echo and HTTP runs).
-    public var messageSize: Int?
-    public var pipeline: Int?
+    package var messageSize: Int?
+    package var pipeline: Int?
     /// The open-loop rate asked for; nil for closed loop.
-    public var targetRate: Double?
+    package var targetRate: Double?
     /// Client event loops (threads).
-    public var loops: Int
+    package var loops: Int
     /// The measured window, seconds.
-    public var durationSeconds: Double
+    package var durationSeconds: Double
     /// Seconds of load before the window.
-    public var warmupSeconds: Double
+    package var warmupSeconds: Double
     /// Requests (round trips, HTTP responses, churn cycles) completed in the window.
-    public var requests: UInt64
+    package var requests: UInt64
     /// ``requests`` divided by the window.
-    public var requestsPerSecond: Double
+    package var requestsPerSecond: Double
     /// Bytes received in the window.
-    public var bytes: UInt64
+    package var bytes: UInt64
     /// ``bytes`` per second, in MiB.
-    public var mibPerSecond: Double
+    package var mibPerSecond: Double
     /// Errors of the whole run (opening included), by kind.
-    public var errors: Errors
+    package var errors: Errors
     /// Latency percentiles of the window, in µs.
-    public var latencyUs: Latency
+    package var latencyUs: Latency
     /// The full latency histogram of the window, in ns.
-    public var histogram: HistogramData
+    package var histogram: HistogramData
     /// One sample per second of load (warm-up included).
-    public var timeline: [Sample]
+    package var timeline: [Sample]
     /// How many results were merged into this one (1 for a single run).
-    public var sources = 1
+    package var sources = 1
     /// With `--server-pid`: the server's CPU seconds (user + system) over the window, and per request.
-    public var serverCPUSeconds: Double?
-    public var serverMicrosecondsPerRequest: Double?
+    var serverCPUSeconds: Double?
+    var serverMicrosecondsPerRequest: Double?
     /// The client loops' CPU seconds (user + system) over the window, and per request: the generator's own cost.
-    public var clientCPUSeconds: Double?
-    public var clientMicrosecondsPerRequest: Double?
+    var clientCPUSeconds: Double?
+    var clientMicrosecondsPerRequest: Double?
     /// The run's name (`--id`); merged results list every name, comma-separated.
-    public var id: String?
+    package var id: String?
     /// The measured window on the wall clock, Unix seconds (merged: the earliest start and the latest end).
-    public var windowStart: Double?
-    public var windowEnd: Double?
+    package var windowStart: Double?
+    package var windowEnd: Double?
     /// Merged results: how far apart the parts' windows started, seconds.
-    public var windowStartSpread: Double?
+    package var windowStartSpread: Double?
     /// The `--start-at` time asked for, Unix seconds.
-    public var startAt: Double?
+    package var startAt: Double?
     /// Open loop: the service time (from the actual send, not the intended one), percentiles and histogram.
-    public var serviceTimeUs: Latency?
-    public var serviceHistogram: HistogramData?
+    package var serviceTimeUs: Latency?
+    var serviceHistogram: HistogramData?
     /// TLS: handshake time (connect start to the handshake's end) of the connections made in the window,
     /// apart from request latency.
-    public var tlsHandshakeUs: Latency?
-    public var tlsHandshakeHistogram: HistogramData?
+    package var tlsHandshakeUs: Latency?
+    var tlsHandshakeHistogram: HistogramData?
     /// UDP mode: what happened to the datagrams of the window.
-    public var datagrams: Datagrams?
+    package var datagrams: Datagrams?
     /// What the reader should know about the figures (a rate not reached, windows that do not line up, …).
-    public var warnings: [String]?
+    package var warnings: [String]?
 
     /// UDP mode: datagrams sent in the window, and those lost, reordered, duplicated or corrupt (counted when
     /// found, within the window). Echoed ones are ``requests``.
-    public struct Datagrams: Codable, Sendable, Equatable {
+    package struct Datagrams: Codable, Sendable, Equatable {
         /// Sent (handed to the kernel, or refused by it: a refused one is also a send error).
-        public var sent: UInt64 = 0
+        package var sent: UInt64 = 0
         /// Not echoed within `--timeout`.
-        public var lost: UInt64 = 0
+        package var lost: UInt64 = 0
         /// Echoed after a later datagram of the same flow had been.
-        public var reordered: UInt64 = 0
+        package var reordered: UInt64 = 0
         /// An echo of a datagram already echoed or counted lost (a late echo is one too).
-        public var duplicates: UInt64 = 0
+        package var duplicates: UInt64 = 0
         /// An echo of the wrong length or with bytes that were not sent (also a `mismatch` error).
-        public var corrupt: UInt64 = 0
+        package var corrupt: UInt64 = 0
 
         /// No datagrams.
-        public init() {}
+        package init() {}
 
         /// Adds another loop's (or run's) counts.
-        public mutating func add(_ other: Datagrams) {
+        package mutating func add(_ other: Datagrams) {
             sent &+= other.sent
             lost &+= other.lost
             reordered &+= other.reordered
@@ -224,7 +224,7 @@ public struct RunResult: Codable, Sendable, Equatable {
         }
 
         /// Lost datagrams as a share of those sent, percent.
-        public var lossPercent: Double { sent > 0 ? Double(lost) * 100 / Double(sent) : 0 }
+        var lossPercent: Double { sent > 0 ? Double(lost) * 100 / Double(sent) : 0 }
     }
 
     enum CodingKeys: String, CodingKey {
@@ -261,19 +261,19 @@ public struct RunResult: Codable, Sendable, Equatable {
     }
 
     /// The result's latency histogram.
-    public var latencyHistogram: Histogram { histogram.histogram ?? Histogram() }
+    package var latencyHistogram: Histogram { histogram.histogram ?? Histogram() }
 
     // MARK: JSON
 
     /// Pretty, key-sorted JSON.
-    public func jsonData() throws -> Data {
+    package func jsonData() throws -> Data {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
         return try encoder.encode(self)
     }
 
     /// Reads a result written by ``jsonData()``.
-    public static func decode(_ data: Data) throws -> RunResult {
+    package static func decode(_ data: Data) throws -> RunResult {
         try JSONDecoder().decode(RunResult.self, from: data)
     }
 
@@ -284,7 +284,7 @@ public struct RunResult: Codable, Sendable, Equatable {
     /// the longest, and the timelines add second by second.
     /// Results run with different settings (message size, pipeline, open or closed loop, HTTP request) are
     /// refused unless `allowMixed`; windows that do not line up are merged with a warning.
-    public static func merge(_ results: [RunResult], allowMixed: Bool = false) throws(ArgumentError) -> RunResult {
+    package static func merge(_ results: [RunResult], allowMixed: Bool = false) throws(ArgumentError) -> RunResult {
         guard var merged = results.first else { throw ArgumentError("nothing to merge") }
         let differences = settingDifferences(results)
         if !differences.isEmpty && !allowMixed {

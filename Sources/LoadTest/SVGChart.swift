@@ -2,7 +2,7 @@ import Glibc
 
 /// Hand-written SVG: a latency-by-percentile plot (HdrHistogram's view: the x axis stretches the tail,
 /// 90 %, 99 %, 99.9 % … equally spaced) above a throughput-over-time chart.
-public enum SVGChart {
+package enum SVGChart {
     static let width = 800.0
     static let plotHeight = 260.0
     static let margin = (left: 80.0, right: 30.0, top: 40.0, bottom: 45.0)
@@ -28,7 +28,7 @@ public enum SVGChart {
     static let titleHeight = 44.0
 
     /// The whole picture for a result: a title saying which run it shows, then its panels.
-    public static func render(_ result: RunResult) -> String {
+    package static func render(_ result: RunResult) -> String {
         let panel = plotHeight + margin.top + margin.bottom
         let list = panels(result)
         let height = titleHeight + panel * Double(list.count)

@@ -68,6 +68,40 @@ final class ExampleServerTests: XCTestCase {
         XCTAssertEqual(status, 0, "\(name) exit status; stderr: \(server.standardError)", file: file, line: line)
     }
 
+    /// The sanitizers that can instrument this test process: the runtime's initialiser (found with `dlsym`
+    /// when linked in), the tool's name, and the variable its runtime reads options from.
+    private static let sanitizers = [
+        (initialiser: "__asan_init", name: "AddressSanitizer", options: "ASAN_OPTIONS"),
+        (initialiser: "__tsan_init", name: "ThreadSanitizer", options: "TSAN_OPTIONS"),
+    ]
+
+    /// Under a sanitizer (`swift test --sanitize=address` or `=thread`; `.ci/run` runs this suite under
+    /// AddressSanitizer) each example server is built with it too, and exits 0 under it on SIGTERM: a report,
+    /// at any point or at exit, would make that status 1 (AddressSanitizer) or 66 (ThreadSanitizer). That the
+    /// server runs the sanitizer's runtime is shown by the runtime itself: told `help=1` (added to the options
+    /// this process was given, which the servers inherit), it lists its flags under its name on stderr.
+    func testExampleServersRunUnderTheTestsSanitizerAndExitZero() throws {
+        let active = Self.sanitizers.filter { dlsym(UnsafeMutableRawPointer(bitPattern: 0), $0.initialiser) != nil }
+        guard !active.isEmpty else { throw XCTSkip("this test process runs under no sanitizer") }
+        let environment = active.map { sanitizer in
+            let given = getenv(sanitizer.options).map { String(cString: $0) } ?? ""
+            return "\(sanitizer.options)=\(given.isEmpty ? "" : given + ":")help=1"
+        }
+        for name in Self.servers + ["udp-echo-server"] {
+            let server = try ChildProcess("/usr/bin/env", environment + [ChildProcess.product(name), "--port", "0", "--loops", "1"])
+            guard server.waitForOutput(containing: name == "udp-echo-server" ? "bound to" : "listening", seconds: 20) else {
+                server.wait(seconds: 5)
+                XCTFail("\(name) did not start: \(server.standardOutput) \(server.standardError)")
+                continue
+            }
+            stop(server, name)  // waits for the exit, then for stderr to drain
+            for sanitizer in active {
+                XCTAssertTrue(server.standardError.contains("Available flags for \(sanitizer.name)"),
+                              "\(name) does not run under \(sanitizer.name), though these tests do")
+            }
+        }
+    }
+
     /// With no `--host`, each example answers on 127.0.0.1 and refuses 127.0.0.2 (another loopback address,
     /// which a server listening on every interface would accept on).
     func testExampleServersListenOnTheLoopbackAddressUnlessToldOtherwise() throws {

@@ -93,10 +93,8 @@ extension AsyncSocket {
     }
 
     /// The current task's address (identity only: never dereferenced, and compared only while the scope's
-    /// task, which opened the scope, is alive), from the runtime directly: `withUnsafeCurrentTask` costs
-    /// a generic closure and a retain and release of the task, most of what the scope saves.
-    static func currentTask() -> UnsafeRawPointer? { currentTaskAddress() }
+    /// task, which opened the scope, is alive), from the runtime directly (TaskRuntime.swift):
+    /// `withUnsafeCurrentTask` costs a generic closure and a retain and release of the task, most of what the
+    /// scope saves.
+    static func currentTask() -> UnsafeRawPointer? { swiftTaskGetCurrent() }
 }
-
-@_silgen_name("cepoll_task_current")
-private func currentTaskAddress() -> UnsafeRawPointer?

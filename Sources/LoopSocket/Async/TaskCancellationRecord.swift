@@ -12,18 +12,13 @@
 /// round trip, the async echo server made 4 switches per round trip instead of 2, and spent 8,300 instead
 /// of 7,230 user-space instructions per round trip (callgrind). The runtime entry points used here are the
 /// ones that function calls (and that the `nonisolated(nonsending)` form of later toolchains inlines into
-/// every client); CEpollShim forwards to them because Swift reserves their names. Once the toolchain's own
-/// `withTaskCancellationHandler` is `nonisolated(nonsending)`, this function and the forwarders can go.
+/// every client); they are declared, with what each does and the toolchain it was checked against, in
+/// TaskRuntime.swift. Once the toolchain's own `withTaskCancellationHandler` is `nonisolated(nonsending)`,
+/// this function and those two declarations can go.
 @inline(__always) nonisolated(nonsending) func withCancellationHandler<T>(
     _ operation: nonisolated(nonsending) () async throws -> T, onCancel handler: @Sendable () -> Void
 ) async throws -> T {
-    let record = addCancellationHandler(handler)
-    defer { removeCancellationHandler(record) }
+    let record = swiftTaskAddCancellationHandler(handler)
+    defer { swiftTaskRemoveCancellationHandler(record) }
     return try await operation()
 }
-
-@_silgen_name("cepoll_task_add_cancellation_handler")
-private func addCancellationHandler(_ handler: () -> Void) -> UnsafeRawPointer
-
-@_silgen_name("cepoll_task_remove_cancellation_handler")
-private func removeCancellationHandler(_ record: UnsafeRawPointer)
