@@ -21,6 +21,7 @@ extension GCDAsyncSocket {
         writeTimerOp = .max
         if case .tls(let tls) = transport { endTLS(tls, error: error) }
         if fd >= 0 {
+            if error == nil && readSide == .open && !wasStarting { discardUnreadInput() }
             unpublish(fd)
             if wasStarting {
                 LibraryFault.close(fd)  // never registered with the loop
@@ -30,7 +31,8 @@ extension GCDAsyncSocket {
             fd = -1
         }
         if dial != nil { closeDialState() }  // an accepted connection never listened or connected
-        let failedWrites = writes.removeAll()
+        var failedWrites = writes.removeAll()
+        failedWrites.removeAll { $0.isStartTLS }  // startTLS's marker was never a write of the user's
         dropReads(with: error ?? GCDAsyncSocketError.disconnected)
         pending = []
         pendingStart = 0
@@ -55,6 +57,19 @@ extension GCDAsyncSocket {
             }
         }
         notifyDidDisconnect(error)
+    }
+
+    /// Reads and drops what the peer sent that nobody read, before a close the application asked for.
+    ///
+    /// Linux answers the close of a socket with unread input with a reset instead of a FIN, and a reset
+    /// makes the peer's kernel discard what it has received but its application not yet read: the end of
+    /// our last writes, reported written. A TLS 1.3 client that never reads after the handshake always has
+    /// such input (the server's session tickets). Bounded: a peer that keeps sending gets its reset.
+    private func discardUnreadInput() {
+        let buffer = context.receiveBuffer
+        for _ in 0..<4 {
+            guard case .processed(let count)? = try? Syscall.recv(fd, buffer), count > 0 else { return }
+        }
     }
 
     /// Closes the listening descriptors and cancels a connect in progress (part of ``closeWithError(_:)``).

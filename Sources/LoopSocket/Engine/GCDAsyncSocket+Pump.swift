@@ -104,7 +104,7 @@ extension GCDAsyncSocket: LoopIOHandler {
                 // trust nothing is read at all (the bytes wait in the kernel, and level-triggered EPOLLIN
                 // would only spin the loop).
                 if tls.state == .handshaking { interest.insert(.readable) }
-            } else if !asking.contains(.read) && writability != .notWritableReadsPaused && (wantsBytes ? pendingCount == 0
+            } else if !asking.contains(.read) && !readsHeldByBackpressure && (wantsBytes ? pendingCount == 0
                 : !readiness.contains(.idleWake) || (readBudget <= 0 && readiness.contains(.readable))) {
                 interest.insert(.readable)
             }

@@ -24,6 +24,16 @@ extension GCDAsyncSocket {
 
     // MARK: The read engine
 
+    /// Whether reads wait for the queued writes to drain (``SocketOptions/ReadBackpressure``). Never while
+    /// `startTLS` is queued: the writes behind its marker cannot go out before the reads ahead of it have
+    /// completed and the handshake has run, so holding those reads would wait forever (a server that
+    /// queues a read, startTLS and a large reply must still reach the handshake).
+    var readsHeldByBackpressure: Bool {
+        guard writability == .notWritableReadsPaused else { return false }
+        if case .tlsQueued = transport { return false }
+        return true
+    }
+
     /// Ciphertext already in the TLS layer's input, which no EPOLLIN will report.
     var transportHasStash: Bool {
         if case .tls(let tls) = transport { return !tls.stash.isEmpty }
@@ -41,13 +51,7 @@ extension GCDAsyncSocket {
     /// Satisfies reads from the prebuffer, then from the socket while it is readable, for at most the
     /// wakeup's read budget; nothing while writes back up (``SocketOptions/ReadBackpressure``).
     func readLoop() {
-        // Backpressure holds reads, not the handshake: a server that queued a large reply behind startTLS
-        // must still reach it.
-        if case .tlsQueued = transport, writability == .notWritableReadsPaused, reads.front({ $0.isStartTLS }) == true {
-            beginTLSIfBothQueuesReady()
-            return
-        }
-        while lifecycle == .open && !asking.contains(.read) && writability != .notWritableReadsPaused {
+        while lifecycle == .open && !asking.contains(.read) && !readsHeldByBackpressure {
             if case .tlsQueued = transport, reads.front({ $0.isStartTLS }) == true {
                 beginTLSIfBothQueuesReady()
                 return

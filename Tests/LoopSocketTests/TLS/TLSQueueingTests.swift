@@ -173,4 +173,73 @@ extension TLSQueueingTests {
             client.disconnect()
         }
     }
+
+    /// An accepted socket (which pauses reads while its writes back up) queues a plaintext read, startTLS and
+    /// a reply larger than its high water mark: the read ahead of the marker must still complete, or the
+    /// handshake, and with it the reply, would wait forever.
+    func testAReplyOverTheHighWaterMarkBehindStartTLSDoesNotHoldTheReadAheadOfIt() throws {
+        let size = (SocketOptions().writeHighWaterMark * 5) / 4
+        let reply = patternData(size)
+        let serverTLS = TLSConfiguration.server(identity: try Self.identity())
+        let serverDelegate = makeDelegate("server")
+        serverDelegate.configure { hooks in
+            hooks.accept = { _, child in
+                child.readData(toLength: 10, withTimeout: -1, tag: 1)
+                child.startTLS(serverTLS)
+                child.write(reply, withTimeout: -1, tag: 2)
+            }
+        }
+        let server = try makeServer(serverDelegate)
+        let delegate = makeDelegate("client")
+        let client = makeSocket(delegate)
+        try client.connect(toHost: "127.0.0.1", onPort: server.localPort, withTimeout: testTimeout)
+        client.write(Data("0123456789".utf8), withTimeout: -1, tag: 1)
+        client.startTLS(Self.client())
+        client.readData(toLength: UInt(size), withTimeout: -1, tag: 2)
+        let finished: ([SocketRecord]) -> Bool = { records in
+            records.contains { if case .read(_, 2) = $0.event { return true } else { return false } }
+        }
+        XCTAssertTrue(delegate.wait("the reply behind startTLS", timeout: 30, until: finished))
+        XCTAssertTrue(delegate.readBytes(tag: 2) == reply, "the reply differs")
+        client.disconnect()
+    }
+
+    /// A TLS 1.3 client that never reads after the handshake has the server's session tickets unread in its
+    /// kernel buffer. Its graceful close must still end with a FIN, not a reset that would make the server's
+    /// kernel discard the client's last bytes before the server read them.
+    func testAGracefulCloseWithUnreadTicketsDeliversEveryByte() throws {
+        let size = 100_000
+        let serverTLS = TLSConfiguration.server(identity: try Self.identity())
+        let serverDelegate = makeDelegate("server")
+        serverDelegate.configure { hooks in
+            hooks.accept = { _, child in
+                child.autoDisconnectOnClosedReadStream = false
+                child.startTLS(serverTLS)  // and no read until the client has gone
+            }
+        }
+        let server = try makeServer(serverDelegate)
+        let delegate = makeDelegate("client")
+        let client = try connectTLSClient(delegate, port: server.localPort, Self.client())
+        waitForSecure(delegate, client)
+        let accepted = try XCTUnwrap(serverDelegate.waitForAccepts(1).first)
+        waitForSecure(serverDelegate, accepted)
+        // Wait (bounded) until the tickets are in the client's kernel buffer, unread.
+        var unread: Int32 = 0
+        for _ in 0..<1000 where unread == 0 {
+            perform(client) { _ = ioctl(client.fd, UInt(FIONREAD), &unread) }
+            if unread == 0 { settle(client.eventLoop) }
+        }
+        XCTAssertGreaterThan(unread, 0, "the server's session tickets never reached the client")
+        client.write(patternData(size), withTimeout: -1, tag: 1)
+        client.disconnectAfterWriting()
+        XCTAssertNil(delegate.waitForDisconnect(of: client))
+        // The server has seen the client go (it reads what a hung-up peer sent into its buffer) before it
+        // reads: a reset instead of a FIN would have cost it the bytes, and ended it with ECONNRESET.
+        settle(accepted.eventLoop)
+        accepted.readData(toLength: UInt(size), withTimeout: -1, tag: 3)
+        XCTAssertTrue(serverDelegate.waitForReadBytes(size, tag: 3) == patternData(size), "the client's bytes differ")
+        serverDelegate.waitFor("the client's end of stream") { if case .closedReadStream = $0 { return true } else { return false } }
+        XCTAssertTrue(serverDelegate.disconnects(of: accepted).isEmpty, "\(serverDelegate.events)")
+        accepted.disconnect()
+    }
 }
