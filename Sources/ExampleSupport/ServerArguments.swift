@@ -2,8 +2,8 @@ import EpollLoop
 import Glibc
 import LoopSocket
 
-/// The command line of the example servers: `--port P [--host H] [--loops N] [--tls-cert FILE --tls-key FILE]`,
-/// and their SIGINT/SIGTERM handling. They listen on 127.0.0.1 unless `--host` names another interface (or `*`
+/// The command line of the example servers: `--port P [--host H] [--loops N] [--tls-cert FILE --tls-key FILE]
+/// [--metrics HOST:PORT] [--stall-ms N]`, and their SIGINT/SIGTERM handling. They listen on 127.0.0.1 unless `--host` names another interface (or `*`
 /// for all), and serve TLS when given a certificate and key.
 public struct ServerArguments: Sendable {
     /// The port to listen on (0: any free port, printed at start).
@@ -16,6 +16,10 @@ public struct ServerArguments: Sendable {
     /// PEM certificate chain (leaf first) and private key: serve TLS when both are given.
     public var tlsCertificate: String?
     public var tlsKey: String?
+    /// Where to serve the loops' metrics (`GET /metrics`, Prometheus text), if anywhere.
+    public var metrics: (host: String, port: UInt16)?
+    /// Report callbacks that hold a loop longer than this (`--stall-ms`); nil: the stall detector is off.
+    public var stallThreshold: Duration?
 
     /// The server TLS configuration from `--tls-cert`/`--tls-key` (nil: plaintext), with `alpn` offered;
     /// exits with a message if the files cannot be used.
@@ -55,8 +59,18 @@ public struct ServerArguments: Sendable {
                 result.tlsCertificate = value(flag)
             case "--tls-key":
                 result.tlsKey = value(flag)
+            case "--metrics":
+                let text = value(flag)
+                guard let address = metricsAddress(text) else {
+                    fail("--metrics takes HOST:PORT (for example 127.0.0.1:9464 or :9464), not '\(text)'")
+                }
+                result.metrics = address
+            case "--stall-ms":
+                guard let ms = Int(value(flag)), ms >= 1 else { fail("--stall-ms takes a number of milliseconds, at least 1") }
+                result.stallThreshold = .milliseconds(ms)
             case "--help", "-h":
-                print("usage: \(name) --port P [--host H (default 127.0.0.1; '*' for all)] [--loops N] [--tls-cert FILE --tls-key FILE]")
+                print("usage: \(name) --port P [--host H (default 127.0.0.1; '*' for all)] [--loops N] [--tls-cert FILE --tls-key FILE]"
+                      + " [--metrics HOST:PORT] [--stall-ms N]")
                 exit(0)
             default:
                 fail("unknown option \(flag) (try --help)")
@@ -66,10 +80,20 @@ public struct ServerArguments: Sendable {
         return result
     }
 
-    /// The event loops `--loops` asks for, named `name`; exits with a message if they cannot start.
+    /// `HOST:PORT`, `[v6]:PORT` or `:PORT` (127.0.0.1), as loadtest's `--metrics` takes it; nil if malformed.
+    static func metricsAddress(_ text: String) -> (host: String, port: UInt16)? {
+        guard let colon = text.lastIndex(of: ":"), let port = UInt16(text[text.index(after: colon)...]) else { return nil }
+        var host = String(text[..<colon])
+        if host.hasPrefix("[") && host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+        if host.isEmpty { host = "127.0.0.1" }
+        return host.contains("[") || host.contains("]") ? nil : (host, port)
+    }
+
+    /// The event loops `--loops` asks for, named `name`, with `--stall-ms`'s detector; exits with a message
+    /// if they cannot start.
     public func makeGroup(name: String) -> EventLoopGroup {
         do {
-            return try EventLoopGroup(numberOfLoops: loops, name: name)
+            return try EventLoopGroup(numberOfLoops: loops, name: name, stallThreshold: stallThreshold)
         } catch {
             Self.fail("cannot start event loops: \(error)")
         }
@@ -82,6 +106,21 @@ public struct ServerArguments: Sendable {
             return try start()
         } catch {
             Self.fail("cannot listen on \(host ?? "*"):\(port): \(error)")
+        }
+    }
+
+    /// Serves `group`'s metrics at `GET /metrics` on the `--metrics` address (nil without the option), and
+    /// announces where; exits with a message if it cannot listen there. Close it before shutting the group down.
+    public func serveMetrics(of group: EventLoopGroup) -> MetricsServer? {
+        guard let metrics else { return nil }
+        do {
+            let server = try MetricsServer(host: metrics.host, port: metrics.port, loop: group.loops[0]) {
+                group.prometheusText()
+            }
+            Self.announce("metrics on http://\(metrics.host.contains(":") ? "[\(metrics.host)]" : metrics.host):\(server.port)/metrics")
+            return server
+        } catch {
+            Self.fail("cannot serve metrics on \(metrics.host):\(metrics.port): \(error)")
         }
     }
 

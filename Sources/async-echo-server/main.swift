@@ -1,7 +1,7 @@
 // async-echo-server: the echo server written with async/await: one task per connection, each preferring
 // its connection's event loop, so reads and writes complete on that loop with no thread hop.
 //
-//     async-echo-server --port 9000 [--host 127.0.0.1] [--loops N] [--tls-cert cert.pem --tls-key key.pem]
+//     async-echo-server --port 9000 [--host 127.0.0.1] [--loops N] [--tls-cert cert.pem --tls-key key.pem] [--metrics :9464]
 import Dispatch
 import EpollLoop
 import ExampleSupport
@@ -19,6 +19,7 @@ func serve(_ arguments: ServerArguments) {
             host: arguments.host, port: arguments.port, tls: tls, group: group, acceptFailed: { acceptFailures.report($0) })
     }
     arguments.announceListening("async-echo-server", port: listener.localPort, loops: group.loops.count, tls: tls != nil)
+    let metrics = arguments.serveMetrics(of: group)
 
     // The accept loop runs in a task on the first loop and each connection in a child task on its own loop, so
     // the server never uses the global concurrent executor. SIGINT/SIGTERM close the listener: the accept
@@ -44,6 +45,7 @@ func serve(_ arguments: ServerArguments) {
         finished.signal()
     }
     ServerArguments.waitForTermination()
+    metrics?.close()
     listener.close()
     finished.wait()
     try? group.shutdownGracefully()

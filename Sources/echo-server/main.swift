@@ -1,6 +1,6 @@
 // echo-server: echoes every byte back, the GCDAsyncSocket way, on the project's event loops.
 //
-//     echo-server --port 9000 [--host 127.0.0.1] [--loops N] [--tls-cert cert.pem --tls-key key.pem]
+//     echo-server --port 9000 [--host 127.0.0.1] [--loops N] [--tls-cert cert.pem --tls-key key.pem] [--metrics :9464]
 import Dispatch
 import EpollLoop
 import FoundationEssentials
@@ -46,7 +46,9 @@ func serve(_ arguments: ServerArguments) {
     let listener = GCDAsyncSocket(delegate: delegate, delegateQueue: nil, loop: group.loops[0], group: group)
     arguments.listen { try listener.accept(onInterface: arguments.host, port: arguments.port) }
     arguments.announceListening("echo-server", port: listener.localPort, loops: group.loops.count, tls: tls != nil)
+    let metrics = arguments.serveMetrics(of: group)
     ServerArguments.waitForTermination()
+    metrics?.close()
     listener.disconnect()
     try? group.shutdownGracefully()
 }

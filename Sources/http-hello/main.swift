@@ -5,7 +5,7 @@
 // connections persist unless "Connection: close", HTTP/1.0 ones only with "Connection: keep-alive"; a
 // connection idle for 30 s is closed. The HTTP handling is in Sources/HTTPHello.
 //
-//     http-hello --port 8080 [--host 127.0.0.1] [--loops N] [--tls-cert cert.pem --tls-key key.pem]
+//     http-hello --port 8080 [--host 127.0.0.1] [--loops N] [--tls-cert cert.pem --tls-key key.pem] [--metrics :9464]
 import EpollLoop
 import ExampleSupport
 import HTTPHello
@@ -27,7 +27,9 @@ func serve(_ arguments: ServerArguments) {
     listener.options.maxReadsPerWakeup = 1
     arguments.listen { try listener.accept(onInterface: arguments.host, port: arguments.port) }
     arguments.announceListening("http-hello", port: listener.localPort, loops: group.loops.count, tls: configuration.tls != nil)
+    let metrics = arguments.serveMetrics(of: group)
     ServerArguments.waitForTermination()
+    metrics?.close()
     listener.disconnect()
     try? group.shutdownGracefully()
 }

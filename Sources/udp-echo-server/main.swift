@@ -1,6 +1,6 @@
 // udp-echo-server: echoes every datagram to its sender, the GCDAsyncUdpSocket way, on the project's event loops.
 //
-//     udp-echo-server --port 9000 [--host 127.0.0.1] [--loops N]
+//     udp-echo-server --port 9000 [--host 127.0.0.1] [--loops N] [--metrics :9464]
 //
 // With N loops, N sockets share the port through SO_REUSEPORT (one per loop); the kernel spreads the
 // senders over them by flow.
@@ -28,12 +28,7 @@ final class UDPEchoDelegate: GCDAsyncUdpSocketDelegate {
 }
 
 let arguments = ServerArguments.parse(name: "udp-echo-server")
-let group: EventLoopGroup
-do {
-    group = try EventLoopGroup(numberOfLoops: arguments.loops, name: "udp-echo")
-} catch {
-    ServerArguments.fail("cannot start event loops: \(error)")
-}
+let group = arguments.makeGroup(name: "udp-echo")
 var delegates: [UDPEchoDelegate] = []
 var sockets: [GCDAsyncUdpSocket] = []
 var port = arguments.port
@@ -60,7 +55,9 @@ for loop in group.loops {
     sockets.append(socket)
 }
 ServerArguments.announce("udp-echo-server bound to \(arguments.host ?? "*") port \(port) with \(group.loops.count) loop(s)")
+let metrics = arguments.serveMetrics(of: group)
 ServerArguments.waitForTermination()
+metrics?.close()
 for socket in sockets { socket.close() }
 try? group.shutdownGracefully()
 // The loops have stopped: the counters are no longer touched.

@@ -212,6 +212,66 @@ final class ExampleServerTests: XCTestCase {
         XCTAssertTrue(statements.contains("import Dispatch"))
         XCTAssertTrue(statements.contains { $0.contains("accept(onInterface: \"127.0.0.1\"") }, "the taste listens beyond the loopback")
     }
+
+    /// `--metrics HOST:PORT`: each server serves its loops' Prometheus text at `GET /metrics` while it runs,
+    /// and still exits 0 on SIGTERM.
+    func testExampleServersServeTheirLoopsMetrics() throws {
+        for name in ["echo-server", "async-echo-server", "http-hello", "udp-echo-server"] {
+            let server = try ChildProcess(ChildProcess.product(name),
+                                          ["--port", "0", "--loops", "2", "--metrics", "127.0.0.1:0"])
+            guard server.waitForOutput(containing: "/metrics", seconds: 20),
+                  let port = Self.metricsPort(in: server.standardOutput) else {
+                server.process.terminate()
+                server.wait(seconds: 5)
+                XCTFail("\(name) did not announce its metrics: \(server.standardOutput) \(server.standardError)")
+                continue
+            }
+            let response = Self.get("/metrics", port: port)
+            XCTAssertTrue(response.hasPrefix("HTTP/1.1 200 OK\r\n"), "\(name): \(response.prefix(200))")
+            for loop in 0..<2 {
+                XCTAssertTrue(response.contains("epoll_loop_iterations_total{loop=\""), name)
+                XCTAssertTrue(response.contains("-\(loop)\"}"), "\(name): loop \(loop)")
+            }
+            XCTAssertTrue(response.contains("# TYPE epoll_loop_lag_seconds histogram"), name)
+            XCTAssertTrue(Self.get("/", port: port).hasPrefix("HTTP/1.1 404"), name)
+            stop(server, name)
+        }
+    }
+
+    /// The port in "metrics on http://HOST:PORT/metrics".
+    private static func metricsPort(in output: String) -> UInt16? {
+        guard let line = output.split(separator: "\n").first(where: { $0.hasPrefix("metrics on http://") }),
+              let end = line.range(of: "/metrics", options: .backwards),
+              let colon = line[..<end.lowerBound].lastIndex(of: ":") else { return nil }
+        return UInt16(line[line.index(after: colon)..<end.lowerBound])
+    }
+
+    /// One `GET path` on 127.0.0.1:`port`, closed after the response (blocking, each call bounded by 5 s).
+    private static func get(_ path: String, port: UInt16) -> String {
+        let fd = connectTo("127.0.0.1", port)
+        guard fd >= 0 else { return "connect failed: errno \(-fd)" }
+        defer { close(fd) }
+        var limit = timeval(tv_sec: 5, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
+        let request = "GET \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+        _ = request.withCString { send(fd, $0, strlen($0), 0) }
+        // Read until the head and Content-Length bytes of body are in.
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            if n <= 0 { break }
+            bytes += chunk[0..<n]
+            let text = String(decoding: bytes, as: UTF8.self)
+            if let headEnd = text.range(of: "\r\n\r\n"),
+               let lengthLine = text[..<headEnd.lowerBound].split(separator: "\r\n").first(where: { $0.hasPrefix("Content-Length: ") }),
+               let length = Int(lengthLine.dropFirst("Content-Length: ".count)),
+               text.utf8.count - text.utf8.distance(from: text.startIndex, to: headEnd.upperBound) >= length {
+                return text
+            }
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
 }
 
 /// A server that did not start: the test fails with its output.

@@ -16,6 +16,8 @@ public final class EventLoopGroup: Sendable {
     private let threads: [LoopThread]
     private let cursor = Atomic<Int>(0)
     private let shutdownLock = Locked(false)
+    /// The prefix of the loops' names.
+    public let name: String
 
     /// Starts `numberOfLoops` loops, each on its own thread named `"<name>-<i>"`.
     ///
@@ -24,13 +26,16 @@ public final class EventLoopGroup: Sendable {
     ///   - name: the prefix of the loops' and threads' names.
     ///   - pinThreads: pin loop `i` to the `i % coreCount`-th CPU this process may run on (its affinity
     ///     mask, so a container's cpuset is respected), for benchmarks and latency-sensitive servers.
-    public init(numberOfLoops: Int = EventLoopGroup.coreCount, name: String = "epoll-loop", pinThreads: Bool = false) throws(EventLoopError) {
+    ///   - stallThreshold: report callbacks that hold a loop longer than this to ``LoopDiagnostics``
+    ///     (see ``StallReport``); `nil`, the default, turns the stall detector off.
+    public init(numberOfLoops: Int = EventLoopGroup.coreCount, name: String = "epoll-loop", pinThreads: Bool = false,
+                stallThreshold: Duration? = nil) throws(EventLoopError) {
         let count = max(1, numberOfLoops)
         var loops: [EventLoop] = []
         var threads: [LoopThread] = []
         do {
             for i in 0..<count {
-                let loop = try EventLoop(name: "\(name)-\(i)")
+                let loop = try EventLoop(name: "\(name)-\(i)", stallThreshold: stallThreshold)
                 loops.append(loop)
                 threads.append(try LoopThread(loop: loop, cpu: pinThreads ? Self.allowedCPU(i % Self.coreCount) : nil))
             }
@@ -41,6 +46,7 @@ public final class EventLoopGroup: Sendable {
         }
         self.loops = loops
         self.threads = threads
+        self.name = name
     }
 
     /// The next loop, round-robin. Any thread.

@@ -19,6 +19,7 @@ extension EventLoop {
             }
         }
         threadID.store(UInt(pthread_self()), ordering: .releasing)
+        counters.lastMark = Deadline.now().uptimeNanoseconds
         // Tasks queued before run() are in the shared queue: take them at once.
         collectRemoteTasks()
         while !shutdownRequested {
@@ -31,10 +32,15 @@ extension EventLoop {
 
     func runIteration() {
         let timeout = pollTimeout()
-        poll(timeoutMilliseconds: timeout)
+        let slept = poll(timeoutMilliseconds: timeout)
         // Shutdown requested: closeDown() runs the queued tasks and cancels the timers; none may fire now.
         if shutdownRequested { return }
-        now = Deadline.now().uptimeNanoseconds
+        // After a blocking wait `now` was read as it returned; otherwise this is the iteration's one reading.
+        if !slept {
+            now = Deadline.now().uptimeNanoseconds
+            counters.busy &+= now &- counters.lastMark
+            counters.lastMark = now
+        }
         runTimers()
         runRemoteTasks()
         runLocalTasks()
@@ -42,20 +48,30 @@ extension EventLoop {
     }
 
     /// 0 when work is waiting, the time to the next timer (rounded up to whole ms), or -1 to wait indefinitely.
+    /// When it reads the clock for a timer it keeps the reading, for timing the wait that follows, and the
+    /// wheel's wakeup, for the timers' lag.
     func pollTimeout() -> Int32 {
+        counters.timerWakeup = 0
+        counters.pollClock = 0
         if hasLocalTasks || !remoteBatch.isEmpty { return 0 }
         guard let wakeup = timers.nextWakeup() else { return -1 }
+        counters.timerWakeup = wakeup
         let current = Deadline.now().uptimeNanoseconds
         guard wakeup > current else { return 0 }
+        counters.pollClock = current
         let millis = (wakeup - current + 999_999) / 1_000_000
         return Int32(clamping: millis)
     }
 
     /// Waits in `epoll_wait` and dispatches the events, then takes the tasks queued by other threads.
+    /// Returns whether it could block (then `now` is the time the wait ended).
     ///
     /// Before a blocking wait the loop marks itself asleep under the shared mutex, unless tasks are already
     /// queued; producers write the eventfd only while it is asleep, so a busy loop gets no wakeups at all.
-    func poll(timeoutMilliseconds: Int32) {
+    /// The loop's counters are published here, once per iteration; a blocking wait is timed by a clock
+    /// reading on each side of it (the one before reused from ``pollTimeout()`` when it read one), paid out
+    /// of time the loop would spend asleep anyway.
+    func poll(timeoutMilliseconds: Int32) -> Bool {
         var timeout = timeoutMilliseconds
         if timeout != 0 {
             let mustNotSleep = remote.withLock { state -> Bool in
@@ -65,6 +81,14 @@ extension EventLoop {
             }
             if mustNotSleep { timeout = 0 }
         }
+        let blocking = timeout != 0
+        if blocking {
+            let start = counters.pollClock != 0 ? counters.pollClock : Deadline.now().uptimeNanoseconds
+            counters.busy &+= start &- counters.lastMark
+            counters.lastMark = start
+        }
+        counters.waiting = blocking
+        publishMetrics()
         let count: Int32
         do {
             count = try Syscall.epollWait(epollFD, events, count: eventCapacity, timeoutMilliseconds: timeout)
@@ -73,8 +97,16 @@ extension EventLoop {
                          "event loop '\(name)': epoll_wait on a broken epoll instance: \(error)")
             count = 0  // A transient failure (or an injected one): try again next iteration.
         }
+        if blocking {
+            now = Deadline.now().uptimeNanoseconds
+            counters.wait &+= now &- counters.lastMark
+            counters.lastMark = now
+            counters.waiting = false
+        }
         collectRemoteTasks()
+        counters.events &+= UInt64(count)
         dispatchEvents(count: Int(count))
+        return blocking
     }
 
     /// Hands each event to its handler; events whose generation no longer matches are stale and dropped.
@@ -86,6 +118,16 @@ extension EventLoop {
     /// all allocated before any was freed, and every connection's state reloaded from memory; paired runs
     /// in docs/benchmarks.md). The check after each event is one load when nothing was queued.
     func dispatchEvents(count: Int) {
+        // Two copies of the loop, chosen once per batch: the stall detector costs nothing per event when off.
+        if stallThresholdNanoseconds != 0 {
+            dispatchEvents(count: count, timed: true)
+        } else {
+            dispatchEvents(count: count, timed: false)
+        }
+    }
+
+    @inline(__always)
+    private func dispatchEvents(count: Int, timed: Bool) {
         for i in 0..<count {
             let data = cepoll_event_data(events, Int32(i))
             if data == Self.wakeupToken {
@@ -95,7 +137,9 @@ extension EventLoop {
             let fd = Int32(bitPattern: UInt32(truncatingIfNeeded: data))
             let generation = UInt32(truncatingIfNeeded: data >> 32)
             guard let handler = registrations.handler(fd: fd, generation: generation) else { continue }
+            let start = timed ? Deadline.now().uptimeNanoseconds : 0
             handler.handleIO(IOEvents(rawValue: cepoll_event_bits(events, Int32(i))))
+            if timed { checkStall(since: start, .ioHandler, subject: Self.typeName(of: handler)) }
             if !localTasks.isEmpty { runLocalTasks() }
         }
     }
@@ -107,6 +151,7 @@ extension EventLoop {
             state.wakeupPending = false
             if !state.tasks.isEmpty {
                 if remoteBatch.isEmpty {
+                    counters.remoteBatchQueuedAt = state.oldestQueuedAt
                     swap(&state.tasks, &remoteBatch)
                 } else {
                     remoteBatch.append(contentsOf: state.tasks)

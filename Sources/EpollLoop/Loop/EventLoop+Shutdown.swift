@@ -96,6 +96,8 @@ extension EventLoop {
         collectRemoteTasks()
         drainTasks()
         timers.removeAll()
+        counters.waiting = false
+        publishMetrics()
         // No thread can start a wakeup now (the lifecycle is shutDown); wait out one already in write().
         while wakeWriters.load(ordering: .acquiring) > 0 { sched_yield() }
         try? Syscall.close(wakeFD)

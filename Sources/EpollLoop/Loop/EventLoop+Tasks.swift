@@ -5,9 +5,13 @@ extension EventLoop {
     /// next iteration. Called elsewhere, it goes into the shared queue under a mutex and the loop is woken
     /// through its eventfd only if it is asleep and nobody has woken it yet: at most one wakeup per iteration.
     ///
+    /// `file` and `line` name the task in stall reports (kept only while the stall detector is on).
+    ///
     /// - Throws: ``EventLoopError/shutDown`` once the loop has shut down (from other threads: once shutdown
     ///   has begun); the task is not run.
-    public func execute(_ task: @escaping @Sendable () -> Void) throws(EventLoopError) {
+    public func execute(_ task: @escaping @Sendable () -> Void,
+                        file: StaticString = #fileID, line: UInt = #line) throws(EventLoopError) {
+        let task = traced(task, file: file, line: line)
         if inEventLoop {
             localTasks.append(.task(task))
             return
@@ -22,6 +26,7 @@ extension EventLoop {
             case .shuttingDown, .shutDown: throw .shutDown
             case .idle, .running: break
             }
+            if state.tasks.isEmpty { state.oldestQueuedAt = Deadline.now().uptimeNanoseconds }
             state.tasks.append(work)
             guard state.asleep && !state.wakeupPending else { return false }
             state.wakeupPending = true
@@ -38,9 +43,9 @@ extension EventLoop {
     }
 
     /// Queues a task from the loop itself; it need not be `Sendable` since it never leaves the thread.
-    package func executeOnLoop(_ task: @escaping () -> Void) {
+    package func executeOnLoop(_ task: @escaping () -> Void, file: StaticString = #fileID, line: UInt = #line) {
         preconditionInEventLoop()
-        localTasks.append(.task(task))
+        localTasks.append(.task(tracedOnLoop(task, file: file, line: line)))
     }
 
     /// Writes the eventfd. A failure here would leave the loop asleep with work queued, so it is fatal.
@@ -59,16 +64,31 @@ extension EventLoop {
     func runLocalTasks() {
         guard !localTasks.isEmpty else { return }
         swap(&localTasks, &spareTasks)
-        for work in spareTasks { work.run(on: self) }
+        counters.tasks &+= UInt64(spareTasks.count)
+        if stallThresholdNanoseconds != 0 {
+            runTimed(spareTasks)
+        } else {
+            for work in spareTasks { work.run(on: self) }
+        }
         // Emptied from the end, keeping the capacity: `removeAll(keepingCapacity:)` goes through the generic
         // `replaceSubrange`, about 75 instructions even for the single job that a resumed task usually is.
         while spareTasks.popLast() != nil {}
     }
 
     /// Runs the tasks taken from the shared queue at the last wakeup.
+    ///
+    /// The batch's lag is one sample: how long its oldest task waited (the time the loop took to get to
+    /// it), measured against the iteration's clock reading, so without a reading of its own.
     func runRemoteTasks() {
         guard !remoteBatch.isEmpty else { return }
-        for work in remoteBatch { work.run(on: self) }
+        let queuedAt = counters.remoteBatchQueuedAt
+        counters.noteLag(now > queuedAt ? now - queuedAt : 0)
+        counters.tasks &+= UInt64(remoteBatch.count)
+        if stallThresholdNanoseconds != 0 {
+            runTimed(remoteBatch)
+        } else {
+            for work in remoteBatch { work.run(on: self) }
+        }
         remoteBatch.removeAll(keepingCapacity: true)
     }
 }

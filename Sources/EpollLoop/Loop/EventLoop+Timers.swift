@@ -42,17 +42,21 @@ final class RemoteTimer: @unchecked Sendable {
 extension EventLoop {
     /// Runs `task` on the loop at `deadline` (never earlier; timers due together fire in deadline order).
     ///
+    /// `file` and `line` name the timer in stall reports (kept only while the stall detector is on).
+    ///
     /// - Throws: ``EventLoopError/shutDown`` if the loop is shut down.
     @discardableResult
-    public func schedule(at deadline: Deadline, _ task: @escaping @Sendable () -> Void) throws(EventLoopError) -> ScheduledTimer {
+    public func schedule(at deadline: Deadline, _ task: @escaping @Sendable () -> Void,
+                         file: StaticString = #fileID, line: UInt = #line) throws(EventLoopError) -> ScheduledTimer {
         if inEventLoop {
-            return ScheduledTimer(loop: self, id: scheduleOnLoop(at: deadline.uptimeNanoseconds, task), remote: nil)
+            return ScheduledTimer(loop: self, id: scheduleOnLoop(at: deadline.uptimeNanoseconds, task, file: file, line: line),
+                                  remote: nil)
         }
         let record = RemoteTimer()
-        try execute { [self] in
+        try execute({ [self] in
             guard !record.cancelled else { return }
-            record.id = scheduleOnLoop(at: deadline.uptimeNanoseconds, task)
-        }
+            record.id = scheduleOnLoop(at: deadline.uptimeNanoseconds, task, file: file, line: line)
+        }, file: file, line: line)
         return ScheduledTimer(loop: self, id: .invalid, remote: record)
     }
 
@@ -63,16 +67,18 @@ extension EventLoop {
     /// timer.cancel()
     /// ```
     @discardableResult
-    public func schedule(after delay: Duration, _ task: @escaping @Sendable () -> Void) throws(EventLoopError) -> ScheduledTimer {
-        try schedule(at: Deadline.now() + delay, task)
+    public func schedule(after delay: Duration, _ task: @escaping @Sendable () -> Void,
+                         file: StaticString = #fileID, line: UInt = #line) throws(EventLoopError) -> ScheduledTimer {
+        try schedule(at: Deadline.now() + delay, task, file: file, line: line)
     }
 
     // MARK: Loop-side timer API (for code already on the loop, such as sockets)
 
     /// Files a timer for `deadline` (monotonic ns). Call on the loop.
-    package func scheduleOnLoop(at deadline: UInt64, _ task: @escaping () -> Void) -> TimerID {
+    package func scheduleOnLoop(at deadline: UInt64, _ task: @escaping () -> Void,
+                                file: StaticString = #fileID, line: UInt = #line) -> TimerID {
         preconditionInEventLoop()
-        return timers.schedule(deadline: deadline, payload: TimerTask(run: task))
+        return timers.schedule(deadline: deadline, payload: TimerTask(run: tracedOnLoop(task, file: file, line: line)))
     }
 
     /// Cancels a timer; harmless if it fired or was cancelled already. Call on the loop.
@@ -95,10 +101,24 @@ extension EventLoop {
     }
 
     /// Fires every timer due at `now`, in deadline order.
+    ///
+    /// The phase's lag is one sample: `now` against the wheel's wakeup (the earliest tick with work), when
+    /// a timer fired. The wakeup is the poll timeout's when it computed one; otherwise (tasks were waiting,
+    /// so the poll did not look at the wheel) it is asked for here.
     func runTimers() {
         guard timers.count > 0 else { return }
+        let due = counters.timerWakeup != 0 ? counters.timerWakeup : (timers.nextWakeup() ?? now)
         timers.advance(to: now)
-        while let task = timers.popReady() { task.run() }
+        let before = counters.timers
+        if stallThresholdNanoseconds != 0 {
+            runTimersTimed()
+        } else {
+            while let task = timers.popReady() {
+                counters.timers &+= 1
+                task.run()
+            }
+        }
+        if counters.timers != before { counters.noteLag(now > due ? now - due : 0) }
     }
 }
 

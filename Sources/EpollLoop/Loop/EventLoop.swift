@@ -51,6 +51,14 @@ public final class EventLoop: @unchecked Sendable {
     @exclusivity(unchecked) package internal(set) var jobsRun: UInt64 = 0
     /// Whether this iteration saw a shutdown request (copied from `remote` under its lock).
     @exclusivity(unchecked) var shutdownRequested = false
+    /// Counters kept by the loop's thread and published once per iteration (`EventLoop+Metrics.swift`).
+    @exclusivity(unchecked) var counters = LoopCounters()
+    /// Where the counters are published for other threads to read.
+    let metricsCell = LoopMetricsCell()
+    /// Callbacks running longer than this (ns) are reported as stalls; 0: the detector is off.
+    let stallThresholdNanoseconds: UInt64
+    /// Where the callback now running was queued from, when the stall detector is on and it was recorded.
+    @exclusivity(unchecked) var currentCallSite: CallSite?
     /// Per-loop state of a higher layer (LoopSocket keeps its shared receive buffer here). Loop-confined.
     @exclusivity(unchecked) package var attachment: AnyObject?
     /// The loop's face as a serial executor, for actors (see `EventLoop+Executor.swift`). Set once in `init`.
@@ -61,8 +69,11 @@ public final class EventLoop: @unchecked Sendable {
     /// - Parameters:
     ///   - name: a name for diagnostics and the thread.
     ///   - maxEventsPerWait: how many readiness events one `epoll_wait` returns at most.
-    public init(name: String = "epoll-loop", maxEventsPerWait: Int = 1024) throws(EventLoopError) {
+    ///   - stallThreshold: report every callback (I/O handler, task, timer) that holds the loop longer than
+    ///     this to ``LoopDiagnostics`` (see `StallReport`); `nil`, the default, turns the detector off.
+    public init(name: String = "epoll-loop", maxEventsPerWait: Int = 1024, stallThreshold: Duration? = nil) throws(EventLoopError) {
         self.name = name
+        stallThresholdNanoseconds = stallThreshold.map { UInt64(clamping: max(1, $0.nanoseconds)) } ?? 0
         do {
             epollFD = try Syscall.epollCreate()
         } catch { throw .system(error) }
@@ -140,4 +151,7 @@ struct RemoteState {
     var asleep = false
     /// The eventfd was written since the loop last went to sleep.
     var wakeupPending = false
+    /// When the oldest task in `tasks` was queued (monotonic ns): read by the producer that finds the queue
+    /// empty, so one clock reading per batch, for the loop's lag figures.
+    var oldestQueuedAt: UInt64 = 0
 }

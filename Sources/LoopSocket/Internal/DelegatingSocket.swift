@@ -37,16 +37,18 @@ extension DelegatingSocket {
     /// Changes the delegate or its queue: the getters see it at once, the loop in order with its other work.
     /// `waiting`: returns only once the loop uses it, so that no callback reaches the previous delegate
     /// afterwards from the loop (CocoaAsyncSocket's `synchronouslySet…`; a callback already queued on the
-    /// previous delegate queue may still run). Except on another loop's thread: there the change is queued
-    /// and the call returns at once, as if not `waiting`, because a loop that waited for this socket's loop
-    /// could wait forever for a loop waiting for it.
+    /// previous delegate queue may still run), waiting from any thread, another loop's included. Except when
+    /// the socket's loop waits, itself or through other loops, for the calling loop: waiting would deadlock
+    /// them, so the change is queued and the call returns at once, as if not `waiting`.
     func changeDelegate(_ change: DelegateChange<Delegate>, waiting: Bool) {
         storeDelegate(change)
-        if waiting && !calledFromAnotherLoop {
-            _ = waitForLoop { change.apply(delegate: &loopDelegate, queue: &loopDelegateQueue) }
-        } else {
-            let box = UncheckedSendable(change)
-            onLoop { [self] in box.value.apply(delegate: &loopDelegate, queue: &loopDelegateQueue) }
+        if waiting {
+            switch waitForLoop({ change.apply(delegate: &loopDelegate, queue: &loopDelegateQueue) }) {
+            case .ran, .loopShutDown: return
+            case .wouldDeadlock: break
+            }
         }
+        let box = UncheckedSendable(change)
+        onLoop { [self] in box.value.apply(delegate: &loopDelegate, queue: &loopDelegateQueue) }
     }
 }

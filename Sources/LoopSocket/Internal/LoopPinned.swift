@@ -13,8 +13,9 @@ extension LoopPinned {
     /// The shared per-loop state. Loop only.
     var context: LoopContext {
         if let cachedContext { return cachedContext }
-        // The first socket to run on this loop: its thread is a loop thread from now on (see `LoopThreads`).
-        if eventLoop.attachment == nil { LoopThreads.note(eventLoop) }
+        // The first socket to run on this loop: its thread can tell it is this loop's from now on (see
+        // `LoopWaits`).
+        if eventLoop.attachment == nil { LoopWaits.note([eventLoop]) }
         let context = LoopContext.of(eventLoop)
         cachedContext = context
         return context
@@ -36,59 +37,158 @@ extension LoopPinned {
         }
     }
 
-    /// Whether the calling thread is another event loop's: a call that waited for this object's loop there
-    /// would hold that loop still meanwhile, and two loops waiting for each other would never go on.
-    var calledFromAnotherLoop: Bool {
-        !eventLoop.inEventLoop && LoopThreads.callerIsLoop(noting: eventLoop)
-    }
-
     /// Runs `body` on the loop and waits for its result, as GCDAsyncSocket's `dispatch_sync` onto its socket
-    /// queue does; `nil` if the loop is shut down. For the calls whose answer only the loop has: callers on
-    /// another loop's thread must not come here (``calledFromAnotherLoop``), except `perform(_:)`, whose
-    /// contract is to wait.
-    func waitForLoop<T>(_ body: () -> T) -> T? {
-        if eventLoop.inEventLoop { return body() }
+    /// queue does (inline on the loop itself), from any thread, another loop's included: except when that
+    /// wait could deadlock, that is when this object's loop already waits, itself or through other loops,
+    /// for the calling loop (``LoopWaits``). Then `body` does not run, and the caller falls back to what
+    /// needs no wait: queueing the work, or refusing the call.
+    func waitForLoop<T>(_ body: () -> T) -> LoopWait<T> {
+        if eventLoop.inEventLoop { return .ran(body()) }
+        let token: LoopWaits.Token
+        switch LoopWaits.begin(waitingFor: eventLoop) {
+        case .wait(let waiting): token = waiting
+        case .wouldDeadlock(let caller): return .wouldDeadlock(caller: caller)
+        }
+        defer { LoopWaits.end(token) }
         var result: T?
         withoutActuallyEscaping({ result = body() }) { block in
             let box = PerformBox(block)
             let done = DispatchSemaphoreBox()
             if onLoop({ box.run(); done.signal() }) { done.wait() }
         }
-        return result
+        guard let result else { return .loopShutDown }
+        return .ran(result)
     }
 }
 
-/// The threads that run event loops, as far as LoopSocket can tell: the loops its sockets have run on, and
-/// every loop a call has been about to wait for. EpollLoop keeps no "current loop" of its own, and a call
-/// that would wait for a socket's loop must know whether its caller is a loop (then it must not wait).
+/// What came of ``LoopPinned/waitForLoop(_:)``.
+enum LoopWait<T> {
+    /// The loop ran the body, which returned this.
+    case ran(T)
+    /// The loop is shut down: the body did not run.
+    case loopShutDown
+    /// The caller is `caller`'s thread, and the socket's loop waits (itself or through other loops) for
+    /// `caller`: waiting would deadlock them, so the body did not run.
+    case wouldDeadlock(caller: EventLoop)
+}
+
+/// The process's wait-for record: which loop's thread currently waits for which loop, in
+/// ``LoopPinned/waitForLoop(_:)``, so that a wait that would close a cycle (A waits for B, B waits for A, or
+/// A → B → C → A) is not started: the call falls back instead, and every other wait goes on as
+/// `dispatch_sync` would.
 ///
-/// Both kinds of entry close the one case that matters, two loops each about to wait for the other: each
-/// notes the loop it would wait for, then asks about its own thread, under the same lock, so whichever asks
-/// second finds its own loop noted by the other and does not wait.
-enum LoopThreads {
-    private struct Entry {
+/// A thread waits for one loop at a time, so the record is a map from waiter to loop, and the check a walk
+/// along it from the loop about to be waited for, looking for the caller's own loop. Recording and walking
+/// happen under one lock, record first: of two loops about to wait for each other, the first to take the
+/// lock finds no cycle and waits, and the second finds the first's entry, hence the cycle, and does not.
+///
+/// EpollLoop keeps no "current loop", so a caller finds which loop it runs by asking each loop known here
+/// (`inEventLoop`): the loops a socket has run on, those a socket has been created on, and every loop a call
+/// has been about to wait for (noted before the walk). A caller that is none of them (a thread that is no
+/// loop's, or a loop not yet known) cannot close a cycle now: every loop some thread waits for is known. It
+/// is recorded anyway, with how many loops were known then, because its thread may be that of a loop noted
+/// later: a walk reaching such a loop follows its own wait and those of the unknown waiters that may be its
+/// thread (those that looked before the loop was noted). That errs only towards not waiting, and only while
+/// a thread that was none of the known loops waits for a loop that waits for one noted since.
+enum LoopWaits {
+    /// One wait in the record, until it ends.
+    struct Token {
+        fileprivate let id: UInt64
+    }
+
+    /// The outcome of ``begin(waitingFor:)``.
+    enum Begin {
+        /// Recorded: wait, then ``end(_:)``.
+        case wait(Token)
+        /// The caller is this loop's thread, and waiting would close a cycle: nothing was recorded.
+        case wouldDeadlock(caller: EventLoop)
+    }
+
+    private struct Known {
         weak var loop: EventLoop?
+        /// When the loop was noted, counted in loops noted.
+        let order: UInt64
     }
 
-    /// Few entries (one per loop of the process), scanned only by calls that would otherwise wait.
-    private static let loops = Locked<[Entry]>([])
-
-    /// Notes `loop` (idempotent), dropping entries of loops gone since.
-    static func note(_ loop: EventLoop) {
-        loops.withLock { add(loop, to: &$0) }
+    private struct Waiting {
+        let id: UInt64
+        /// The waiting thread's loop; nil when the thread was none of the known loops.
+        let waiter: EventLoop?
+        /// For a waiter that was none of the known loops: how many loops had been noted when it looked.
+        let knownThrough: UInt64
+        let target: EventLoop
     }
 
-    /// Notes `target`, then answers whether the calling thread runs one of the noted loops.
-    static func callerIsLoop(noting target: EventLoop) -> Bool {
-        loops.withLock { entries in
-            add(target, to: &entries)
-            return entries.contains { $0.loop?.inEventLoop == true }
+    private struct State {
+        /// The process's loops, scanned only by calls about to wait for another loop.
+        var known: [ObjectIdentifier: Known] = [:]
+        var noted: UInt64 = 0
+        var waits: [Waiting] = []
+        var nextID: UInt64 = 0
+    }
+
+    private static let state = Locked(State())
+
+    /// Notes `loops` (idempotent), so that their threads can tell they are theirs.
+    static func note(_ loops: [EventLoop]) {
+        state.withLock { state in
+            for loop in loops { note(loop, in: &state) }
         }
     }
 
-    private static func add(_ loop: EventLoop, to entries: inout [Entry]) {
-        if entries.contains(where: { $0.loop === loop }) { return }
-        entries.removeAll { $0.loop == nil }
-        entries.append(Entry(loop: loop))
+    /// Records that the calling thread is about to wait for `target` (not its own loop), then walks the
+    /// record from `target`: if the walk reaches the caller's loop, the caller must not wait, and the
+    /// record is left as it was.
+    static func begin(waitingFor target: EventLoop) -> Begin {
+        state.withLock { state in
+            note(target, in: &state)
+            let caller = state.known.values.lazy.compactMap(\.loop).first { $0.inEventLoop }
+            let id = state.nextID
+            state.nextID &+= 1
+            state.waits.append(Waiting(id: id, waiter: caller, knownThrough: state.noted, target: target))
+            if let caller, reaches(caller, from: target, in: state) {
+                state.waits.removeLast()
+                return .wouldDeadlock(caller: caller)
+            }
+            return .wait(Token(id: id))
+        }
+    }
+
+    /// Removes the wait `token` stands for, once it is over.
+    static func end(_ token: Token) {
+        state.withLock { state in state.waits.removeAll { $0.id == token.id } }
+    }
+
+    /// Whether the loops `start` waits for, directly or through others, include `goal`. Each loop has one
+    /// wait at most, plus those of unknown waiters that may be its thread: a walk of as many steps as there
+    /// are waits, at most.
+    private static func reaches(_ goal: EventLoop, from start: EventLoop, in state: State) -> Bool {
+        var pending = [start]
+        var visited: [ObjectIdentifier] = []
+        while let loop = pending.popLast() {
+            if loop === goal { return true }
+            let id = ObjectIdentifier(loop)
+            if visited.contains(id) { continue }
+            visited.append(id)
+            let order = state.known[ObjectIdentifier(loop)]?.order ?? .max
+            for wait in state.waits {
+                if let waiter = wait.waiter {
+                    if waiter === loop { pending.append(wait.target) }
+                } else if wait.knownThrough < order {
+                    // Its thread was none of the loops known when it looked; it may be this one's, noted since.
+                    pending.append(wait.target)
+                }
+            }
+        }
+        return false
+    }
+
+    private static func note(_ loop: EventLoop, in state: inout State) {
+        let id = ObjectIdentifier(loop)
+        if state.known[id]?.loop === loop { return }
+        // A new loop is rare (a group's start): drop the entries of loops gone since.
+        state.known = state.known.filter { $0.value.loop != nil }
+        state.noted &+= 1
+        state.known[id] = Known(loop: loop, order: state.noted)
     }
 }

@@ -12,7 +12,8 @@ extension GCDAsyncUdpSocket {
     /// for both families).
     ///
     /// - Throws: ``GCDAsyncUdpSocketError`` — `badConfigError` if already bound or connected or both families
-    ///   are disabled; `otherError` with the errno if `bind` fails (for example `EADDRINUSE`).
+    ///   are disabled, or if waiting for the socket's loop would deadlock (see ``GCDAsyncUdpSocket``: the
+    ///   call does nothing then); `otherError` with the errno if `bind` fails (for example `EADDRINUSE`).
     public func bind(toPort port: UInt16) throws {
         try bind(toPort: port, interface: nil)
     }
@@ -166,7 +167,8 @@ extension GCDAsyncUdpSocket {
     /// ``GCDAsyncUdpSocketDelegate/udpSocket(_:didConnectToAddress:)`` or `udpSocket(_:didNotConnect:)`;
     /// sends queued meanwhile wait for it.
     ///
-    /// - Throws: `badConfigError` if already connecting or connected or both families are disabled,
+    /// - Throws: `badConfigError` if already connecting or connected or both families are disabled, or,
+    ///   doing nothing, if waiting for the socket's loop would deadlock (see ``GCDAsyncUdpSocket``);
     ///   `badParamError` for an empty host.
     public func connect(toHost host: String, onPort port: UInt16) throws {
         try throwingOnLoop("connect(toHost:onPort:)") { () throws(GCDAsyncUdpSocketError) in
@@ -188,7 +190,8 @@ extension GCDAsyncUdpSocket {
 
     /// Connects to a raw `sockaddr`; the outcome arrives through the delegate as for ``connect(toHost:onPort:)``.
     ///
-    /// - Throws: `badConfigError` if already connecting or connected; `badParamError` for a malformed address.
+    /// - Throws: `badConfigError` if already connecting or connected, or, doing nothing, if waiting for the
+    ///   socket's loop would deadlock (see ``GCDAsyncUdpSocket``); `badParamError` for a malformed address.
     public func connect(toAddress remoteAddr: Data) throws {
         try throwingOnLoop("connect(toAddress:)") { () throws(GCDAsyncUdpSocketError) in
             try checkCanConnect()

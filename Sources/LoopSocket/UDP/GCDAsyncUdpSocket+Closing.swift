@@ -7,16 +7,15 @@ extension GCDAsyncUdpSocket {
     /// silently); `udpSocketDidClose(_:withError:)` follows with a nil error if the socket had a descriptor.
     /// The socket may be bound again afterwards.
     ///
-    /// Called on the socket's loop, or on a thread that is no event loop's, it returns once the socket is
-    /// closed (GCDAsyncUdpSocket's `dispatch_sync`). Called on another event loop's thread, it starts the
-    /// close on the socket's loop and returns at once, before the socket is closed (``isClosed()`` may still
-    /// say false; `udpSocketDidClose` tells when it is): waiting there would hold that loop still, and two
-    /// loops each waiting for the other would never go on.
+    /// It returns once the socket is closed (GCDAsyncUdpSocket's `dispatch_sync`), from any thread, another
+    /// event loop's included, except when that wait could deadlock: called on loop A's thread while this
+    /// socket's loop waits, itself or through other loops, for A, it starts the close on the socket's loop
+    /// and returns at once, before the socket is closed (``isClosed()`` may still say false;
+    /// `udpSocketDidClose` tells when it is).
     public func close() {
-        if calledFromAnotherLoop {
-            onLoop { [self] in closeWithError(nil) }
-        } else {
-            _ = waitForLoop { closeWithError(nil) }
+        switch waitForLoop({ closeWithError(nil) }) {
+        case .ran, .loopShutDown: break
+        case .wouldDeadlock: onLoop { [self] in closeWithError(nil) }
         }
     }
 

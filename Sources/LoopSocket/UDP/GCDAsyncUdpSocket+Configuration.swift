@@ -16,7 +16,10 @@ extension GCDAsyncUdpSocket {
         changeDelegate(.delegate(delegate), waiting: false)
     }
 
-    /// Sets the delegate, waiting until no callback can reach the previous one from the loop.
+    /// Sets the delegate, waiting until no callback can reach the previous one from the loop (from any
+    /// thread, another event loop's included). Except when that wait could deadlock, on loop A's thread
+    /// while the socket's loop waits, itself or through other loops, for A: then the change is queued to the
+    /// socket's loop and the call returns at once (the getter shows it at once).
     public func synchronouslySetDelegate(_ delegate: (any GCDAsyncUdpSocketDelegate)?) {
         changeDelegate(.delegate(delegate), waiting: true)
     }
@@ -31,7 +34,8 @@ extension GCDAsyncUdpSocket {
         changeDelegate(.queue(queue), waiting: false)
     }
 
-    /// Sets the delegate queue, waiting until the loop uses it.
+    /// Sets the delegate queue, waiting until the loop uses it (or, where that wait could deadlock, queueing
+    /// the change, as ``synchronouslySetDelegate(_:)``).
     public func synchronouslySetDelegateQueue(_ queue: DispatchQueue?) {
         changeDelegate(.queue(queue), waiting: true)
     }
@@ -41,7 +45,8 @@ extension GCDAsyncUdpSocket {
         changeDelegate(.both(delegate, delegateQueue), waiting: false)
     }
 
-    /// Sets delegate and queue together, waiting until the loop uses them.
+    /// Sets delegate and queue together, waiting until the loop uses them (or, where that wait could
+    /// deadlock, queueing the change, as ``synchronouslySetDelegate(_:)``).
     public func synchronouslySetDelegate(_ delegate: (any GCDAsyncUdpSocketDelegate)?, delegateQueue: DispatchQueue?) {
         changeDelegate(.both(delegate, delegateQueue), waiting: true)
     }

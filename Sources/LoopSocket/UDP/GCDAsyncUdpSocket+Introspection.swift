@@ -52,13 +52,22 @@ extension GCDAsyncUdpSocket {
     /// The IPv6 descriptor, or -1.
     public func socket6FD() -> Int32 { status.fd6 }
 
-    /// Runs `block` on the socket's loop and waits for it (GCDAsyncUdpSocket's `performBlock:`).
+    /// Runs `block` on the socket's loop and waits for it (GCDAsyncUdpSocket's `performBlock:`), from any
+    /// thread, another event loop's included; does nothing if the loop is shut down.
     ///
-    /// The one call here that waits for the loop from any thread, since it runs the caller's block there:
-    /// do not call it on another event loop's thread (two loops each in `perform` for the other's socket
-    /// would wait forever); queue the work with `eventLoop.execute` instead.
+    /// Its wait is recorded as the other calls' are, so they do not wait for a loop that waits here. But
+    /// called on loop A's thread while this socket's loop waits, itself or through other loops, for A, it
+    /// can neither wait (the loops would deadlock) nor run the caller's block later: it stops the process
+    /// with that explanation, as libdispatch stops one that calls `dispatch_sync` onto its own queue. Where
+    /// loops call each other's sockets, queue the work with `eventLoop.execute` instead.
     public func perform(_ block: () -> Void) {
-        _ = waitForLoop(block)
+        if case .wouldDeadlock(let caller) = waitForLoop(block) {
+            preconditionFailure("""
+                GCDAsyncUdpSocket.perform(_:) called on event loop '\(caller.name)''s thread would wait for \
+                loop '\(eventLoop.name)', which is waiting (itself or through other loops) for '\(caller.name)': \
+                the loops would deadlock. Queue the block with eventLoop.execute instead.
+                """)
+        }
     }
 
     private var status: Status { shared.withLock { $0.status } }

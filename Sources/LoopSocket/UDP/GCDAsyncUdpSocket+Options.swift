@@ -3,7 +3,7 @@ import EpollLoop
 import FoundationEssentials
 import Glibc
 
-/// Broadcast, port reuse and multicast.
+/// Broadcast, port reuse and multicast. Each call here throws `badConfigError`, doing nothing, if waiting for the socket's loop would deadlock (see ``GCDAsyncUdpSocket``).
 extension GCDAsyncUdpSocket {
     /// Allows sending to broadcast addresses (`SO_BROADCAST`, IPv4 only: IPv6 has no broadcast). Without
     /// it, a send to a broadcast address fails with `EACCES`.

@@ -10,14 +10,16 @@ extension GCDAsyncUdpSocket {
 
     /// Receives one datagram (the next that passes the receive filter), then stops.
     ///
-    /// - Throws: `badConfigError` if the socket has no descriptor yet: bind it, connect it or send first.
+    /// - Throws: `badConfigError` if the socket has no descriptor yet: bind it, connect it or send first;
+    ///   `badConfigError`, doing nothing, if waiting for the socket's loop would deadlock (see ``GCDAsyncUdpSocket``).
     public func receiveOnce() throws {
         try startReceiving(.receiveOnce)
     }
 
     /// Receives every datagram until ``pauseReceiving()`` or close.
     ///
-    /// - Throws: `badConfigError` if the socket has no descriptor yet: bind it, connect it or send first.
+    /// - Throws: `badConfigError` if the socket has no descriptor yet: bind it, connect it or send first;
+    ///   `badConfigError`, doing nothing, if waiting for the socket's loop would deadlock (see ``GCDAsyncUdpSocket``).
     public func beginReceiving() throws {
         try startReceiving(.receiveContinuous)
     }

@@ -13,6 +13,15 @@ import Synchronization
 /// there. Receiving drains up to ``receiveBatchSize()`` datagrams per readiness event with one `recvmmsg`,
 /// and the sends queued meanwhile leave together with `sendmmsg`. Methods may be called from any thread.
 ///
+/// The calls that return once the loop has acted (binding, connecting, options, ``receiveOnce()`` and
+/// ``beginReceiving()``, ``close()``, `synchronouslySetDelegate…`, ``perform(_:)``) run inline on the
+/// socket's loop and wait for it from any other thread, another event loop's included, as
+/// GCDAsyncUdpSocket's `dispatch_sync` onto its socket queue does. Except when waiting could deadlock:
+/// called on loop A's thread while the socket's loop waits, itself or through other loops, for A (the
+/// process keeps a record of which loop waits for which). Then the calls that throw throw `badConfigError`
+/// at once, doing nothing; ``close()`` and `synchronouslySetDelegate…` queue the change and return;
+/// ``perform(_:)`` stops the process. Getters never wait: they read what the loop publishes.
+///
 /// ```swift
 /// let socket = GCDAsyncUdpSocket(delegate: echo, delegateQueue: nil)
 /// try socket.bind(toPort: 0, interface: "127.0.0.1")
@@ -79,7 +88,16 @@ open class GCDAsyncUdpSocket: @unchecked Sendable {
         delegate: (any GCDAsyncUdpSocketDelegate)? = nil, delegateQueue: DispatchQueue? = nil,
         loop: EventLoop? = nil, group: EventLoopGroup? = nil
     ) {
-        self.eventLoop = loop ?? (group ?? GCDAsyncSocket.defaultGroup).next()
+        // The loop is known before any thread can call the socket, and so are the group's others, so that a
+        // thread of one of them about to wait for another loop can tell it is that loop's (see `LoopWaits`).
+        if let loop {
+            self.eventLoop = loop
+            LoopWaits.note([loop])
+        } else {
+            let group = group ?? GCDAsyncSocket.defaultGroup
+            self.eventLoop = group.next()
+            LoopWaits.note(group.loops)
+        }
         self.shared = Locked(SharedState(delegate: delegate, delegateQueue: delegateQueue))
         self.loopDelegate = delegate
         self.loopDelegateQueue = delegateQueue
@@ -101,24 +119,35 @@ open class GCDAsyncUdpSocket: @unchecked Sendable {
     }
 
     /// Runs one of the calls that throw (bind, connect, options, receiving) on the loop and waits for its
-    /// outcome, which only the loop can give; the loop being shut down is a `badConfigError`.
+    /// outcome, which only the loop can give, from any thread, another event loop's included; the loop being
+    /// shut down is a `badConfigError`.
     ///
-    /// On another event loop's thread it does not wait, and throws `badConfigError` at once: waiting there
-    /// holds that loop still, and two loops each waiting for the other would never go on.
+    /// Except when that wait could deadlock: called on loop A's thread while this socket's loop waits, itself
+    /// or through other loops, for A (see `LoopWaits`), it does nothing and throws `badConfigError` at once.
     func throwingOnLoop(_ call: String, _ body: () throws(GCDAsyncUdpSocketError) -> Void) throws(GCDAsyncUdpSocketError) {
-        if calledFromAnotherLoop {
-            throw GCDAsyncUdpSocketError(.badConfigError, """
-                \(call) was called on another event loop's thread: it would wait for this socket's loop \
-                '\(eventLoop.name)', and two loops waiting for each other never go on. Call it on the socket's \
-                loop (eventLoop.execute, or create the socket with loop: the loop that uses it) or off the loops.
-                """)
-        }
         let outcome = waitForLoop { () -> GCDAsyncUdpSocketError? in
             do throws(GCDAsyncUdpSocketError) { try body() } catch { return error }
             return nil
         }
-        guard let outcome else { throw GCDAsyncUdpSocketError.loopShutDown }
-        if let error = outcome { throw error }
+        switch outcome {
+        case .ran(nil): return
+        case .ran(let error?): throw error
+        case .loopShutDown: throw GCDAsyncUdpSocketError.loopShutDown
+        case .wouldDeadlock(let caller): throw GCDAsyncUdpSocketError.wouldDeadlock(call, caller: caller, socketLoop: eventLoop)
+        }
+    }
+}
+
+extension GCDAsyncUdpSocketError {
+    /// `call`, made on `caller`'s thread, was not made: it would wait for `socketLoop`, which waits (itself or
+    /// through other loops) for `caller`, and neither would ever go on.
+    static func wouldDeadlock(_ call: String, caller: EventLoop, socketLoop: EventLoop) -> GCDAsyncUdpSocketError {
+        GCDAsyncUdpSocketError(.badConfigError, """
+            \(call) was not made: it was called on event loop '\(caller.name)''s thread and would wait for this \
+            socket's loop '\(socketLoop.name)', which is waiting (itself or through other loops) for '\(caller.name)': \
+            the call would deadlock with the other loop. Call it on the socket's loop (eventLoop.execute, or \
+            create the socket with loop: the loop that uses it) or off the loops.
+            """)
     }
 }
 

@@ -1,0 +1,24 @@
+extension EventLoop {
+    /// A consistent snapshot of the loop's counters, from any thread, without blocking the loop.
+    ///
+    /// The loop publishes its counters once per iteration, just before it polls; a snapshot shows the work
+    /// of the iterations finished by then, and counts the time since as waiting if the loop is asleep in
+    /// `epoll_wait`, or as busy otherwise (so a loop stuck in a long callback shows as busy while it is).
+    ///
+    /// ```swift
+    /// let before = loop.metrics
+    /// try loop.execute { /* ... */ }
+    /// print(loop.metrics.since(before).tasks)
+    /// ```
+    public var metrics: LoopMetrics {
+        metricsCell.read(loop: name, now: Deadline.now().uptimeNanoseconds)
+    }
+
+    /// Publishes the loop's counters (loop thread only), once per iteration.
+    @inline(__always)
+    func publishMetrics() {
+        counters.publications &+= 1
+        metricsCell.write(counters, iterations: iterations, descriptors: registrations.count)
+        counters.pendingLagCount = 0
+    }
+}

@@ -1,0 +1,39 @@
+/// Something the library noticed and reports, through ``LoopDiagnostics``: today a stalled loop; the
+/// categories are open so that later ones (accept failures, TLS failures, dropped datagrams) join without
+/// breaking a handler.
+public struct LoopDiagnostic: Sendable, CustomStringConvertible {
+    /// What kind of thing was noticed; compare with the static members.
+    public struct Category: Hashable, Sendable, CustomStringConvertible {
+        /// A short, stable name, suitable as a log label or metric label (`"stall"`).
+        public let name: String
+
+        /// A category named `name`.
+        public init(_ name: String) { self.name = name }
+
+        /// A callback held its loop longer than the stall threshold: see ``LoopDiagnostic/stall``.
+        public static let stall = Category("stall")
+
+        /// The name.
+        public var description: String { name }
+    }
+
+    /// What kind of thing this is.
+    public var category: Category
+    /// The loop it happened on.
+    public var loop: String
+    /// A human-readable line (without the loop's name, which is in ``loop``).
+    public var message: String
+    /// The details when ``category`` is ``Category/stall``.
+    public var stall: StallReport?
+
+    /// A diagnostic of `category` on `loop`.
+    public init(category: Category, loop: String, message: String, stall: StallReport? = nil) {
+        self.category = category
+        self.loop = loop
+        self.message = message
+        self.stall = stall
+    }
+
+    /// "`category` on loop `loop`: `message`".
+    public var description: String { "\(category) on loop '\(loop)': \(message)" }
+}
