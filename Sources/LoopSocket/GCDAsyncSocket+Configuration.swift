@@ -23,21 +23,22 @@ extension GCDAsyncSocket {
     }
 
     /// Sets the delegate, returning once the loop uses it: from then on no callback from the loop reaches the
-    /// previous delegate (one already queued on the delegate queue may still run). Called on the thread of
-    /// another event loop, it does not wait: the change is queued to the socket's loop and the call returns
-    /// (the getter shows it at once), because two loops each waiting for the other would wait forever.
+    /// previous delegate (one already queued on the delegate queue may still run). Called on another event
+    /// loop's thread it waits too, unless the socket's loop is itself waiting (directly or through other
+    /// loops) for the caller's: then the change is queued and the call returns at once (the getter shows it
+    /// at once), because loops waiting for each other would wait forever.
     public func synchronouslySetDelegate(_ delegate: (any GCDAsyncSocketDelegate)?) {
         changeDelegate(.delegate(delegate), waiting: true)
     }
 
-    /// Sets the delegate queue, returning once the loop uses it (on another loop's thread: queued, without
-    /// waiting, as ``synchronouslySetDelegate(_:)``).
+    /// Sets the delegate queue, returning once the loop uses it (queued without waiting only where waiting
+    /// would deadlock, as ``synchronouslySetDelegate(_:)``).
     public func synchronouslySetDelegateQueue(_ delegateQueue: DispatchQueue?) {
         changeDelegate(.queue(delegateQueue), waiting: true)
     }
 
-    /// Sets the delegate and its queue together, returning once the loop uses them (on another loop's
-    /// thread: queued, without waiting, as ``synchronouslySetDelegate(_:)``).
+    /// Sets the delegate and its queue together, returning once the loop uses them (queued without waiting
+    /// only where waiting would deadlock, as ``synchronouslySetDelegate(_:)``).
     public func synchronouslySetDelegate(_ delegate: (any GCDAsyncSocketDelegate)?, delegateQueue: DispatchQueue?) {
         changeDelegate(.both(delegate, delegateQueue), waiting: true)
     }
@@ -81,8 +82,10 @@ extension GCDAsyncSocket {
     }
 
     /// Whether the socket disconnects when the peer closes its write side (default true). When false,
-    /// `socketDidCloseReadStream` is called and the socket stays open for writing. Takes effect at once,
-    /// also on a connected socket (for example set in `didAcceptNewSocket`).
+    /// `socketDidCloseReadStream` is called and the socket stays open for writing. Applies to a connected
+    /// socket too, on its loop in order with other calls: set in `didAcceptNewSocket` (or any callback
+    /// without a delegate queue) it is in force before the connection's first byte is read; set from another
+    /// thread, an end of stream the loop handled before the setting arrived keeps the old behaviour.
     public var autoDisconnectOnClosedReadStream: Bool {
         get { shared.withLock { $0.configuration.autoDisconnectOnClosedReadStream } }
         set {

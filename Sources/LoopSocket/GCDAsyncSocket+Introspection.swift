@@ -77,18 +77,7 @@ extension GCDAsyncSocket {
     /// ``socketFD()`` and friends may be called, for example to set an option this API does not cover.
     /// Does nothing if the loop is shut down.
     public func perform(_ block: () -> Void) {
-        if eventLoop.inEventLoop {
-            block()
-            return
-        }
-        withoutActuallyEscaping(block) { block in
-            // The loop keeps its task closure until the rest of its batch has run, so the block travels in
-            // a box the task empties before it signals: nothing references the block once `wait` returns
-            // (otherwise `withoutActuallyEscaping` traps with "non-escaping closure has escaped").
-            let box = PerformBox(block)
-            let done = DispatchSemaphoreBox()
-            if onLoop({ box.run(); done.signal() }) { done.wait() }
-        }
+        performWaiting(block, "GCDAsyncSocket")
     }
 
     /// Runs `body` with the raw descriptor on the socket's loop, asynchronously (-1 when not connected).

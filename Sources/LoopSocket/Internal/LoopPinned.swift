@@ -61,6 +61,21 @@ extension LoopPinned {
     }
 }
 
+extension LoopPinned {
+    /// GCDAsyncSocket's `performBlock:` for both socket types: runs `block` on the loop and waits for it.
+    /// A block cannot be run later nor refused quietly, so a wait that would deadlock two loops stops the
+    /// process with an explanation instead of hanging both. Does nothing if the loop is shut down.
+    func performWaiting(_ block: () -> Void, _ type: StaticString) {
+        if case .wouldDeadlock(let caller) = waitForLoop(block) {
+            preconditionFailure("""
+                \(type).perform(_:) called on event loop '\(caller.name)''s thread would wait for loop \
+                '\(eventLoop.name)', which is waiting (itself or through other loops) for '\(caller.name)': \
+                the loops would deadlock. Queue the block with eventLoop.execute instead.
+                """)
+        }
+    }
+}
+
 /// What came of ``LoopPinned/waitForLoop(_:)``.
 enum LoopWait<T> {
     /// The loop ran the body, which returned this.

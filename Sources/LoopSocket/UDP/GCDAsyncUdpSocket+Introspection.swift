@@ -61,13 +61,7 @@ extension GCDAsyncUdpSocket {
     /// with that explanation, as libdispatch stops one that calls `dispatch_sync` onto its own queue. Where
     /// loops call each other's sockets, queue the work with `eventLoop.execute` instead.
     public func perform(_ block: () -> Void) {
-        if case .wouldDeadlock(let caller) = waitForLoop(block) {
-            preconditionFailure("""
-                GCDAsyncUdpSocket.perform(_:) called on event loop '\(caller.name)''s thread would wait for \
-                loop '\(eventLoop.name)', which is waiting (itself or through other loops) for '\(caller.name)': \
-                the loops would deadlock. Queue the block with eventLoop.execute instead.
-                """)
-        }
+        performWaiting(block, "GCDAsyncUdpSocket")
     }
 
     private var status: Status { shared.withLock { $0.status } }
