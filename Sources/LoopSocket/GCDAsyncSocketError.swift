@@ -37,55 +37,30 @@ public struct GCDAsyncSocketError: Error, Hashable, Sendable, CustomStringConver
         case otherError
     }
 
-    /// What kind of error this is.
-    public let code: Code
-    /// The `errno` of a failed system call, if that is what happened.
-    public let errno: Errno?
-    /// The failed system call, if any.
-    public let syscall: SystemCall?
-    /// The message given at creation; nil for a failed system call, whose message is made when asked for.
-    /// (A connection reset by its peer is an error on every such close: formatting `strerror` into a string
-    /// for each one, read or not, was a tenth of the user-space work of a connect-echo-close cycle.)
-    private let givenMessage: String?
-    /// What ``init(_:userInfo:)`` or ``init(_nsError:)`` was given besides the description (nil otherwise).
-    let extraUserInfo: ErrorUserInfo?
+    /// The code, message, `errno`, call and user info, shared in form and logic with the other error types.
+    let core: ErrorCore<Code>
 
-    /// A sentence for people.
-    public var message: String {
-        if let givenMessage { return givenMessage }
-        if let syscall, let errno { return SyscallError(syscall, errno: errno).description }
-        return "\(code)"
-    }
+    /// What kind of error this is.
+    public var code: Code { core.code }
+    /// The `errno` of a failed system call, if that is what happened.
+    public var errno: Errno? { core.errno }
+    /// The failed system call, if any.
+    public var syscall: SystemCall? { core.syscall }
+    /// A sentence for people; a failed system call's is made only when asked for.
+    public var message: String { core.message }
 
     /// An error with a code and a message.
     public init(_ code: Code, _ message: String) {
-        self.code = code
-        self.givenMessage = message
-        self.errno = nil
-        self.syscall = nil
-        self.extraUserInfo = nil
-    }
-
-    /// An error with every field given (``init(_:userInfo:)`` and ``init(_nsError:)`` build theirs with it).
-    init(code: Code, message: String?, errno: Errno?, userInfo: ErrorUserInfo?) {
-        self.code = code
-        self.givenMessage = message
-        self.errno = errno
-        self.syscall = nil
-        self.extraUserInfo = userInfo
+        core = ErrorCore(code, message: message)
     }
 
     /// An error for a failed system call.
     public init(_ error: SyscallError, code: Code = .otherError) {
-        self.code = code
-        self.givenMessage = nil
-        self.errno = error.errno
-        self.syscall = error.call
-        self.extraUserInfo = nil
+        core = ErrorCore(error, code: code)
     }
 
     /// The message, with the code.
-    public var description: String { "GCDAsyncSocketError.\(code): \(message)" }
+    public var description: String { core.description(typeName: "GCDAsyncSocketError") }
 
     /// GCDAsyncSocket's description (the same as ``message``).
     public var localizedDescription: String { message }

@@ -36,23 +36,29 @@ public struct TLSError: Error, Hashable, Sendable, CustomStringConvertible {
         case protocolError
     }
 
-    /// What kind of failure.
-    public let code: Code
-    /// OpenSSL's reason ("certificate verify failed", "unsupported protocol"), or ours.
-    public let reason: String
-    /// The certificate verification failure in OpenSSL's words, when verification failed.
-    public let verificationFailure: String?
-    /// OpenSSL's `X509_V_ERR_*` value, when verification failed.
-    public let verificationResult: Int?
+    /// The code and OpenSSL's reason (as the core's message), shared in form and logic with the other error
+    /// types; a TLS failure has no `errno` of its own.
+    let core: ErrorCore<Code>
     /// OpenSSL's packed error code, when OpenSSL reported one.
     public let openSSLError: UInt
+    /// The certificate verification failure in OpenSSL's words, when verification failed.
+    public let verificationFailure: String?
+    /// ``verificationResult`` as OpenSSL has it, a C `int` (`X509_V_ERR_*`): an `Int?` here would take 9
+    /// bytes where this takes 5, and TLSError past the 64 bytes it has always fitted in.
+    private let x509VerifyResult: Int32?
+
+    /// What kind of failure.
+    public var code: Code { core.code }
+    /// OpenSSL's reason ("certificate verify failed", "unsupported protocol"), or ours.
+    public var reason: String { core.message }
+    /// OpenSSL's `X509_V_ERR_*` value, when verification failed.
+    public var verificationResult: Int? { x509VerifyResult.map(Int.init) }
 
     init(_ code: Code, _ reason: String, verificationResult: Int? = nil, verificationFailure: String? = nil, openSSLError: UInt = 0) {
-        self.code = code
-        self.reason = reason
-        self.verificationResult = verificationResult
-        self.verificationFailure = verificationFailure
+        self.core = ErrorCore(code, message: reason)
         self.openSSLError = openSSLError
+        self.verificationFailure = verificationFailure
+        self.x509VerifyResult = verificationResult.map { Int32(truncatingIfNeeded: $0) }
     }
 
     /// An error carrying the first entry of OpenSSL's error queue (which it empties), or `fallback`.
@@ -71,7 +77,7 @@ public struct TLSError: Error, Hashable, Sendable, CustomStringConvertible {
     }
 
     /// The message, with the code.
-    public var description: String { "TLSError.\(code): \(message)" }
+    public var description: String { core.description(typeName: "TLSError", message: message) }
 
     /// The `OSStatus` SecureTransport reports for the same failure (its `errSSL…` constants), which is the
     /// `NSError` code, so ported code that compares codes keeps working.

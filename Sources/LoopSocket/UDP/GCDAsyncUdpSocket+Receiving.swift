@@ -86,7 +86,7 @@ extension GCDAsyncUdpSocket {
                 try eventLoop.setInterest(interest, fd: channel.fd)
                 channel.interest = interest
             } catch {
-                closeWithError(GCDAsyncUdpSocketError(.otherError, "\(error)"))
+                closeWithError(GCDAsyncUdpSocketError(error))
                 return
             }
         }

@@ -10,11 +10,7 @@ extension GCDAsyncUdpSocketError: CustomNSError {
     /// The code's raw value (GCDAsyncUdpSocket's `GCDAsyncUdpSocketError` enum values).
     public var errorCode: Int { code.rawValue }
     /// The message under `NSLocalizedDescriptionKey`, with the entries given to ``init(_:userInfo:)``.
-    public var errorUserInfo: [String: Any] {
-        var info = extraUserInfo?.entries ?? [:]
-        info[NSLocalizedDescriptionKey] = message
-        return info
-    }
+    public var errorUserInfo: [String: Any] { core.userInfo() }
 }
 
 /// GCDAsyncUdpSocket's error domain, `"GCDAsyncUdpSocketErrorDomain"`.
@@ -26,19 +22,14 @@ extension GCDAsyncUdpSocketError {
     /// An error with a code and Foundation's user info; its `NSLocalizedDescriptionKey` entry, if any, is the
     /// message, else the message is Foundation's generic one for the domain and code, as on Apple platforms.
     public init(_ code: Code, userInfo: [String: Any] = [:]) {
-        let (message, rest) = ErrorUserInfo.split(userInfo, domain: GCDAsyncUdpSocketErrorDomain, code: code.rawValue)
-        self.init(code: code, message: message, errno: nil, userInfo: rest)
+        core = ErrorCore(code, userInfo: userInfo, domain: GCDAsyncUdpSocketErrorDomain)
     }
 
     /// The error an `NSError` describes: one of ``GCDAsyncUdpSocketErrorDomain`` keeps its code (an unknown
     /// code is ``Code/otherError``); one of `NSPOSIXErrorDomain` keeps the `errno`, as ``Code/otherError``; any
     /// other is ``Code/otherError``. The description and the other user-info entries are kept.
     public init(_nsError: NSError) {
-        let domain = _nsError.domain
-        let (message, rest) = ErrorUserInfo.split(_nsError.userInfo, domain: domain, code: _nsError.code)
-        let errno = domain == NSPOSIXErrorDomain ? Int32(exactly: _nsError.code).map(Errno.init(rawValue:)) : nil
-        let code = domain == GCDAsyncUdpSocketErrorDomain ? Code(rawValue: _nsError.code) ?? .otherError : .otherError
-        self.init(code: code, message: message, errno: errno, userInfo: rest)
+        core = ErrorCore(nsError: _nsError, domain: GCDAsyncUdpSocketErrorDomain, fallback: .otherError)
     }
 
     /// The bridged `NSError`'s user info (``errorUserInfo``), as Apple's imported error structs have it.

@@ -33,55 +33,46 @@ public struct GCDAsyncUdpSocketError: Error, Hashable, Sendable, CustomStringCon
         case otherError
     }
 
+    /// The code, message, `errno`, call and user info, shared in form and logic with the other error types.
+    let core: ErrorCore<Code>
+
     /// What kind of error this is.
-    public let code: Code
+    public var code: Code { core.code }
     /// The `errno` of a failed system call, if that is what happened.
-    public let errno: Errno?
+    public var errno: Errno? { core.errno }
     /// The failed system call, if any.
-    public let syscall: SystemCall?
-    /// A sentence for people.
-    public let message: String
-    /// What ``init(_:userInfo:)`` or ``init(_nsError:)`` was given besides the description (nil otherwise).
-    let extraUserInfo: ErrorUserInfo?
+    public var syscall: SystemCall? { core.syscall }
+    /// A sentence for people; a failed system call's is made only when asked for.
+    public var message: String { core.message }
 
     /// An error with a code and a message.
     public init(_ code: Code, _ message: String) {
-        self.code = code
-        self.message = message
-        self.errno = nil
-        self.syscall = nil
-        self.extraUserInfo = nil
-    }
-
-    /// An error with every field given (``init(_:userInfo:)`` and ``init(_nsError:)`` build theirs with it).
-    init(code: Code, message: String, errno: Errno?, userInfo: ErrorUserInfo?) {
-        self.code = code
-        self.message = message
-        self.errno = errno
-        self.syscall = nil
-        self.extraUserInfo = userInfo
+        core = ErrorCore(code, message: message)
     }
 
     /// An error for a failed system call.
     public init(_ error: SyscallError, code: Code = .otherError) {
-        self.code = code
-        self.message = error.description
-        self.errno = error.errno
-        self.syscall = error.call
-        self.extraUserInfo = nil
+        core = ErrorCore(error, code: code)
     }
 
     /// An error with a code, a message and the `errno` behind it.
     init(_ code: Code, _ message: String, errno: Errno) {
-        self.code = code
-        self.message = message
-        self.errno = errno
-        self.syscall = nil
-        self.extraUserInfo = nil
+        core = ErrorCore(code, message: message, errno: errno)
+    }
+
+    /// A loop's refusal as this type: a failed `epoll_ctl` (`EventLoopError.system`) keeps its `errno` and
+    /// call, so that callers can tell `ENOMEM` from `EBADF` without parsing a sentence; any other refusal is
+    /// ``Code/otherError`` with its description.
+    init(_ error: EventLoopError) {
+        if case .system(let failure) = error {
+            self.init(failure)
+        } else {
+            self.init(.otherError, error.description)
+        }
     }
 
     /// The message, with the code.
-    public var description: String { "GCDAsyncUdpSocketError.\(code): \(message)" }
+    public var description: String { core.description(typeName: "GCDAsyncUdpSocketError") }
 
     /// GCDAsyncUdpSocket's description (the same as ``message``).
     public var localizedDescription: String { message }
