@@ -64,11 +64,15 @@ extension GCDAsyncSocket {
     /// Linux answers the close of a socket with unread input with a reset instead of a FIN, and a reset
     /// makes the peer's kernel discard what it has received but its application not yet read: the end of
     /// our last writes, reported written. A TLS 1.3 client that never reads after the handshake always has
-    /// such input (the server's session tickets). Bounded: a peer that keeps sending gets its reset.
+    /// such input (the server's session tickets). Bounded: a peer that keeps sending gets its reset. Into a
+    /// buffer of its own, not the loop's receive buffer: a close from a read callback runs while that buffer
+    /// still holds the rest of the chunk being delivered (TLS records OpenSSL has not taken yet, a session
+    /// ticket among them), and overwriting it cost a TLS client its next resumption.
     private func discardUnreadInput() {
-        let buffer = context.receiveBuffer
-        for _ in 0..<4 {
-            guard case .processed(let count)? = try? Syscall.recv(fd, buffer), count > 0 else { return }
+        withUnsafeTemporaryAllocation(byteCount: 16384, alignment: 16) { buffer in
+            for _ in 0..<16 {
+                guard case .processed(let count)? = try? Syscall.recv(fd, buffer), count > 0 else { return }
+            }
         }
     }
 
