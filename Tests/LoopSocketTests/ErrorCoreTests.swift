@@ -110,12 +110,12 @@ final class ErrorCoreTests: SocketTestCase {
 
     /// A failed `epoll_ctl` while the socket starts receiving closes it with that `errno`, not a sentence.
     func testUdpSocketClosedByAFailedEpollCtlReportsItsErrno() throws {
-        FaultInjection.reset()
-        addTeardown { FaultInjection.reset() }
+        let faults = FaultInjection.Scope()
+        addTeardown { faults.end() }
         let delegate = UDPRecorder()
         let socket = makeUDP(delegate)
         try socket.bind(toPort: 0, interface: "127.0.0.1")
-        FaultInjection.inject(.noMemory, into: .epollCtl, count: 1, fd: socket.socket4FD())
+        faults.inject(.noMemory, into: .epollCtl, count: 1, on: .descriptor(socket.socket4FD()))
         try socket.beginReceiving()
         delegate.waitForClose()
         let closed = delegate.events.compactMap { event -> GCDAsyncUdpSocketError? in
@@ -125,7 +125,7 @@ final class ErrorCoreTests: SocketTestCase {
         XCTAssertEqual(error.code, .otherError)
         XCTAssertEqual(error.errno, .noMemory)
         XCTAssertEqual(error.syscall, .epollCtl)
-        XCTAssertEqual(FaultInjection.pendingFailures, 0)
+        XCTAssertEqual(faults.pendingFailures, 0)
     }
 
     // MARK: TLSError

@@ -9,10 +9,21 @@ import XCTest
 /// Faults: a full descriptor table on accept (injected through the syscall seam, and for real in a child
 /// process with a lowered RLIMIT_NOFILE), and failing system calls on every path.
 final class FaultTests: SocketTestCase {
+    /// This test's injected failures; each rule names the test's own descriptor, loop or thread.
+    private var faults: FaultInjection.Scope!
+
     override func setUpWithError() throws {
         try super.setUpWithError()
-        FaultInjection.reset()
-        addTeardown { FaultInjection.reset() }
+        let faults = FaultInjection.Scope()
+        self.faults = faults
+        addTeardown { faults.end() }
+    }
+
+    /// The descriptor `sock` is connected or (first) listening on, read on its loop.
+    private func descriptor(of sock: GCDAsyncSocket) -> Int32 {
+        var fd: Int32 = -1
+        perform(sock) { fd = sock.socketFD() }
+        return fd
     }
 
     private func failedAccepts(_ delegate: RecordingDelegate) -> [any Error] {
@@ -28,7 +39,7 @@ final class FaultTests: SocketTestCase {
         let serverDelegate = makeDelegate("server")
         serverDelegate.echoAccepted()
         let server = try makeServer(serverDelegate)
-        FaultInjection.inject(.tooManyOpenFiles, into: .accept, count: 1)
+        faults.inject(.tooManyOpenFiles, into: .accept, count: 1, on: .descriptor(descriptor(of: server)))
         let shed = try RawSocket(connectTo: "127.0.0.1", port: server.localPort)
         serverDelegate.waitFor("didFailToAcceptWithError") { if case .failedAccept = $0 { return true } else { return false } }
         let error = try XCTUnwrap(failedAccepts(serverDelegate).first as? GCDAsyncSocketError)
@@ -46,7 +57,7 @@ final class FaultTests: SocketTestCase {
         XCTAssertEqual(try later.receive(exactly: 10), Data("still here".utf8))
         XCTAssertEqual(serverDelegate.accepted.count, 1)
         XCTAssertEqual(failedAccepts(serverDelegate).count, 1)
-        XCTAssertEqual(FaultInjection.pendingFailures, 0)
+        XCTAssertEqual(faults.pendingFailures, 0)
     }
 
     /// While accept keeps failing, the listener is not polled: one failure per 100 ms back-off, and the loop
@@ -63,7 +74,7 @@ final class FaultTests: SocketTestCase {
         let server = try makeServer(serverDelegate)
         // The first accept fails, and so does the one that would shed the connection; the retry after the
         // back-off fails again and sheds it; then accepting works.
-        FaultInjection.inject(.tooManyOpenFiles, into: .accept, count: 3)
+        faults.inject(.tooManyOpenFiles, into: .accept, count: 3, on: .descriptor(descriptor(of: server)))
         let client = try RawSocket(connectTo: "127.0.0.1", port: server.localPort)
         serverDelegate.wait("two failed accepts") { records in
             records.filter { if case .failedAccept = $0.event { return true } else { return false } }.count >= 2
@@ -85,14 +96,15 @@ final class FaultTests: SocketTestCase {
         serverDelegate.echoAccepted()
         let server = try makeServer(serverDelegate)
         // ECONNABORTED: that connection died before it was taken; the next one is accepted in the same pass.
-        FaultInjection.inject(.connectionAborted, into: .accept, count: 1)
+        let listener = descriptor(of: server)
+        faults.inject(.connectionAborted, into: .accept, count: 1, on: .descriptor(listener))
         let client = try RawSocket(connectTo: "127.0.0.1", port: server.localPort)
         try client.send("a")
         XCTAssertEqual(try client.receive(exactly: 1), Data("a".utf8))
         XCTAssertTrue(failedAccepts(serverDelegate).isEmpty)
 
         // Other errors are reported, and accepting goes on at the next readiness.
-        FaultInjection.inject(.invalidArgument, into: .accept, count: 1)
+        faults.inject(.invalidArgument, into: .accept, count: 1, on: .descriptor(listener))
         let second = try RawSocket(connectTo: "127.0.0.1", port: server.localPort)
         try second.send("b")
         XCTAssertEqual(try second.receive(exactly: 1), Data("b".utf8))
@@ -106,7 +118,7 @@ final class FaultTests: SocketTestCase {
         let (client, peer) = try connectToRawPeer(delegate)
         var fd: Int32 = -1
         perform(client) { fd = client.socketFD() }
-        FaultInjection.inject(.connectionReset, into: .recv, count: 1, fd: fd)
+        faults.inject(.connectionReset, into: .recv, count: 1, on: .descriptor(fd))
         client.readData(withTimeout: -1, tag: 1)
         try peer.send("x")
         let error = try XCTUnwrap(delegate.waitForDisconnect() as? GCDAsyncSocketError)
@@ -120,7 +132,7 @@ final class FaultTests: SocketTestCase {
         let (client, peer) = try connectToRawPeer(delegate)
         var fd: Int32 = -1
         perform(client) { fd = client.socketFD() }
-        FaultInjection.inject(.brokenPipe, into: .send, count: 1, fd: fd)
+        faults.inject(.brokenPipe, into: .send, count: 1, on: .descriptor(fd))
         client.write(Data("doomed".utf8), withTimeout: -1, tag: 1)
         let error = try XCTUnwrap(delegate.waitForDisconnect() as? GCDAsyncSocketError)
         XCTAssertEqual(error.errno, .brokenPipe)
@@ -139,7 +151,7 @@ final class FaultTests: SocketTestCase {
         defer { peer.close() }
         var fd: Int32 = -1
         perform(client) { fd = client.socketFD() }
-        FaultInjection.inject(.connectionReset, into: .writev, count: 1, fd: fd)
+        faults.inject(.connectionReset, into: .writev, count: 1, on: .descriptor(fd))
         perform(client) {
             for tag in 0..<5 { client.write(Data("w\(tag)".utf8), withTimeout: -1, tag: tag) }
         }
@@ -153,7 +165,8 @@ final class FaultTests: SocketTestCase {
         let listener = try RawListener()
         let delegate = makeDelegate("client")
         let client = makeSocket(delegate)
-        FaultInjection.inject(.tooManyOpenFiles, into: .socket, count: 1)
+        // The connect creates its socket on the client's loop.
+        faults.inject(.tooManyOpenFiles, into: .socket, count: 1, on: .loop(client.eventLoop))
         try client.connect(toHost: "127.0.0.1", onPort: listener.port)
         let error = try XCTUnwrap(delegate.waitForDisconnect() as? GCDAsyncSocketError)
         XCTAssertEqual(error.errno, .tooManyOpenFiles)
@@ -163,13 +176,14 @@ final class FaultTests: SocketTestCase {
 
     func testListenerSetupFailuresThrowWithErrno() throws {
         let server = makeSocket(makeDelegate("server"))
-        FaultInjection.inject(.tooManyOpenFiles, into: .socket, count: 1)
+        // accept(onInterface:port:) sets its listener up on the calling thread.
+        faults.inject(.tooManyOpenFiles, into: .socket, count: 1, on: .thisThread)
         XCTAssertThrowsError(try server.accept(onInterface: "127.0.0.1", port: 0)) { error in
             XCTAssertEqual(error.socketError?.errno, .tooManyOpenFiles)
             XCTAssertEqual(error.socketError?.code, .otherError)
         }
         XCTAssertTrue(server.isDisconnected)
-        FaultInjection.inject(.addressInUse, into: .bind, count: 1)
+        faults.inject(.addressInUse, into: .bind, count: 1, on: .thisThread)
         XCTAssertThrowsError(try server.accept(onInterface: "localhost", port: 0)) { error in
             XCTAssertEqual(error.socketError?.errno, .addressInUse)
         }

@@ -4,8 +4,8 @@ import Glibc
 /// The one seam every libc call goes through.
 ///
 /// `EINTR` is retried here and nowhere else; `EAGAIN`/`EWOULDBLOCK` become ``IOResult/wouldBlock`` in the
-/// nonblocking variants; every other failure is thrown as a ``SyscallError`` naming the call. Tests make
-/// calls fail through ``FaultInjection`` without a failing kernel.
+/// nonblocking variants; every other failure is thrown as a ``SyscallError`` naming the call. In debug builds
+/// tests make calls fail through `FaultInjection` without a failing kernel; release builds have no such hook.
 package enum Syscall {
     /// Runs `body` (a call returning -1 and setting errno on failure), retrying `EINTR`.
     @inline(__always)
@@ -13,14 +13,15 @@ package enum Syscall {
         _ call: SystemCall, fd: Int32 = -1, _ body: () -> R
     ) throws(SyscallError) -> R {
         while true {
-            let errno: Errno
+            #if DEBUG
             if let injected = FaultInjection.failure(for: call, fd: fd) {
-                errno = injected
-            } else {
-                let result = body()
-                if result != -1 { return result }
-                errno = .current
+                if injected == .interrupted { continue }
+                throw SyscallError(call, errno: injected)
             }
+            #endif
+            let result = body()
+            if result != -1 { return result }
+            let errno = Errno.current
             if errno == .interrupted { continue }
             throw SyscallError(call, errno: errno)
         }
@@ -43,11 +44,13 @@ package enum Syscall {
 
     /// `close(2)`. Never retried: on Linux the descriptor is gone even when `close` reports `EINTR`.
     package static func close(_ fd: Int32) throws(SyscallError) {
-        if let injected = FaultInjection.failure(for: .close, fd: fd) {
+        #if DEBUG
+        if let injected = FaultInjection.failure(closing: fd) {
             _ = Glibc.close(fd)
             if injected == .interrupted { return }  // as a real EINTR below: the descriptor is gone
             throw SyscallError(.close, errno: injected)
         }
+        #endif
         if Glibc.close(fd) == -1 {
             let errno = Errno.current
             if errno == .interrupted { return }

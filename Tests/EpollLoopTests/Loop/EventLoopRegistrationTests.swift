@@ -7,14 +7,16 @@ import XCTest
 /// Registering descriptors: readiness, interest changes, deregistration, closing, stale events, fd ownership.
 final class EventLoopRegistrationTests: XCTestCase {
     private var runner: ThreadedLoop!
+    private var faults: FaultInjection.Scope!
 
     override func setUpWithError() throws {
+        faults = FaultInjection.Scope()
         runner = try ThreadedLoop(name: "io-loop")
         runner.start()
     }
 
     override func tearDownWithError() throws {
-        FaultInjection.reset()
+        faults.end()
         try runner?.stop()
         runner = nil
     }
@@ -130,14 +132,15 @@ final class EventLoopRegistrationTests: XCTestCase {
 
     func testSetInterestToTheSameValueMakesNoSystemCall() throws {
         let loop = self.loop
+        let faults = self.faults!
         let pipe = try makePipe()
         defer { close(pipe.write) }
         try onLoop(loop) {
             try loop.register(fd: pipe.read, interest: .readable, handler: ClosureHandler { _ in })
             // Any epoll_ctl on this fd would now fail.
-            FaultInjection.inject(.noMemory, into: .epollCtl, count: 1, fd: pipe.read)
+            faults.inject(.noMemory, into: .epollCtl, count: 1, on: .descriptor(pipe.read))
             try loop.setInterest(.readable, fd: pipe.read)
-            XCTAssertEqual(FaultInjection.pendingFailures, 1, "setInterest called epoll_ctl for no change")
+            XCTAssertEqual(faults.pendingFailures, 1, "setInterest called epoll_ctl for no change")
             XCTAssertThrowsError(try loop.setInterest([.readable, .readHangup], fd: pipe.read)) { error in
                 XCTAssertEqual(error as? EventLoopError, .system(SyscallError(.epollCtl, errno: .noMemory)))
             }
@@ -242,8 +245,9 @@ final class EventLoopRegistrationTests: XCTestCase {
             close(pipe.read)
             close(pipe.write)
         }
+        let faults = self.faults!
         try onLoop(loop) {
-            FaultInjection.inject(.noMemory, into: .epollCtl, count: 1, fd: pipe.read)
+            faults.inject(.noMemory, into: .epollCtl, count: 1, on: .descriptor(pipe.read))
             XCTAssertThrowsError(try loop.register(fd: pipe.read, interest: .readable, handler: ClosureHandler { _ in })) {
                 XCTAssertEqual($0 as? EventLoopError, .system(SyscallError(.epollCtl, errno: .noMemory)))
             }

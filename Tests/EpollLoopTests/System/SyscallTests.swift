@@ -11,7 +11,6 @@ final class SyscallTests: XCTestCase {
     override func tearDown() {
         toClose.forEach { close($0) }
         toClose = []
-        FaultInjection.reset()
     }
 
     private func pipe() throws -> (read: Int32, write: Int32) {

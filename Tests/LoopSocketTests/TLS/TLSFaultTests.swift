@@ -8,10 +8,14 @@ import XCTest
 /// TLS reads and writes go through the syscall seam like plaintext ones: injected failures there end a TLS
 /// connection with the errno, and its queued writes fail.
 final class TLSFaultTests: TLSTestCase {
+    /// This test's injected failures, each on the test's own client descriptor.
+    private var faults: FaultInjection.Scope!
+
     override func setUpWithError() throws {
         try super.setUpWithError()
-        FaultInjection.reset()
-        addTeardown { FaultInjection.reset() }
+        let faults = FaultInjection.Scope()
+        self.faults = faults
+        addTeardown { faults.end() }
     }
 
     /// A secured client of a TLS echo server, and its descriptor.
@@ -28,7 +32,7 @@ final class TLSFaultTests: TLSTestCase {
 
     func testSendFailureUnderTLSFailsTheWriteWithItsErrno() throws {
         let (client, delegate, fd) = try securedClient()
-        FaultInjection.inject(.brokenPipe, into: .send, count: 1, fd: fd)
+        faults.inject(.brokenPipe, into: .send, count: 1, on: .descriptor(fd))
         client.write(Data("doomed".utf8), withTimeout: -1, tag: 1)
         let error = try XCTUnwrap(delegate.waitForDisconnect(of: client) as? GCDAsyncSocketError)
         XCTAssertEqual(error.errno, .brokenPipe)
@@ -36,12 +40,12 @@ final class TLSFaultTests: TLSTestCase {
         settle(client.eventLoop)
         XCTAssertTrue(delegate.events.contains { if case .failedWrite(1, _) = $0 { return true }; return false },
                       "\(delegate.events)")
-        XCTAssertEqual(FaultInjection.pendingFailures, 0)
+        XCTAssertEqual(faults.pendingFailures, 0)
     }
 
     func testRecvFailureUnderTLSDisconnectsWithItsErrno() throws {
         let (client, delegate, fd) = try securedClient()
-        FaultInjection.inject(.connectionReset, into: .recv, count: 1, fd: fd)
+        faults.inject(.connectionReset, into: .recv, count: 1, on: .descriptor(fd))
         client.write(Data("x".utf8), withTimeout: -1, tag: 1)
         client.readData(toLength: 1, withTimeout: -1, tag: 1)
         let error = try XCTUnwrap(delegate.waitForDisconnect(of: client) as? GCDAsyncSocketError)
@@ -59,7 +63,7 @@ final class TLSFaultTests: TLSTestCase {
         delegate.waitForConnect()
         var fd: Int32 = -1
         perform(client) { fd = client.socketFD() }
-        FaultInjection.inject(.connectionReset, into: .recv, count: 1, fd: fd)
+        faults.inject(.connectionReset, into: .recv, count: 1, on: .descriptor(fd))
         client.startTLS(Self.client())
         let error = try XCTUnwrap(delegate.waitForDisconnect(of: client) as? GCDAsyncSocketError)
         XCTAssertEqual(error.errno, .connectionReset)

@@ -104,18 +104,19 @@ final class UDPOffloadTests: SocketTestCase {
         let (sender, senderDelegate) = try makeSender()
         try XCTSkipUnless(try offloadAvailable(sender), "no UDP GSO/GRO on this kernel")
         // What a device without checksum offload answers to UDP_SEGMENT.
-        FaultInjection.inject(Errno(rawValue: EIO), into: .sendmmsg, count: 1, fd: sender.socket4FD())
-        defer { FaultInjection.reset() }
+        let faults = FaultInjection.Scope()
+        defer { faults.end() }
+        faults.inject(Errno(rawValue: EIO), into: .sendmmsg, count: 1, on: .descriptor(sender.socket4FD()))
 
         let sent = queueRun(sender, Array(repeating: 100, count: 20), to: receiver)
         receiverDelegate.waitForReceived(sent.count)
         senderDelegate.waitForOutcomes(sent.count)
         XCTAssertEqual(receiverDelegate.received, sent)
         XCTAssertTrue(senderDelegate.failedSends.isEmpty, "the refusal cost no datagram: \(senderDelegate.failedSends)")
-        XCTAssertEqual(FaultInjection.pendingFailures, 0)
+        XCTAssertEqual(faults.pendingFailures, 0)
         XCTAssertEqual(counters(sender).sent, 0, "the socket stopped segmenting")
         // A plain send failing with EIO is still reported, not retried forever.
-        FaultInjection.inject(Errno(rawValue: EIO), into: .sendmmsg, count: 1, fd: sender.socket4FD())
+        faults.inject(Errno(rawValue: EIO), into: .sendmmsg, count: 1, on: .descriptor(sender.socket4FD()))
         sender.send(Data([1]), toHost: "127.0.0.1", port: receiver.localPort(), withTimeout: -1, tag: 99)
         senderDelegate.wait("the failed send") { events in
             events.contains { if case .notSent(99, _) = $0 { return true } else { return false } }

@@ -9,17 +9,21 @@ import XCTest
 /// Sending under pressure and closing: timeouts, EAGAIN and ENOBUFS (injected through the syscall seam), the
 /// queue bound, ICMP errors, closeAfterSending, close with sends queued, broadcast, multicast, reuse port.
 final class UDPSendingTests: SocketTestCase {
+    /// This test's injected failures, each on the test's own socket's descriptor.
+    private var faults: FaultInjection.Scope!
+
     override func setUpWithError() throws {
         try super.setUpWithError()
-        FaultInjection.reset()
-        addTeardown { FaultInjection.reset() }
+        let faults = FaultInjection.Scope()
+        self.faults = faults
+        addTeardown { faults.end() }
     }
 
     /// A socket bound on loopback whose sends all see `EAGAIN` until the injection is reset.
     private func blockedSender(_ delegate: UDPRecorder) throws -> GCDAsyncUdpSocket {
         let sender = makeUDP(delegate)
         try sender.bind(toPort: 0, interface: "127.0.0.1")
-        FaultInjection.inject(.wouldBlock, into: .sendmmsg, count: .max, fd: sender.socket4FD())
+        faults.inject(.wouldBlock, into: .sendmmsg, count: .max, on: .descriptor(sender.socket4FD()))
         return sender
     }
 
@@ -34,7 +38,7 @@ final class UDPSendingTests: SocketTestCase {
         let receiverDelegate = UDPRecorder()
         let receiver = try makeReceiver(receiverDelegate)
         sender.send(Data("after".utf8), toHost: "127.0.0.1", port: receiver.localPort(), withTimeout: -1, tag: 3)
-        FaultInjection.reset()
+        faults.end()
         sender.perform {}  // a send queued now pumps the queue, which no longer blocks
         sender.send(Data("kick".utf8), toHost: "127.0.0.1", port: receiver.localPort(), withTimeout: -1, tag: 4)
         delegate.waitForOutcomes(4)
@@ -48,11 +52,11 @@ final class UDPSendingTests: SocketTestCase {
         let delegate = UDPRecorder()
         let sender = makeUDP(delegate)
         try sender.bind(toPort: 0, interface: "127.0.0.1")
-        FaultInjection.inject(.noBufferSpace, into: .sendmmsg, count: 3, fd: sender.socket4FD())
+        faults.inject(.noBufferSpace, into: .sendmmsg, count: 3, on: .descriptor(sender.socket4FD()))
         for i in 0..<5 { sender.send(Data("n\(i)".utf8), toHost: "127.0.0.1", port: receiver.localPort(), withTimeout: -1, tag: i) }
         delegate.waitForOutcomes(5)
         XCTAssertEqual(delegate.sentTags, Array(0..<5))
-        XCTAssertEqual(FaultInjection.pendingFailures, 0)
+        XCTAssertEqual(faults.pendingFailures, 0)
         receiverDelegate.waitForReceived(5)
         XCTAssertEqual(receiverDelegate.received, (0..<5).map { Data("n\($0)".utf8) })
     }
@@ -252,7 +256,7 @@ final class UDPSendingTests: SocketTestCase {
     func testInjectedReceiveFailureClosesWithTheError() throws {
         let delegate = UDPRecorder()
         let socket = try makeReceiver(delegate)
-        FaultInjection.inject(.badFileDescriptor, into: .recvmmsg, count: 1, fd: socket.socket4FD())
+        faults.inject(.badFileDescriptor, into: .recvmmsg, count: 1, on: .descriptor(socket.socket4FD()))
         socket.send(Data("x".utf8), toHost: "127.0.0.1", port: socket.localPort(), withTimeout: -1, tag: 1)
         delegate.waitForClose()
         guard case .closed(let error?)? = delegate.events.last else { return XCTFail("\(delegate.events)") }
