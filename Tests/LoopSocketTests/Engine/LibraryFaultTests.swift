@@ -7,8 +7,10 @@ import XCTest
 /// Failures on descriptors the library owns are reported, never swallowed, and a failed system call keeps
 /// its errno and name all the way to the delegate.
 final class LibraryFaultTests: SocketTestCase {
+    private let faults = FaultInjection.Scope()
+
     override func tearDownWithError() throws {
-        FaultInjection.reset()
+        faults.end()
         LibraryFault.testHook = nil
         try super.tearDownWithError()
     }
@@ -19,7 +21,7 @@ final class LibraryFaultTests: SocketTestCase {
         let delegate = makeDelegate("client")
         let (client, peer) = try connectToRawPeer(delegate)
         let fd = try onLoop(client.eventLoop) { client.fd }
-        FaultInjection.inject(.noMemory, into: .epollCtl, count: 1, fd: fd)
+        faults.inject(.noMemory, into: .epollCtl, count: 1, on: .descriptor(fd))
         // Bytes with no read queued: the socket drops EPOLLIN from its interest, and that change fails.
         try peer.send("unread")
         let error = delegate.waitForDisconnect(of: client) as? GCDAsyncSocketError
@@ -37,7 +39,7 @@ final class LibraryFaultTests: SocketTestCase {
         let (client, peer) = try connectToRawPeer(delegate)  // the peer stays open: only our close ends it
         let fd = try onLoop(client.eventLoop) { client.fd }
         XCTAssertGreaterThanOrEqual(fd, 0)
-        FaultInjection.inject(.badFileDescriptor, into: .close, count: 1, fd: fd)
+        faults.inject(.badFileDescriptor, into: .close, count: 1, on: .descriptor(fd))
         client.disconnect()
         _ = delegate.waitForDisconnect(of: client)
         let seen = reports.withLock { $0 }
