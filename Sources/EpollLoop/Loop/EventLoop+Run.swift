@@ -19,6 +19,7 @@ extension EventLoop {
             }
         }
         threadID.store(UInt(pthread_self()), ordering: .releasing)
+        setCurrent(true)
         counters.lastMark = Deadline.now().uptimeNanoseconds
         // Tasks queued before run() are in the shared queue: take them at once.
         collectRemoteTasks()
@@ -26,6 +27,7 @@ extension EventLoop {
             runIteration()
         }
         closeDown()
+        setCurrent(false)
         threadID.store(0, ordering: .releasing)
         finished.leave()
     }

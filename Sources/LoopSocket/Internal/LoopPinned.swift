@@ -11,11 +11,16 @@ protocol LoopPinned: AnyObject {
 
 extension LoopPinned {
     /// The shared per-loop state. Loop only.
+    @inline(__always)
     var context: LoopContext {
         if let cachedContext { return cachedContext }
-        // The first socket to run on this loop: its thread can tell it is this loop's from now on (see
-        // `LoopWaits`).
-        if eventLoop.attachment == nil { LoopWaits.note([eventLoop]) }
+        return loadContext()
+    }
+
+    /// ``context``'s first look-up, out of line: the getter is on every hot path (the receive buffer, the
+    /// deferred pumps).
+    @inline(never)
+    func loadContext() -> LoopContext {
         let context = LoopContext.of(eventLoop)
         cachedContext = context
         return context
@@ -92,23 +97,16 @@ enum LoopWait<T> {
 /// A → B → C → A) is not started: the call falls back instead, and every other wait goes on as
 /// `dispatch_sync` would.
 ///
-/// A thread waits for one loop at a time, so the record is a map from waiter to loop, and the check a walk
-/// along it from the loop about to be waited for, looking for the caller's own loop. Recording and walking
-/// happen under one lock, record first: of two loops about to wait for each other, the first to take the
-/// lock finds no cycle and waits, and the second finds the first's entry, hence the cycle, and does not.
-///
-/// EpollLoop keeps no "current loop", so a caller finds which loop it runs by asking each loop known here
-/// (`inEventLoop`): the loops a socket has run on, those a socket has been created on, and every loop a call
-/// has been about to wait for (noted before the walk). A caller that is none of them (a thread that is no
-/// loop's, or a loop not yet known) cannot close a cycle now: every loop some thread waits for is known. It
-/// is recorded anyway, with how many loops were known then, because its thread may be that of a loop noted
-/// later: a walk reaching such a loop follows its own wait and those of the unknown waiters that may be its
-/// thread (those that looked before the loop was noted). That errs only towards not waiting, and only while
-/// a thread that was none of the known loops waits for a loop that waits for one noted since.
+/// A loop's thread waits for one loop at a time, so the record is a map from waiting loop to awaited loop,
+/// and the check a walk along it from the loop about to be waited for, looking for the caller's own loop.
+/// Recording and walking happen under one lock: of two loops about to wait for each other, the first to
+/// take the lock finds no cycle and waits, and the second finds the first's entry, hence the cycle, and
+/// does not. A thread that runs no loop (``EventLoop/current`` is nil) holds no loop still while it waits,
+/// so it can close no cycle: it waits unrecorded.
 enum LoopWaits {
-    /// One wait in the record, until it ends.
+    /// One wait in the record, until it ends (nil: the caller runs no loop, nothing was recorded).
     struct Token {
-        fileprivate let id: UInt64
+        fileprivate let waiter: ObjectIdentifier?
     }
 
     /// The outcome of ``begin(waitingFor:)``.
@@ -119,91 +117,30 @@ enum LoopWaits {
         case wouldDeadlock(caller: EventLoop)
     }
 
-    private struct Known {
-        weak var loop: EventLoop?
-        /// When the loop was noted, counted in loops noted.
-        let order: UInt64
-    }
+    /// Waiting loop → the loop it waits for. Identities only: both loops are alive while the wait lasts.
+    private static let waits = Locked([ObjectIdentifier: ObjectIdentifier]())
 
-    private struct Waiting {
-        let id: UInt64
-        /// The waiting thread's loop; nil when the thread was none of the known loops.
-        let waiter: EventLoop?
-        /// For a waiter that was none of the known loops: how many loops had been noted when it looked.
-        let knownThrough: UInt64
-        let target: EventLoop
-    }
-
-    private struct State {
-        /// The process's loops, scanned only by calls about to wait for another loop.
-        var known: [ObjectIdentifier: Known] = [:]
-        var noted: UInt64 = 0
-        var waits: [Waiting] = []
-        var nextID: UInt64 = 0
-    }
-
-    private static let state = Locked(State())
-
-    /// Notes `loops` (idempotent), so that their threads can tell they are theirs.
-    static func note(_ loops: [EventLoop]) {
-        state.withLock { state in
-            for loop in loops { note(loop, in: &state) }
-        }
-    }
-
-    /// Records that the calling thread is about to wait for `target` (not its own loop), then walks the
-    /// record from `target`: if the walk reaches the caller's loop, the caller must not wait, and the
-    /// record is left as it was.
+    /// Records that the calling thread is about to wait for `target` (not its own loop), unless the loops
+    /// `target` waits for, directly or through others, include the caller's: then the caller must not wait.
     static func begin(waitingFor target: EventLoop) -> Begin {
-        state.withLock { state in
-            note(target, in: &state)
-            let caller = state.known.values.lazy.compactMap(\.loop).first { $0.inEventLoop }
-            let id = state.nextID
-            state.nextID &+= 1
-            state.waits.append(Waiting(id: id, waiter: caller, knownThrough: state.noted, target: target))
-            if let caller, reaches(caller, from: target, in: state) {
-                state.waits.removeLast()
-                return .wouldDeadlock(caller: caller)
+        guard let caller = EventLoop.current else { return .wait(Token(waiter: nil)) }
+        let waiter = ObjectIdentifier(caller)
+        return waits.withLock { waits in
+            var next: ObjectIdentifier? = ObjectIdentifier(target)
+            var steps = 0
+            while let loop = next, steps <= waits.count {
+                if loop == waiter { return .wouldDeadlock(caller: caller) }
+                next = waits[loop]
+                steps += 1
             }
-            return .wait(Token(id: id))
+            waits[waiter] = ObjectIdentifier(target)
+            return .wait(Token(waiter: waiter))
         }
     }
 
     /// Removes the wait `token` stands for, once it is over.
     static func end(_ token: Token) {
-        state.withLock { state in state.waits.removeAll { $0.id == token.id } }
-    }
-
-    /// Whether the loops `start` waits for, directly or through others, include `goal`. Each loop has one
-    /// wait at most, plus those of unknown waiters that may be its thread: a walk of as many steps as there
-    /// are waits, at most.
-    private static func reaches(_ goal: EventLoop, from start: EventLoop, in state: State) -> Bool {
-        var pending = [start]
-        var visited: [ObjectIdentifier] = []
-        while let loop = pending.popLast() {
-            if loop === goal { return true }
-            let id = ObjectIdentifier(loop)
-            if visited.contains(id) { continue }
-            visited.append(id)
-            let order = state.known[ObjectIdentifier(loop)]?.order ?? .max
-            for wait in state.waits {
-                if let waiter = wait.waiter {
-                    if waiter === loop { pending.append(wait.target) }
-                } else if wait.knownThrough < order {
-                    // Its thread was none of the loops known when it looked; it may be this one's, noted since.
-                    pending.append(wait.target)
-                }
-            }
-        }
-        return false
-    }
-
-    private static func note(_ loop: EventLoop, in state: inout State) {
-        let id = ObjectIdentifier(loop)
-        if state.known[id]?.loop === loop { return }
-        // A new loop is rare (a group's start): drop the entries of loops gone since.
-        state.known = state.known.filter { $0.value.loop != nil }
-        state.noted &+= 1
-        state.known[id] = Known(loop: loop, order: state.noted)
+        guard let waiter = token.waiter else { return }
+        waits.withLock { _ = $0.removeValue(forKey: waiter) }
     }
 }

@@ -88,16 +88,7 @@ open class GCDAsyncUdpSocket: @unchecked Sendable {
         delegate: (any GCDAsyncUdpSocketDelegate)? = nil, delegateQueue: DispatchQueue? = nil,
         loop: EventLoop? = nil, group: EventLoopGroup? = nil
     ) {
-        // The loop is known before any thread can call the socket, and so are the group's others, so that a
-        // thread of one of them about to wait for another loop can tell it is that loop's (see `LoopWaits`).
-        if let loop {
-            self.eventLoop = loop
-            LoopWaits.note([loop])
-        } else {
-            let group = group ?? GCDAsyncSocket.defaultGroup
-            self.eventLoop = group.next()
-            LoopWaits.note(group.loops)
-        }
+        self.eventLoop = loop ?? (group ?? GCDAsyncSocket.defaultGroup).next()
         self.shared = Locked(SharedState(delegate: delegate, delegateQueue: delegateQueue))
         self.loopDelegate = delegate
         self.loopDelegateQueue = delegateQueue
