@@ -70,9 +70,9 @@ extension EventLoop {
     ///
     /// Before a blocking wait the loop marks itself asleep under the shared mutex, unless tasks are already
     /// queued; producers write the eventfd only while it is asleep, so a busy loop gets no wakeups at all.
-    /// The loop's counters are published here, once per iteration; a blocking wait is timed by a clock
-    /// reading on each side of it (the one before reused from ``pollTimeout()`` when it read one), paid out
-    /// of time the loop would spend asleep anyway.
+    /// The loop's counters are published here, once per iteration, and once more after a blocking wait; a
+    /// blocking wait is timed by a clock reading on each side of it (the one before reused from
+    /// ``pollTimeout()`` when it read one), paid out of time the loop would spend asleep anyway.
     func poll(timeoutMilliseconds: Int32) -> Bool {
         var timeout = timeoutMilliseconds
         if timeout != 0 {
@@ -104,6 +104,9 @@ extension EventLoop {
             counters.wait &+= now &- counters.lastMark
             counters.lastMark = now
             counters.waiting = false
+            // Published at once, or a reader would count the work this wakeup brings as waiting until the
+            // next iteration's publication; a loop that slept can afford the dozen stores.
+            publishMetrics()
         }
         collectRemoteTasks()
         counters.events &+= UInt64(count)

@@ -1,5 +1,5 @@
 /// A loop's counters as its own thread keeps them: plain integers, bumped without atomics on the hot path
-/// and published to a ``LoopMetricsCell`` once per iteration.
+/// and published to a ``LoopMetricsCell`` before each poll and after each blocking one.
 struct LoopCounters {
     /// Readiness events returned by `epoll_wait`.
     var events: UInt64 = 0

@@ -1,5 +1,4 @@
 import Glibc
-import Synchronization
 
 /// The one place where the library reports what it notices (see ``LoopDiagnostic``).
 ///
@@ -16,7 +15,8 @@ public enum LoopDiagnostics {
     /// What receives the reports.
     public typealias Handler = @Sendable (LoopDiagnostic) -> Void
 
-    private static let current = Mutex<Handler>(standardError)
+    // `Locked`, not `Synchronization.Mutex`: ThreadSanitizer sees the ordering `Locked` provides.
+    private static let current = Locked<Handler>(standardError)
 
     /// The handler now receiving reports; set it to route them elsewhere (``standardError`` by default).
     public static var handler: Handler {
@@ -46,7 +46,7 @@ public enum LoopDiagnostics {
 package final class RateLimiter: Sendable {
     private let intervalNanoseconds: UInt64
     /// Per key: when an event was last let through, and how many were held back since.
-    private let state = Mutex<[String: (last: UInt64, heldBack: Int)]>([:])
+    private let state = Locked<[String: (last: UInt64, heldBack: Int)]>([:])
 
     /// A limiter letting through one event per key every `intervalNanoseconds`.
     package init(intervalNanoseconds: UInt64) {

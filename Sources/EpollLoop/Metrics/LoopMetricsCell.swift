@@ -3,7 +3,7 @@ import Synchronization
 
 /// Where a loop publishes its counters for other threads: relaxed atomics behind a sequence lock.
 ///
-/// Only the loop's thread writes (``write(_:)``, once per iteration); any thread reads (``read(loop:)``)
+/// Only the loop's thread writes (``write(_:iterations:descriptors:)``, once or twice per iteration); any thread reads (``read(loop:)``)
 /// without ever blocking the loop. The writer makes the sequence odd, stores the fields, and makes it even
 /// again; a reader that saw the same even sequence before and after its loads has a consistent copy, and
 /// otherwise retries. On x86-64 every operation here is a plain load or store: the fences only stop the
