@@ -45,6 +45,8 @@ extension CommandLineParser {
             config.hdrLogPath = try outputPath(flag, try value())
         case "--metrics":
             config.metrics = try metricsAddress(try value())
+        case "--server-metrics":
+            config.serverMetrics = try metricsAddress(try value(), flag: flag)
         default:
             return false
         }
@@ -123,8 +125,8 @@ extension CommandLineParser {
     }
 
     /// `HOST:PORT`, `[v6]:PORT` or `:PORT` (127.0.0.1).
-    static func metricsAddress(_ text: String) throws(ArgumentError) -> MetricsAddress {
-        let problem = ArgumentError("--metrics takes HOST:PORT (for example 127.0.0.1:9464 or :9464), not '\(text)'")
+    static func metricsAddress(_ text: String, flag: String = "--metrics") throws(ArgumentError) -> MetricsAddress {
+        let problem = ArgumentError("\(flag) takes HOST:PORT (for example 127.0.0.1:9464 or :9464), not '\(text)'")
         guard let colon = text.lastIndex(of: ":"), let port = UInt16(text[text.index(after: colon)...]) else { throw problem }
         var host = String(text[..<colon])
         if host.hasPrefix("[") && host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }

@@ -76,6 +76,8 @@ package enum CommandLineParser {
           --id NAME           name this run in the JSON and the report (merge lists the names)
           --hdr-log FILE      write the window's latency as an HdrHistogram interval log (1 s intervals)
           --metrics H:P       serve Prometheus text metrics at http://H:P/metrics during the run
+          --server-metrics H:P  read an EpollLoop server's metrics page (http://H:P/metrics) as the
+                              window begins and ends: report its loops' utilisation and lag
           --tls               TLS after connecting (echo, stream, connect, idle, http); https:// URLs imply it
           --tls-ca FILE       trust the CA certificates in this PEM file (default: the system store)
           --insecure          do not verify the server's certificate                [-k]

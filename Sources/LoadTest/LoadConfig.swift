@@ -76,6 +76,9 @@ package struct LoadConfig: Sendable, Equatable {
     package var hdrLogPath: String?
     /// Where to serve Prometheus text metrics (`GET /metrics`).
     package var metrics: MetricsAddress?
+    /// The server's own metrics page (`--server-metrics`), scraped as the window begins and ends for its
+    /// loops' utilisation and lag.
+    package var serverMetrics: MetricsAddress?
     /// TLS (`--tls`, `https://`; see LoadConfig+TLS.swift).
     package var tls = LoadTLSSettings()
 

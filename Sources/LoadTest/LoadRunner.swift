@@ -79,6 +79,8 @@ package final class LoadRunner: Sendable {
             output("loadtest \(config.mode == .demo ? "echo" : config.mode.rawValue): \(ReportText.count(config.connections, config.mode == .connect ? "churn slot" : config.mode == .udp ? "flow" : "connection")) to \(server)\(config.host):\(config.port) on \(config.loops) loop(s), \(ReportText.fixed(warmup, 1)) s warm-up + \(ReportText.fixed(config.duration, 1)) s")
         }
         try checkLimits(config, inProcessServer: server != nil)
+        // A wrong --server-metrics address is found now, not after the run.
+        if let address = config.serverMetrics { _ = try ServerLoopMetrics.scrape(address, timeout: Self.scrapeTimeout) }
 
         // Echo connections connect to one address, looked up here, off the loops (getaddrinfo blocks).
         var address: ServerAddress?
@@ -160,6 +162,12 @@ package final class LoadRunner: Sendable {
         var serverCPUEnd: Double?
         var clientCPUStart = windowStart == loadStart ? gather(workers) { _ in Limits.threadCPUSeconds() }.reduce(0, +) : nil
         var clientCPUEnd: Double?
+        let serverLoops = config.serverMetrics.map { ServerLoopWindow(address: $0, timeout: Self.scrapeTimeout) }
+        var serverScrapes = 0  // begun: the window's start, then its end
+        if windowStart == loadStart, let serverLoops {
+            serverLoops.begin(0)
+            serverScrapes = 1
+        }
         while true {
             // Once a second, plus a tick where the warm-up ends, so no sample straddles it.
             let next = tick + 1_000_000_000
@@ -174,10 +182,18 @@ package final class LoadRunner: Sendable {
             if tick == windowStart && clientCPUStart == nil {
                 clientCPUStart = gather(workers) { _ in Limits.threadCPUSeconds() }.reduce(0, +)
                 if let pid { serverCPUStart = Limits.cpuSeconds(pid: pid) }
+                if let serverLoops, serverScrapes == 0 {
+                    serverLoops.begin(0)
+                    serverScrapes = 1
+                }
             }
             if tick == windowEnd || isInterrupted {
                 clientCPUEnd = gather(workers) { _ in Limits.threadCPUSeconds() }.reduce(0, +)
                 if let pid { serverCPUEnd = Limits.cpuSeconds(pid: pid) }
+                if let serverLoops, serverScrapes == 1 {
+                    serverLoops.begin(1)
+                    serverScrapes = 2
+                }
             }
             let current = sum(gather(workers) { $0.snapshot })
             let seconds = Double(now - previousTime) / 1e9
@@ -233,6 +249,11 @@ package final class LoadRunner: Sendable {
         if let start = serverCPUStart, let end = serverCPUEnd {
             result.serverCPUSeconds = end - start
             if result.requests > 0 { result.serverMicrosecondsPerRequest = (end - start) * 1e6 / Double(result.requests) }
+        }
+        switch serverScrapes == 2 ? serverLoops?.finish() : nil {
+        case .success(let figures): result.serverLoops = figures
+        case .failure(let error): result.warnings = (result.warnings ?? []) + ["\(error)"]
+        case nil: break
         }
         do {
             try extras.finish()
@@ -394,6 +415,9 @@ package final class LoadRunner: Sendable {
         for s in snapshots { total.add(s) }
         return total
     }
+
+    /// How long one scrape of `--server-metrics` may take.
+    static let scrapeTimeout = 5.0
 
     static func nanos(_ seconds: Double) -> UInt64 {
         UInt64(max(0, min(seconds, 1e9)) * 1e9)

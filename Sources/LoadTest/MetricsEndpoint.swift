@@ -10,12 +10,16 @@ final class MetricsEndpoint: GCDAsyncSocketDelegate, @unchecked Sendable {
     static let headEnd = Data("\r\n\r\n".utf8)
     private let listener: GCDAsyncSocket
     private let page = Mutex<String>("")
+    /// Renders the page per request instead (a server's loop metrics, which must be read when asked for).
+    private let render: (@Sendable () -> String)?
 
     /// The port it listens on (the one asked for, or the one the kernel picked for port 0).
     var port: UInt16 { listener.localPort }
 
-    /// Listens on `address` on `loop`; throws if the address cannot be bound.
-    init(address: MetricsAddress, loop: EventLoop) throws {
+    /// Listens on `address` on `loop`; throws if the address cannot be bound. With `render`, each request's
+    /// page is what it returns then; without, the last one published.
+    init(address: MetricsAddress, loop: EventLoop, render: (@Sendable () -> String)? = nil) throws {
+        self.render = render
         listener = GCDAsyncSocket(delegate: nil, delegateQueue: nil, loop: loop)
         listener.delegate = self
         try listener.accept(onInterface: address.host, port: address.port)
@@ -39,7 +43,7 @@ final class MetricsEndpoint: GCDAsyncSocketDelegate, @unchecked Sendable {
         let parts = requestLine.split(separator: " ")
         let response: String
         if parts.count == 3, parts[0] == "GET", parts[1] == "/metrics" || parts[1].hasPrefix("/metrics?") {
-            let body = page.withLock { $0 }
+            let body = render?() ?? page.withLock { $0 }
             response = "HTTP/1.1 200 OK\r\nContent-Type: text/plain; version=0.0.4; charset=utf-8\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)"
         } else if parts.count == 3, parts[0] != "GET" {
             response = "HTTP/1.1 405 Method Not Allowed\r\nAllow: GET\r\nContent-Length: 0\r\n\r\n"

@@ -52,6 +52,28 @@ package enum ReportText {
         ]
     }
 
+    /// The server's loops over the window (`--server-metrics`): utilisation and lag, all loops, then each.
+    static func serverLoops(_ s: RunResult.ServerLoops) -> [String] {
+        func lag(_ l: RunResult.ServerLag) -> String {
+            guard l.count > 0 else { return "no lag samples" }
+            func at(_ us: Double?) -> String { us.map { "≤ " + latency(us: $0) } ?? "> 10 s" }
+            return "lag p50 \(at(l.p50Us))   p90 \(at(l.p90Us))   p99 \(at(l.p99Us))   p99.9 \(at(l.p99_9Us))   mean \(latency(us: l.meanUs ?? 0)) (\(grouped(l.count)) samples)"
+        }
+        func line(_ l: RunResult.ServerLoop) -> String {
+            "utilisation \(fixed(l.utilisation, 2)) (busy \(fixed(l.busySeconds, 3)) s, waiting \(fixed(l.waitSeconds, 3)) s), \(grouped(l.iterations)) iterations, \(grouped(l.stalls)) stalls"
+        }
+        var lines = ["  server loops (\(s.source), over the window):"]
+        lines.append("    \(s.loops.count == 1 ? "the loop" : "all \(s.loops.count) loops"): \(line(s.all))")
+        lines.append("      \(lag(s.all.lag))")
+        if s.loops.count > 1 {
+            for l in s.loops {
+                lines.append("    \(l.loop): \(line(l))")
+                lines.append("      \(lag(l.lag))")
+            }
+        }
+        return lines
+    }
+
     /// The report printed at the end of a run.
     package static func report(_ r: RunResult) -> String {
         var lines: [String] = []
@@ -115,6 +137,7 @@ package enum ReportText {
         if let cpu = r.serverCPUSeconds, let per = r.serverMicrosecondsPerRequest {
             lines.append("  server CPU: \(fixed(cpu, 2)) s over the window, \(fixed(per, 2)) µs per request")
         }
+        if let server = r.serverLoops { lines += serverLoops(server) }
         if r.errors.total == 0 {
             lines.append("  errors: none")
         } else {

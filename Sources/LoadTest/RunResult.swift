@@ -194,8 +194,59 @@ package struct RunResult: Codable, Sendable, Equatable {
     var tlsHandshakeHistogram: HistogramData?
     /// UDP mode: what happened to the datagrams of the window.
     package var datagrams: Datagrams?
+    /// With `--server-metrics`: the server's event loops over the window (utilisation and lag).
+    package var serverLoops: ServerLoops?
     /// What the reader should know about the figures (a rate not reached, windows that do not line up, …).
     package var warnings: [String]?
+
+    /// With `--server-metrics`: the server's loops over the measured window, from its metrics page scraped as
+    /// the window began and as it ended.
+    package struct ServerLoops: Codable, Sendable, Equatable {
+        /// The metrics address scraped, `host:port`.
+        package var source: String
+        /// All loops together: utilisation is their summed busy time over their summed busy and wait time.
+        package var all: ServerLoop
+        /// Each loop, in the order of the server's page.
+        package var loops: [ServerLoop]
+    }
+
+    /// One server loop (or all of them) over the window.
+    package struct ServerLoop: Codable, Sendable, Equatable {
+        /// The loop's name (`all` for the sum).
+        package var loop: String
+        /// busy / (busy + wait): 0 idle, 1 never waiting.
+        package var utilisation: Double
+        /// Seconds working, and waiting in `epoll_wait`.
+        package var busySeconds: Double
+        package var waitSeconds: Double
+        /// Loop iterations, and callbacks that held the loop past the server's stall threshold.
+        package var iterations: UInt64
+        package var stalls: UInt64
+        /// How late the server ran its timers and the tasks other threads handed it.
+        package var lag: ServerLag
+
+        enum CodingKeys: String, CodingKey {
+            case loop, utilisation, busySeconds = "busy_s", waitSeconds = "wait_s", iterations, stalls, lag
+        }
+    }
+
+    /// A server loop's lag over the window, from its Prometheus histogram: each percentile is the `le` bound
+    /// (10 µs to 10 s) of the bucket that holds it, so the lag was at most that; nil with no samples, or when
+    /// the percentile lies above 10 s.
+    package struct ServerLag: Codable, Sendable, Equatable {
+        /// Lag samples in the window.
+        package var count: UInt64
+        /// The exact mean (from the histogram's sum), µs.
+        package var meanUs: Double?
+        package var p50Us: Double?
+        package var p90Us: Double?
+        package var p99Us: Double?
+        package var p99_9Us: Double?
+
+        enum CodingKeys: String, CodingKey {
+            case count, meanUs = "mean_us", p50Us = "p50_us", p90Us = "p90_us", p99Us = "p99_us", p99_9Us = "p99_9_us"
+        }
+    }
 
     /// UDP mode: datagrams sent in the window, and those lost, reordered, duplicated or corrupt (counted when
     /// found, within the window). Echoed ones are ``requests``.
@@ -258,6 +309,7 @@ package struct RunResult: Codable, Sendable, Equatable {
         case tlsHandshakeUs = "tls_handshake_us"
         case tlsHandshakeHistogram = "tls_handshake_histogram"
         case datagrams, warnings
+        case serverLoops = "server_loops"
     }
 
     /// The result's latency histogram.
@@ -357,6 +409,10 @@ package struct RunResult: Codable, Sendable, Equatable {
             merged.tlsHandshakeHistogram = HistogramData(handshake)
             merged.tlsHandshakeUs = Latency(handshake)
         }
+        // Processes that ran together against one server scraped the same loops over the same seconds: their
+        // figures are one server's, not to be added up. Different servers have no one figure.
+        let sources = Set(results.map { $0.serverLoops?.source ?? "" })
+        if sources.count != 1 || sources.first == "" { merged.serverLoops = nil }
         mergeWindows(results, into: &merged)
         return merged
     }
