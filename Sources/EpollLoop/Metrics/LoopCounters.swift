@@ -27,6 +27,8 @@ struct LoopCounters {
     var timerWakeup: UInt64 = 0
     /// The clock reading the poll timeout took before a blocking wait, 0 if it took none.
     var pollClock: UInt64 = 0
+    /// Whether the last `epoll_wait` returned any event: the next poll then tries without blocking first.
+    var polledEvents = false
     /// When the oldest task of the current batch from other threads was queued (ns), 0 if unknown.
     var remoteBatchQueuedAt: UInt64 = 0
 
