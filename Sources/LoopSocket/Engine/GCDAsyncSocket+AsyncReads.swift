@@ -1,7 +1,7 @@
 import EpollLoop
 import FoundationEssentials
 
-// The synchronous halves of the reads above, out of line on purpose: inlined into the `async` functions, their
+// The engine side of `AsyncSocket`'s reads (Async/AsyncSocket+IO.swift), out of line on purpose: inlined into the `async` functions, their
 // locals (a `ReadOp` is 88 bytes, and copies of it) become part of the async frame, which lives in the task's
 // allocator for as long as the read waits. That frame is what an idle connection's task holds: with them
 // inlined, `read(maxLength:)` asked its caller for a 480-byte context, and the connection task overflowed its

@@ -1,7 +1,9 @@
 import Dispatch
 import FoundationEssentials
 
-/// Delivering callbacks: inline on the loop when there is no delegate queue, else `async` onto the queue.
+/// The sink: where callbacks go. An `AsyncSocket`'s handler, inline; otherwise the delegate, inline on the loop
+/// when there is no delegate queue, else `async` onto the queue. (A read's callback is delivered by the read
+/// engine itself, `notifyDidRead` in +Receive.)
 extension GCDAsyncSocket {
     /// Where the next callback goes. Loop only.
     @inline(__always)
