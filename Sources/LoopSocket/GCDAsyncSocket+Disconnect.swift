@@ -5,7 +5,9 @@ import Glibc
 extension GCDAsyncSocket {
     /// Disconnects now, dropping queued reads and writes (each dropped write is reported through
     /// `didFailToWriteDataWithTag`), then calls `socketDidDisconnect(_:withError:)` with a nil error.
-    /// From another thread the socket reports itself disconnected at once and closes on its loop.
+    /// From another thread the socket reports itself disconnected at once and closes on its loop. Input the
+    /// peer sent and nobody read (up to 256 KiB) is read and dropped first, so the peer's kernel gets a FIN,
+    /// not a reset that would discard the last bytes written to it before the peer read them.
     public func disconnect() {
         if eventLoop.inEventLoop {
             closeWithError(nil)
