@@ -23,7 +23,7 @@ extension GCDAsyncSocket {
     }
 
     /// Shuts down the write side (`shutdown(SHUT_WR)`) once the queued writes are written: the peer sees
-    /// end-of-stream while this socket can still read its reply (GCDAsyncSocket issue #565).
+    /// end-of-stream while this socket can still read its reply (a half-close GCDAsyncSocket users long asked for).
     public func closeWriteStream() {
         onLoop { [self] in shutDownWriteSideAfterWrites() }
     }

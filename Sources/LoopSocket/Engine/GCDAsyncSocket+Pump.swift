@@ -5,7 +5,7 @@ import Glibc
 ///
 /// Delegate callbacks are delivered from inside the pump. A call into the socket made from a callback only
 /// queues work and asks the running pump to go round again, so there is no recursion however many reads
-/// and writes a delegate chains (GCDAsyncSocket's stack overflows, #102 and #216, cannot happen). A call
+/// and writes a delegate chains (the stack overflows GCDAsyncSocket users reported for long read chains cannot happen). A call
 /// made on the loop outside a callback defers the pump to the next loop iteration, so a callback is never
 /// delivered from inside the caller's own call.
 extension GCDAsyncSocket: LoopIOHandler {

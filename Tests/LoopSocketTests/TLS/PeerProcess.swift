@@ -200,14 +200,20 @@ final class PeerProcess: @unchecked Sendable {
 }
 
 extension SocketTestCase {
-    /// Starts `tool` as a peer, killed and reaped in tearDown. A tool that is not installed skips the test,
-    /// naming it (the only skip in these tests: the peer is the point of an interop test).
+    /// Starts `tool` as a peer, killed and reaped in tearDown. A tool that is not installed fails the test,
+    /// naming it: the peer is the point of an interop test, and `.ci/run` installs every one these tests use.
     func launchPeer(_ tool: String, _ arguments: [String], environment: [String: String] = [:]) throws -> PeerProcess {
         guard tool.hasPrefix("/") || PeerProcess.find(tool) != nil else {
-            throw XCTSkip("\(tool) is not installed (not on PATH): this interop test needs it")
+            throw PeerMissing(tool: tool)
         }
         let peer = try PeerProcess(tool, arguments, environment: environment)
         addTeardown { peer.stop() }
         return peer
     }
+}
+
+/// An interop peer that is not installed (`.ci/run` installs curl, openssl and python3 where missing).
+struct PeerMissing: Error, CustomStringConvertible {
+    let tool: String
+    var description: String { "\(tool) is not installed (not on PATH): this interop test needs it" }
 }
