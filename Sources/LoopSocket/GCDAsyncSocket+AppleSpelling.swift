@@ -29,7 +29,7 @@ extension GCDAsyncSocket {
         _ delegatePtr: AutoreleasingUnsafeMutablePointer<(any GCDAsyncSocketDelegate)?>?,
         delegateQueue delegateQueuePtr: AutoreleasingUnsafeMutablePointer<DispatchQueue?>?
     ) {
-        let (delegate, queue) = shared.withLock { ($0.delegate, $0.delegateQueue) }
+        let (delegate, queue) = storedDelegate()
         delegatePtr?.pointee = delegate
         delegateQueuePtr?.pointee = queue
     }

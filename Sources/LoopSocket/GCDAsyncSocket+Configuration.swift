@@ -7,7 +7,7 @@ extension GCDAsyncSocket {
     /// The delegate (held weakly). Setting it from another thread takes effect on the loop in order with the
     /// socket's other work.
     public var delegate: (any GCDAsyncSocketDelegate)? {
-        get { shared.withLock { $0.delegate } }
+        get { storedDelegate().delegate }
         set { changeDelegate(.delegate(newValue), waiting: false) }
     }
 
@@ -44,7 +44,22 @@ extension GCDAsyncSocket {
     }
 
     func storeDelegate(_ change: DelegateChange<any GCDAsyncSocketDelegate>) {
-        shared.withLock { change.apply(delegate: &$0.delegate, queue: &$0.delegateQueue) }
+        shared.withLock { state in
+            switch change {
+            case .delegate(let delegate): state.delegate = delegate
+            case .queue(let queue): state.delegateQueue = queue
+            case .both(let delegate, let queue):
+                state.delegate = delegate
+                state.delegateQueue = queue
+            }
+        }
+    }
+
+    /// The delegate and its queue as the getters report them. The engine keeps the delegate under its lock
+    /// as a plain object (it knows nothing of the protocol); it was stored as a `GCDAsyncSocketDelegate`.
+    func storedDelegate() -> (delegate: (any GCDAsyncSocketDelegate)?, queue: DispatchQueue?) {
+        let (object, queue) = shared.withLock { ($0.delegate, $0.delegateQueue) }
+        return (object as? any GCDAsyncSocketDelegate, queue)
     }
 
     /// Anything you want to keep with the socket; the socket never looks at it.

@@ -45,32 +45,9 @@ extension GCDAsyncSocket {
         return shared.withLock { $0.listenAddresses.contains { $0.isIPv6 } }
     }
 
-    /// The connected descriptor's peer or local address, asked of the kernel under the lock; nil unless connected.
-    func connected(peer: Bool) -> SocketAddress? {
-        shared.withLock { state in
-            state.status == .connected && state.fd >= 0 ? SocketAddress.of(fd: state.fd, peer: peer) : nil
-        }
-    }
-
     /// The connection's local address, or the first listening socket's.
     private func local() -> SocketAddress? {
         connected(peer: false) ?? shared.withLock { $0.listenAddresses.first }
-    }
-
-    /// Publishes the status (and the connected descriptor) the getters use; with `claim`, only if no newer
-    /// connect or accept has claimed the socket since (the loop passes the claim of the connection it serves).
-    func publish(status: Status, fd: Int32 = -1, listening: [SocketAddress] = [], onlyFor claim: UInt32? = nil) {
-        shared.withLock {
-            if let claim, $0.claim != claim { return }
-            $0.status = status
-            $0.fd = fd
-            $0.reset(listening: listening)
-        }
-    }
-
-    /// Withdraws `fd` from the getters before the loop closes it (whatever has claimed the socket since).
-    func unpublish(_ fd: Int32) {
-        shared.withLock { if $0.fd == fd { $0.fd = -1 } }
     }
 
     /// Runs `block` on the socket's loop and waits for it (GCDAsyncSocket's `performBlock:`). Inside it,

@@ -56,7 +56,7 @@ final class AcceptTests: SocketTestCase {
             clients.append(try RawSocket(connectTo: "127.0.0.1", port: server.localPort))
             XCTAssertEqual(plain.accepted.wait(timeout: .now() + 10), .success)
         }
-        let remembered = try onLoop(loop) { server.dial?.defaultQueueChooser }
+        let remembered = try onLoop(loop) { server.dial?.sinkMemo.defaultAnswerType }
         XCTAssertEqual(remembered, ObjectIdentifier(DefaultQueueDelegate.self), "the default ran and was noted")
 
         let childQueue = makeQueue("chosen")

@@ -7,7 +7,7 @@ import EpollLoop
 //
 // All of it is confined to the socket's loop. Each is one byte, or one word for the enums with a payload.
 
-extension GCDAsyncSocket {
+extension ConnectionEngine {
     /// Where the connection is in its life. After a close it returns to `idle` and may connect or listen again.
     enum Lifecycle: UInt8 {
         case idle
@@ -102,13 +102,6 @@ extension GCDAsyncSocket {
         /// goes out in plaintext.
         case tlsQueued
         case tls(TLSConnection)
-    }
-
-    /// Where callbacks go: the delegate (inline or on its queue, ``DelegateTarget``), or an ``AsyncSocket``'s
-    /// handler, held strongly and called inline. Fixed once the socket is handed out.
-    enum Sink {
-        case delegate
-        case async(AsyncSocketHandler)
     }
 
     /// Pump scheduling: independent bits.

@@ -6,7 +6,7 @@ import Glibc
 
 /// Accepting: descriptors taken from the listening sockets, shed at the descriptor limit, and handed to a
 /// new socket on the next loop of the group, which starts only once `didAcceptNewSocket` has run.
-extension GCDAsyncSocket {
+extension ConnectionEngine {
     /// Starts listening on the loop: the lifecycle goes `idle` → `listening`, each descriptor registered with
     /// its ``ListenHandler``. Throws if the loop is shut down (the descriptors are closed).
     func startListening(_ listening: [(Int32, SocketAddress)], configuration: Configuration, unixPath: String?) throws {
@@ -66,7 +66,7 @@ extension GCDAsyncSocket {
                 case .connectionAborted, Errno(rawValue: EPROTO), Errno(rawValue: EPERM):
                     continue  // That one connection died before we took it; the next may be fine.
                 default:
-                    notify { $0.socket($1, didFailToAcceptWithError: GCDAsyncSocketError(error)) }
+                    sinkReport(.acceptFailed(GCDAsyncSocketError(error)))
                     return
                 }
             }
@@ -89,7 +89,7 @@ extension GCDAsyncSocket {
             }
             context.reserveFD = (try? Syscall.openDevNull()) ?? -1
         }
-        notify { $0.socket($1, didFailToAcceptWithError: GCDAsyncSocketError(error)) }
+        sinkReport(.acceptFailed(GCDAsyncSocketError(error)))
         setListenerInterest([], listener)
         let index = stateIndex
         _ = eventLoop.scheduleOnLoop(at: Self.deadline(after: 0.1)) { [self] in
@@ -107,72 +107,33 @@ extension GCDAsyncSocket {
         }
     }
 
-    /// Wraps an accepted descriptor in a socket on the next loop of the group, tells the delegate, and only
+    /// Wraps an accepted descriptor in a connection on the next loop of the group, tells the sink, and only
     /// then lets the connection run.
     ///
     /// GCDAsyncSocket's order: `didAcceptNewSocket` comes before any callback of the new socket, and a
     /// delegate that takes the new socket over there (an ``AsyncListener`` gives it its own handler) gets
-    /// every one of its events. So the socket is set up here, on the listener's loop, before any other
-    /// thread knows it, and is registered with its own loop (and pumped) only once the callback has run:
-    /// inline, right after it; on a delegate queue, from that queue once it ran. Reads and writes queued from
-    /// the callback wait in the queues meanwhile; bytes and resets wait in the kernel.
+    /// every one of its events. So the connection is born with its sink (``sinkNewConnection(on:peer:)``)
+    /// and set up here, on the listener's loop, before any other thread knows it, and is registered with its
+    /// own loop (and pumped) only once the sink has been told (``sinkDidAccept(_:)``, which starts it: inline,
+    /// right after the callback; on a delegate queue, from that queue once it ran). Reads and writes queued
+    /// from the callback wait in the queues meanwhile; bytes and resets wait in the kernel.
     private func handOff(_ child: Int32, peer: SocketAddress?, isUnix: Bool) {
         let target = group?.next() ?? eventLoop
-        var queue = loopDelegateQueue
-        if let delegate = loopDelegate, let chosen = queueChosen(by: delegate, peer: peer) {
-            queue = chosen
-        }
-        let socket = GCDAsyncSocket(delegate: loopDelegate, delegateQueue: queue, loop: target, group: nil)
+        let connection = sinkNewConnection(on: target, peer: peer)
         let configuration = config
-        socket.shared.withLock {
+        connection.shared.withLock {
             $0.configuration = configuration
             $0.claim = configuration.claim
             $0.status = .connected
             $0.fd = child
         }
         if target === eventLoop {
-            socket.cachedContext = cachedContext  // this loop's, without looking it up again
+            connection.cachedContext = cachedContext  // this loop's, without looking it up again
         }
-        // Nothing else references `socket` yet, so its loop's fields may be written from here: the hand-off
-        // to its loop below (or the callback's own calls into it) orders these writes before its loop reads.
-        socket.prepareAdoption(child, configuration: configuration, isUnix: isUnix, accepted: true)
-        switch delegateTarget {
-        case .none:
-            socket.startAdopted()
-        case .inline(let delegate):
-            delegate.socket(self, didAcceptNewSocket: socket)
-            socket.startAdopted()
-        case .queued(let delegate, let queue):
-            let box = UncheckedSendable(delegate)
-            queue.async { [self] in
-                box.value.socket(self, didAcceptNewSocket: socket)
-                socket.startAdopted()
-            }
-        }
-    }
-
-    /// `newSocketQueueForConnection(fromAddress:on:)`, asked as GCDAsyncSocket asks it: only of a delegate
-    /// that implements it (`respondsToSelector:`). A Swift protocol cannot say whether a type implements a
-    /// requirement or takes its default, so the default tells the listener that it ran, and a delegate of
-    /// that type is not asked again (a type's witness never changes). What that saves every accepted
-    /// connection: copying the peer's address into a `Data` nobody reads, two allocations and about 1,000
-    /// instructions with its release (callgrind, connect churn).
-    private func queueChosen(by delegate: any GCDAsyncSocketDelegate, peer: SocketAddress?) -> DispatchQueue? {
-        let type = ObjectIdentifier(Swift.type(of: delegate))
-        if dial?.defaultQueueChooser == type { return nil }
-        dial?.defaultQueueChooserRan = false
-        let chosen = delegate.newSocketQueueForConnection(fromAddress: peer?.data ?? Data(), on: self)
-        if dial?.defaultQueueChooserRan == true {
-            dial?.defaultQueueChooserRan = false
-            dial?.defaultQueueChooser = type
-        }
-        return chosen
-    }
-
-    /// Called by the default `newSocketQueueForConnection`: see ``queueChosen(by:peer:)``. Only on the loop,
-    /// where the listener asks; a call from anywhere else changes nothing.
-    func noteDefaultQueueChooserRan() {
-        if eventLoop.inEventLoop { dial?.defaultQueueChooserRan = true }
+        // Nothing else references the connection yet, so its loop's fields may be written from here: the
+        // hand-off to its loop (or the sink's own calls into it) orders these writes before its loop reads.
+        connection.prepareAdoption(child, configuration: configuration, isUnix: isUnix, accepted: true)
+        sinkDidAccept(connection)
     }
 
     /// Takes ownership of a connected descriptor and starts watching it. Loop only.
@@ -233,9 +194,9 @@ final class ListenHandler: LoopIOHandler {
     let address: SocketAddress
     /// Weak, as GCDAsyncSocket's owner holds it: a listening socket its owner releases is deallocated,
     /// and its deinit closes this descriptor (the loop holds the handler, not the socket).
-    weak var owner: GCDAsyncSocket?
+    weak var owner: ConnectionEngine?
 
-    init(fd: Int32, address: SocketAddress, owner: GCDAsyncSocket) {
+    init(fd: Int32, address: SocketAddress, owner: ConnectionEngine) {
         self.fd = fd
         self.address = address
         self.owner = owner

@@ -5,7 +5,7 @@ import Glibc
 
 /// Connection attempts: Happy Eyeballs across the resolved addresses, the first to connect becoming the
 /// connection.
-extension GCDAsyncSocket {
+extension ConnectionEngine {
     /// Starts a connect on the loop: the lifecycle goes `idle` → `connecting`, with the whole connect's timer;
     /// `begin` then starts the attempts (at once, or once DNS has answered).
     func startConnecting(configuration: Configuration, timeout: TimeInterval, local: [SocketAddress], then begin: () -> Void) {
@@ -142,11 +142,11 @@ extension GCDAsyncSocket {
         pumpState.insert(.pumping)
         if address.isUnix {
             let url = URL(fileURLWithPath: address.unixPath ?? "")
-            notify { $0.socket($1, didConnectTo: url) }
+            sinkReport(.connectedToURL(url))
         } else {
             let host = address.host ?? ""
             let port = address.port
-            notify { $0.socket($1, didConnectToHost: host, port: port) }
+            sinkReport(.connected(host: host, port: port))
         }
         pumpState.remove([.pumping, .again])
         pump()
@@ -177,9 +177,9 @@ final class ConnectAttempts {
 final class ConnectAttempt: LoopIOHandler {
     let fd: Int32
     let address: SocketAddress
-    let owner: GCDAsyncSocket
+    let owner: ConnectionEngine
 
-    init(fd: Int32, address: SocketAddress, owner: GCDAsyncSocket) {
+    init(fd: Int32, address: SocketAddress, owner: ConnectionEngine) {
         self.fd = fd
         self.address = address
         self.owner = owner

@@ -4,7 +4,7 @@ import FoundationEssentials
 /// Read and write timeouts, on the loop's timer wheel. A timer starts when its operation reaches the front of
 /// its queue (GCDAsyncSocket's rule); one timer per direction is reused from operation to operation, so a
 /// busy connection moves a deadline instead of allocating timers.
-extension GCDAsyncSocket {
+extension ConnectionEngine {
     enum Direction {
         case read, write
     }
@@ -56,7 +56,7 @@ extension GCDAsyncSocket {
         return Deadline.now().uptimeNanoseconds &+ UInt64(nanos.rounded(.up))
     }
 
-    /// The operation at the front ran out of time: ask the delegate whether to extend it.
+    /// The operation at the front ran out of time: ask the sink whether to extend it.
     private func timerFired(_ direction: Direction) {
         guard lifecycle == .open else { return }
         let front: (id: UInt32, tag: Int, elapsed: TimeInterval, done: Int)?
@@ -70,29 +70,19 @@ extension GCDAsyncSocket {
         }
         guard let front else { return }
         let question: TimeoutQuestions = direction == .read ? .read : .write
-        switch delegateTarget {
-        case .none:
-            resolveTimeout(direction, op: front.id, extension: 0)
-        case .inline(let delegate):
-            let more = direction == .read
-                ? delegate.socket(self, shouldTimeoutReadWithTag: front.tag, elapsed: front.elapsed, bytesDone: UInt(front.done))
-                : delegate.socket(self, shouldTimeoutWriteWithTag: front.tag, elapsed: front.elapsed, bytesDone: UInt(front.done))
-            resolveTimeout(direction, op: front.id, extension: more)
-        case .queued(let delegate, let queue):
-            // The answer comes back asynchronously; the direction pauses until it does.
-            asking.insert(question)
-            let box = UncheckedSendable(delegate)
-            let index = stateIndex
-            queue.async { [self] in
-                let more = direction == .read
-                    ? box.value.socket(self, shouldTimeoutReadWithTag: front.tag, elapsed: front.elapsed, bytesDone: UInt(front.done))
-                    : box.value.socket(self, shouldTimeoutWriteWithTag: front.tag, elapsed: front.elapsed, bytesDone: UInt(front.done))
-                onLoop { [self] in
-                    guard stateIndex == index else { return }
-                    asking.remove(question)
-                    resolveTimeout(direction, op: front.id, extension: more)
-                }
+        let index = stateIndex
+        let answerLater: @Sendable (TimeInterval) -> Void = { [self] more in
+            onLoop { [self] in
+                guard stateIndex == index else { return }
+                asking.remove(question)
+                resolveTimeout(direction, op: front.id, extension: more)
             }
+        }
+        // Until the answer comes back (at once, or later from the sink's queue) the direction pauses.
+        asking.insert(question)
+        if let more = sinkShouldTimeout(direction, tag: front.tag, elapsed: front.elapsed, done: front.done, answer: answerLater) {
+            asking.remove(question)
+            resolveTimeout(direction, op: front.id, extension: more)
         }
     }
 
@@ -134,13 +124,13 @@ extension GCDAsyncSocket {
             // Not one byte of it went out: the stream stays whole without it.
             let op = writes.removeFirst()
             queuedWriteBytes -= op.remaining
-            notify { $0.socket($1, didFailToWriteDataWithTag: op.tag, error: error) }
+            sinkReport(.writeFailed(tag: op.tag, error: error))
         }
         pump()
     }
 }
 
-extension GCDAsyncSocket {
+extension ConnectionEngine {
     /// Whether the front write has handed bytes to the kernel, or to TLS (whose records then carry them):
     /// encrypted plaintext always belongs to the front writes, in order.
     var frontWriteStarted: Bool {

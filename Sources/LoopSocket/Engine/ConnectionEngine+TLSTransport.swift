@@ -5,7 +5,7 @@ import Glibc
 
 /// The TLS transport: `startTLS` as the transport's one transition (both queues reach its marker), the
 /// handshake, trust, and application data through OpenSSL over the socket's own buffers.
-extension GCDAsyncSocket {
+extension ConnectionEngine {
     /// Accepted while a connection is being made or is open, once, and not after a `disconnectAfter…`
     /// (GCDAsyncSocket's rules; other calls are ignored, as there).
     func queueStartTLS(_ start: TLSStart) {
@@ -83,7 +83,7 @@ extension GCDAsyncSocket {
                 handshakeCompleted(tls)
                 return
             case .needsTrust:
-                askDelegateForTrust(tls)
+                askSinkForTrust(tls)
                 return
             case .failed(let error):
                 _ = flushTLSOutput(tls)  // the alert, if the kernel takes it
@@ -115,7 +115,7 @@ extension GCDAsyncSocket {
         tls.keepNewSession()
         if tls.isServer && tls.context.configuration.manualTrustEvaluation {
             // OpenSSL cannot pause a server's handshake for the answer: no application data moves until it comes.
-            askDelegateForTrust(tls)
+            askSinkForTrust(tls)
             return
         }
         establish(tls)
@@ -127,14 +127,14 @@ extension GCDAsyncSocket {
         tls.handshakeTimer = .invalid
         let info = tls.info
         shared.withLock { $0.tls = info }
-        notify { $0.socketDidSecure($1) }
+        sinkReport(.secured)
         requestPump()
     }
 
-    /// Hands the peer's chain to the delegate; the handshake (or, on a server, the data) waits for its answer,
+    /// Hands the peer's chain to the sink; the handshake (or, on a server, the data) waits for its answer,
     /// within the handshake timeout. The completion handler may be called from any thread, once (later
     /// calls, and calls after the socket closed, do nothing).
-    private func askDelegateForTrust(_ tls: TLSConnection) {
+    private func askSinkForTrust(_ tls: TLSConnection) {
         tls.state = .awaitingTrust
         let trust = TLSTrust(certificates: tls.peerCertificates, hostName: tls.serverName, context: tls.context)
         let index = stateIndex
@@ -146,11 +146,9 @@ extension GCDAsyncSocket {
                 trustDecided(current, trusted)
             }
         }
-        if case .delegate = sink, loopDelegate == nil {
+        if !sinkEvaluateTrust(trust, decide: handler) {
             handler(false)  // Nobody to ask: not trusted.
-            return
         }
-        notify { $0.socket($1, didReceive: trust, completionHandler: handler) }
     }
 
     private func trustDecided(_ tls: TLSConnection, _ trusted: Bool) {

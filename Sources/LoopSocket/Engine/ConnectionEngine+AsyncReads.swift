@@ -6,7 +6,7 @@ import FoundationEssentials
 // allocator for as long as the read waits. That frame is what an idle connection's task holds: with them
 // inlined, `read(maxLength:)` asked its caller for a 480-byte context, and the connection task overflowed its
 // allocator's first 1 KiB slab into a second one (see docs/benchmarks.md, idle memory of the async server).
-extension GCDAsyncSocket {
+extension ConnectionEngine {
     /// Queues a read for a task that is on the loop, or posts it to the loop if the task left it on the way
     /// here (a caller isolated to an actor that is not the loop's). `async` reads only.
     @inline(never)

@@ -4,7 +4,7 @@ import Glibc
 
 /// The write engine: queued writes tried at once, gathered into one `sendmsg`, EPOLLOUT armed only when the
 /// kernel is full; water marks; the write side's shutdown.
-extension GCDAsyncSocket {
+extension ConnectionEngine {
     /// An ``AsyncSocket``'s write, on the loop: sent within the call when nothing is queued ahead of it, and
     /// queued for the pump only with what the kernel did not take. A write the kernel takes whole changes
     /// nothing the pump would look at afterwards (no read to feed, no interest to arm, no timer), so that
@@ -38,12 +38,12 @@ extension GCDAsyncSocket {
         guard lifecycle != .idle, ending == .none, writeSide == .open else {
             let error = GCDAsyncSocketError(.badConfigError, lifecycle == .idle
                 ? "Write on a socket that is not connected" : "Write after the socket was told to finish writing")
-            notify { $0.socket($1, didFailToWriteDataWithTag: tag, error: error) }
+            sinkReport(.writeFailed(tag: tag, error: error))
             return
         }
         if let cap = config.options.maxQueuedWriteBytes, queuedWriteBytes + count > cap {
             let error = GCDAsyncSocketError(.otherError, "Write queue full: \(queuedWriteBytes) bytes queued, cap \(cap)")
-            notify { $0.socket($1, didFailToWriteDataWithTag: tag, error: error) }
+            sinkReport(.writeFailed(tag: tag, error: error))
             return
         }
         if timeout >= 0 { traits.insert(.timedOps) }
@@ -51,7 +51,7 @@ extension GCDAsyncSocket {
         queuedWriteBytes += count - alreadySent
         if queuedWriteBytes > config.options.writeHighWaterMark && writability == .writable {
             writability = pausesReadsWhileNotWritable ? .notWritableReadsPaused : .notWritable
-            notify { $0.socket($1, didChangeWritability: false) }
+            sinkReport(.writabilityChanged(false))
         }
         requestPump()
     }
@@ -177,12 +177,12 @@ extension GCDAsyncSocket {
             // Reads paused for backpressure go on in this pump's next round.
             if writability == .notWritableReadsPaused { requestPump() }
             writability = .writable
-            notify { $0.socket($1, didChangeWritability: true) }
+            sinkReport(.writabilityChanged(true))
         }
-        if let firstTag { notifyDidWrite(tag: firstTag) }
-        for tag in moreTags { notifyDidWrite(tag: tag) }
+        if let firstTag { sinkDidWrite(tag: firstTag) }
+        for tag in moreTags { sinkDidWrite(tag: tag) }
         if let partial {
-            notify { $0.socket($1, didWritePartialDataOfLength: UInt(partial.bytes), tag: partial.tag) }
+            sinkReport(.writeProgress(length: partial.bytes, tag: partial.tag))
         }
     }
 

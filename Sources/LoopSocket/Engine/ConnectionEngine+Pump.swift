@@ -8,7 +8,7 @@ import Glibc
 /// and writes a delegate chains (the stack overflows GCDAsyncSocket users reported for long read chains cannot happen). A call
 /// made on the loop outside a callback defers the pump to the next loop iteration, so a callback is never
 /// delivered from inside the caller's own call.
-extension GCDAsyncSocket: LoopIOHandler {
+extension ConnectionEngine: LoopIOHandler {
     /// Readiness of the connected descriptor (the loop calls it; not public API).
     package func handleIO(_ events: IOEvents) {
         guard lifecycle == .open else { return }
@@ -136,5 +136,11 @@ extension GCDAsyncSocket: LoopIOHandler {
     var transportHasOutput: Bool {
         if case .tls(let tls) = transport { return tls.hasOutput }
         return false
+    }
+
+    /// From now on calls from outside a callback pump at once (``PumpState/inline``): for a sink that never
+    /// re-enters its caller, so that a write is sent, and a read queued, within the call.
+    func pumpInline() {
+        pumpState.insert(.inline)
     }
 }

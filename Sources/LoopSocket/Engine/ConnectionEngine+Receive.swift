@@ -3,7 +3,7 @@ import FoundationEssentials
 
 /// The read engine: queued reads fed from the prebuffer and the kernel, in order, each completing once
 /// through the sink; continuous mode; the end of the stream.
-extension GCDAsyncSocket {
+extension ConnectionEngine {
     /// Reads are accepted once a connect or accept has started, until a `disconnectAfter…` (GCDAsyncSocket's
     /// rule); others are dropped silently, as there.
     func enqueueRead(_ op: consuming ReadOp) {
@@ -168,16 +168,14 @@ extension GCDAsyncSocket {
     /// and reading pauses at ``SocketOptions/maxUndeliveredChunks`` until the delegate catches up; inline,
     /// the loop itself waits for each callback.
     private func deliverContinuous(_ data: Data) {
-        guard case .queued(let delegate, let queue) = delegateTarget else {
-            notifyDidRead(data, tag: shared.withLock { $0.continuousTag })
+        guard sinkIsQueued else {
+            sinkDidRead(data, tag: shared.withLock { $0.continuousTag })
             return
         }
         let limit = max(1, config.options.maxUndeliveredChunks)
         let (tag, full) = shared.withLock { ($0.continuousTag, $0.continuousChunkDispatched(limit: limit)) }
         if full { continuous = .paused }
-        let box = UncheckedSendable(delegate)
-        queue.async { [self] in
-            box.value.socket(self, didRead: data, withTag: tag)
+        sinkDidRead(data, tag: tag) { [self] in
             guard shared.withLock({ $0.continuousChunkDelivered(limit: limit) }) else { return }
             onLoop { [self] in
                 if continuous == .paused { continuous = .on }  // unless stopReceiving() came meanwhile
@@ -217,7 +215,7 @@ extension GCDAsyncSocket {
                 offset += used
                 if used > 0 {
                     let tag = reads.front { $0.tag }!
-                    notify { $0.socket($1, didReadPartialDataOfLength: UInt(used), tag: tag) }
+                    sinkReport(.readProgress(length: used, tag: tag))
                 }
             case .complete(let used, let data):
                 offset += used
@@ -249,7 +247,7 @@ extension GCDAsyncSocket {
         }
         if readSide != .endDelivered {
             readSide = .endDelivered
-            notify { $0.socketDidCloseReadStream($1) }
+            sinkReport(.readStreamClosed)
         }
         guard lifecycle == .open, !reads.isEmpty else { return false }
         let op = reads.removeFirst()
@@ -269,24 +267,10 @@ extension GCDAsyncSocket {
         switch result {
         case .success(let data):
             op.sink?(data)
-            notifyDidRead(data, tag: op.tag)
+            sinkDidRead(data, tag: op.tag)
         case .failure(let error):
             let tag = op.tag
-            notify { $0.socket($1, didFailToReadDataWithTag: tag, error: error) }
-        }
-    }
-
-    /// `socket(_:didRead:withTag:)`, through the sink (``delegateTarget``): here rather than with the other
-    /// callbacks so that a read's path from the kernel to its callback reads in one file. No closure for the
-    /// inline case.
-    @inline(__always)
-    func notifyDidRead(_ data: Data, tag: Int) {
-        switch delegateTarget {
-        case .none: return
-        case .inline(let delegate): delegate.socket(self, didRead: data, withTag: tag)
-        case .queued(let delegate, let queue):
-            let box = UncheckedSendable(delegate)
-            queue.async { [self] in box.value.socket(self, didRead: data, withTag: tag) }
+            sinkReport(.readFailed(tag: tag, error: error))
         }
     }
 

@@ -2,7 +2,7 @@ import EpollLoop
 import Glibc
 
 /// The one way a connection ends: timers, descriptors, queues and the sink's last callback, in that order.
-extension GCDAsyncSocket {
+extension ConnectionEngine {
     /// Ends the connection (or listening, or connecting): cancels timers, closes every descriptor exactly once,
     /// fails the queued writes, drops the queued reads and the prebuffer, and calls
     /// `socketDidDisconnect(_:withError:)` last. The socket may connect or accept again afterwards.
@@ -49,14 +49,14 @@ extension GCDAsyncSocket {
         asking = []
         traits = []
         publish(status: .idle, onlyFor: config.claim)
-        if !failedWrites.isEmpty, case .async(let handler) = sink { handler.closeDroppedWrites(error) }
         if !failedWrites.isEmpty {
+            sinkDroppedWrites(error)
             let writeError = error ?? GCDAsyncSocketError.disconnectedBeforeWrite
             for op in failedWrites {
-                notify { $0.socket($1, didFailToWriteDataWithTag: op.tag, error: writeError) }
+                sinkReport(.writeFailed(tag: op.tag, error: writeError))
             }
         }
-        notifyDidDisconnect(error)
+        sinkDidDisconnect(error)
     }
 
     /// Reads and drops what the peer sent that nobody read, before a close the application asked for.

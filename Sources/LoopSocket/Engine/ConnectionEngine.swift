@@ -1,0 +1,222 @@
+import CEpollShim
+import Dispatch
+import EpollLoop
+import FoundationEssentials
+import Glibc
+
+/// The connection engine: one TCP (or Unix-domain) socket's loop-confined state machine, under both faces,
+/// ``GCDAsyncSocket`` (a subclass, which adds the delegate) and ``AsyncSocket`` (which drives a
+/// `GCDAsyncSocket` with a handler of its own).
+///
+/// It owns the descriptor, the read and write queues, the prebuffer, the timers and the pump, and knows
+/// nothing of either face: what it has to tell goes through the sink methods (`ConnectionEngine+Sink.swift`),
+/// which the face overrides. It has no public members and no public initialiser: use ``GCDAsyncSocket`` or
+/// ``AsyncSocket``.
+///
+/// Why a base class and not an object of its own that the face holds: an idle connection is 450 bytes of
+/// heap, and a second object would add its header and a pointer each way (16 to 32 bytes per connection) and
+/// a pointer chase to every call. Swift requires an `open` class's superclass to be `open` too, hence the
+/// `open` here; with only internal initialisers, nothing outside this module can make or subclass one.
+open class ConnectionEngine: @unchecked Sendable {
+    // Thread-safety: `eventLoop`, `group` are immutable; `shared` is a mutex for what any thread may read or
+    // set (configuration, the connection snapshot the getters return, the face's delegate); everything else
+    // is confined to `eventLoop`'s thread.
+
+    /// The loop this socket belongs to for life.
+    public let eventLoop: EventLoop
+    /// The group accepted sockets are spread over (the loop's own group, or only this loop).
+    let group: EventLoopGroup?
+    let shared: Locked<SharedState>
+
+    // MARK: Loop-confined state
+    //
+    // `@exclusivity(unchecked)`: these are touched only on the loop's thread, one pump at a time, and a
+    // runtime exclusivity check costs about 230 instructions (a thread-local lookup), which on the echo path
+    // was a third of all the work per round trip (callgrind, see docs/benchmarks.md). The tests run the same
+    // code with the checks of everything else still on.
+
+    /// Plaintext or TLS (``Transport``).
+    @exclusivity(unchecked) var transport = Transport.plain
+    // The order packs the 4-byte fields into the tail of the 20-byte op queues and the one-byte state at the
+    // end: the engine's fields end 8-byte aligned (184 bytes), so the face's pointers follow with no padding
+    // and a `GCDAsyncSocket` is 216 bytes, a 224-byte chunk (FootprintTests holds it there).
+    @exclusivity(unchecked) var config = Configuration()
+    @exclusivity(unchecked) var reads = OpQueue<ReadOp>()
+    @exclusivity(unchecked) var nextOpID: UInt32 = 0
+    @exclusivity(unchecked) var writes = OpQueue<WriteOp>()
+    @exclusivity(unchecked) var readTimerOp: UInt32 = .max
+    /// Bytes received but not yet consumed by a read (GCDAsyncSocket's prebuffer), from `pendingStart`.
+    @exclusivity(unchecked) var pending: [UInt8] = []
+    @exclusivity(unchecked) var pendingStart = 0
+    @exclusivity(unchecked) var queuedWriteBytes = 0
+    /// Connecting and listening state, allocated by the first connect or listen (``DialState``): an
+    /// accepted connection never needs it.
+    @exclusivity(unchecked) var dial: DialState?
+    @exclusivity(unchecked) var cachedContext: LoopContext?
+    @exclusivity(unchecked) var readTimer = TimerID.invalid
+    @exclusivity(unchecked) var writeTimer = TimerID.invalid
+    @exclusivity(unchecked) var writeTimerOp: UInt32 = .max
+    @exclusivity(unchecked) var fd: Int32 = -1
+    /// Changes at every close: work started for an earlier connection (DNS, connect attempts) checks it.
+    @exclusivity(unchecked) var stateIndex: UInt32 = 0
+    /// `recv` calls left before this wakeup's turn ends (``SocketOptions/maxReadsPerWakeup``, reset by
+    /// `handleIO`): one flooding peer cannot keep the loop from its other descriptors.
+    @exclusivity(unchecked) var readBudget = Int16(SocketOptions().maxReadsPerWakeup)
+    // The connection's state, one byte each: see Engine/ConnectionState.swift.
+    @exclusivity(unchecked) var lifecycle = Lifecycle.idle
+    @exclusivity(unchecked) var readSide = ReadSide.open
+    @exclusivity(unchecked) var writeSide = WriteSide.open
+    @exclusivity(unchecked) var ending = Ending.none
+    @exclusivity(unchecked) var writability = Writability.writable
+    @exclusivity(unchecked) var continuous = Continuous.off
+    @exclusivity(unchecked) var pumpState: PumpState = []
+    @exclusivity(unchecked) var readiness: Readiness = []
+    @exclusivity(unchecked) var asking: TimeoutQuestions = []
+    @exclusivity(unchecked) var traits: Traits = []
+
+    /// An engine on `loop`, or on the next loop of `group`, or of the shared default group; `delegate` and
+    /// `delegateQueue` are the face's, kept under the lock for its getters.
+    ///
+    /// `@usableFromInline` but not public: a designated initialiser clients cannot see would keep a subclass
+    /// of `GCDAsyncSocket` in another module from inheriting its convenience initialisers
+    /// (`init(socketQueue:)` and the rest), as Swift cannot tell that the subclass covers them all.
+    @usableFromInline
+    init(delegate: AnyObject?, delegateQueue: DispatchQueue?, loop: EventLoop?, group: EventLoopGroup?) {
+        let group = group ?? (loop == nil ? Self.fallbackGroup : nil)
+        self.eventLoop = loop ?? group!.next()
+        self.group = group
+        self.shared = Locked(storage: SharedStorage.create(minimumCapacity: 1) { _ in
+            SharedState(delegate: delegate, delegateQueue: delegateQueue)
+        })
+    }
+
+    /// GCDAsyncSocket closes its socket when it is deallocated, and ported code stops a server by releasing
+    /// its listening socket. The loop holds a connected socket while its descriptor is open, so only a
+    /// listening socket gets here open: its descriptors belong to handlers that do not keep it alive, and
+    /// are closed on the loop (a Unix socket's file removed).
+    deinit {
+        // A socket that never listened (or connected) has no dial state, hence no listeners: no lock to take
+        // (every accepted connection ends here). Nothing else references the socket any more, so reading the
+        // loop's field here is safe.
+        guard dial != nil else { return }
+        let open = shared.withLock { $0.openListeners }
+        guard !open.handlers.isEmpty else { return }
+        let loop = eventLoop
+        let close = UncheckedSendable {
+            for handler in open.handlers { handler.close(on: loop) }
+            if let path = open.unixPath { unlink(path) }
+        }
+        if loop.inEventLoop {
+            close.value()
+        } else {
+            try? loop.execute { close.value() }
+        }
+    }
+
+    /// The group sockets use when given neither a loop nor a group: one loop per core, started on first use.
+    static var fallbackGroup: EventLoopGroup { DefaultGroup.group }
+
+    private enum DefaultGroup {
+        static let group: EventLoopGroup = {
+            do {
+                return try EventLoopGroup(name: "loopsocket")
+            } catch {
+                fatalError("LoopSocket: cannot start the default event loop group: \(error)")
+            }
+        }()
+    }
+
+    /// What only a connecting or listening socket holds, out of line. Loop only.
+    final class DialState {
+        // Unchecked like the socket's own loop-confined fields: touched only on the socket's loop.
+        @exclusivity(unchecked) var connectTimer = TimerID.invalid
+        @exclusivity(unchecked) var listeners: [ListenHandler] = []
+        @exclusivity(unchecked) var connecting: ConnectAttempts?
+        @exclusivity(unchecked) var unixListenPath: String?
+        /// What a listener's face remembers about its sink between accepts (``SinkMemo``).
+        @exclusivity(unchecked) var sinkMemo = SinkMemo()
+    }
+
+    /// A listener's note about its sink, kept for the face between accepts: the sink's type found to take a
+    /// default answer (not asked again), and whether that default ran since last cleared.
+    struct SinkMemo {
+        var defaultAnswerType: ObjectIdentifier?
+        var defaultAnswerRan = false
+    }
+
+    /// The ``DialState``, allocated on first use. Loop only.
+    private var dialState: DialState {
+        if let dial { return dial }
+        let state = DialState()
+        dial = state
+        return state
+    }
+
+    var connectTimer: TimerID {
+        get { dial?.connectTimer ?? .invalid }
+        set { if dial != nil || newValue != .invalid { dialState.connectTimer = newValue } }
+    }
+    var listeners: [ListenHandler] {
+        get { dial?.listeners ?? [] }
+        set { if dial != nil || !newValue.isEmpty { dialState.listeners = newValue } }
+    }
+    var connecting: ConnectAttempts? {
+        get { dial?.connecting }
+        set { if dial != nil || newValue != nil { dialState.connecting = newValue } }
+    }
+    var unixListenPath: String? {
+        get { dial?.unixListenPath }
+        set { if dial != nil || newValue != nil { dialState.unixListenPath = newValue } }
+    }
+
+    // MARK: The sink
+    //
+    // What the engine tells whoever consumes the connection, overridden by the face (``GCDAsyncSocket``
+    // turns them into delegate callbacks, inline or on its delegate queue, or hands them to an
+    // ``AsyncSocket``'s handler). Declared here, in the class body, because only these can be overridden;
+    // the defaults are an engine with no sink. All are called on the loop.
+
+    /// A read completed (the hot path: no closure, no enum).
+    func sinkDidRead(_ data: Data, tag: Int) {}
+
+    /// A write completed.
+    func sinkDidWrite(tag: Int) {}
+
+    /// One of the rarer events (``ConnectionEvent``).
+    func sinkReport(_ event: ConnectionEvent) {}
+
+    /// The connection ended: once per connection, after everything else it had to say.
+    func sinkDidDisconnect(_ error: (any Error)?) {}
+
+    /// Whether callbacks run on a queue of the sink's own rather than inline on the loop (continuous reads
+    /// then count the chunks in flight).
+    var sinkIsQueued: Bool { false }
+
+    /// Delivers a continuous-read chunk on the sink's queue, then runs `delivered` there.
+    func sinkDidRead(_ data: Data, tag: Int, then delivered: @escaping @Sendable () -> Void) {}
+
+    /// Asks whether to give the timed-out operation at the front of `direction` more time: the answer now
+    /// (seconds, 0 for none), or nil and later `answer` from any thread.
+    func sinkShouldTimeout(
+        _ direction: Direction, tag: Int, elapsed: TimeInterval, done: Int,
+        answer: @escaping @Sendable (TimeInterval) -> Void
+    ) -> TimeInterval? { 0 }
+
+    /// Asks whether to trust the peer's certificate chain; `decide` may be called from any thread. False
+    /// when there is nobody to ask (the engine then does not trust it).
+    func sinkEvaluateTrust(_ trust: TLSTrust, decide: @escaping @Sendable (Bool) -> Void) -> Bool { false }
+
+    /// A new engine, for a connection this listener accepted, on `loop`, with the sink its own will have.
+    func sinkNewConnection(on loop: EventLoop, peer: SocketAddress?) -> ConnectionEngine {
+        ConnectionEngine(delegate: nil, delegateQueue: nil, loop: loop, group: nil)
+    }
+
+    /// Tells the sink of an accepted connection, set up but not running yet; the sink lets it run
+    /// (``startAdopted()``) once it has been told, so that nothing of the new connection comes first.
+    func sinkDidAccept(_ connection: ConnectionEngine) {
+        connection.startAdopted()
+    }
+
+    /// Writes were dropped by a close (before their `didFailToWrite` reports): `error` is the close's.
+    func sinkDroppedWrites(_ error: (any Error)?) {}
+}

@@ -1,0 +1,162 @@
+import Dispatch
+import EpollLoop
+import FoundationEssentials
+
+/// The face's sink: the engine's events (``ConnectionEvent`` and the sink methods GCDAsyncSocket overrides)
+/// become delegate callbacks, inline on the loop when there is no delegate queue, else `async` onto the
+/// queue; or go to an ``AsyncSocket``'s handler, inline.
+extension GCDAsyncSocket {
+    /// Where the next callback goes. Loop only.
+    @inline(__always)
+    var delegateTarget: DelegateTarget<any GCDAsyncSocketDelegate> {
+        if case .async(let handler) = sink { return .inline(handler) }
+        return DelegateTarget(loopDelegate, queue: loopDelegateQueue)
+    }
+
+    /// Makes `handler` the socket's sink (``Sink/async(_:)``): callbacks go to it inline, and calls from
+    /// outside a callback pump at once, so a write is sent, and a read queued, within the call (its sink
+    /// never re-enters the caller). The public `delegate` reads nil from then on: the handler is not the
+    /// user's. Any thread; on the loop without the closure `onLoop` allocates (every accepted async
+    /// connection passes here).
+    func useAsyncSink(_ handler: AsyncSocketHandler) {
+        shared.withLock {
+            $0.delegate = nil
+            $0.delegateQueue = nil
+        }
+        if eventLoop.inEventLoop { setAsyncSink(handler) } else { onLoop { [self] in setAsyncSink(handler) } }
+    }
+
+    private func setAsyncSink(_ handler: AsyncSocketHandler) {
+        loopDelegate = nil
+        loopDelegateQueue = nil
+        sink = .async(handler)
+        pumpInline()
+    }
+
+    /// Delivers a callback (for the rarer events; the hot ones switch on ``delegateTarget`` themselves, so
+    /// the inline path allocates no closure).
+    func notify(_ event: @escaping (any GCDAsyncSocketDelegate, GCDAsyncSocket) -> Void) {
+        delegateTarget.deliver(to: self, event)
+    }
+
+    /// The delegate callback for one of the engine's rarer events.
+    func deliver(_ event: ConnectionEvent) {
+        switch event {
+        case .connected(let host, let port):
+            notify { $0.socket($1, didConnectToHost: host, port: port) }
+        case .connectedToURL(let url):
+            notify { $0.socket($1, didConnectTo: url) }
+        case .acceptFailed(let error):
+            notify { $0.socket($1, didFailToAcceptWithError: error) }
+        case .readProgress(let length, let tag):
+            notify { $0.socket($1, didReadPartialDataOfLength: UInt(length), tag: tag) }
+        case .readFailed(let tag, let error):
+            notify { $0.socket($1, didFailToReadDataWithTag: tag, error: error) }
+        case .readStreamClosed:
+            notify { $0.socketDidCloseReadStream($1) }
+        case .writeProgress(let length, let tag):
+            notify { $0.socket($1, didWritePartialDataOfLength: UInt(length), tag: tag) }
+        case .writeFailed(let tag, let error):
+            notify { $0.socket($1, didFailToWriteDataWithTag: tag, error: error) }
+        case .writabilityChanged(let writable):
+            notify { $0.socket($1, didChangeWritability: writable) }
+        case .secured:
+            notify { $0.socketDidSecure($1) }
+        }
+    }
+
+    /// `socket(_:shouldTimeoutReadWithTag:…)` or its write twin: inline, the answer; on a queue, nil, and
+    /// the answer later.
+    func askShouldTimeout(
+        _ direction: Direction, tag: Int, elapsed: TimeInterval, done: Int,
+        answer: @escaping @Sendable (TimeInterval) -> Void
+    ) -> TimeInterval? {
+        @Sendable func ask(_ delegate: any GCDAsyncSocketDelegate, _ socket: GCDAsyncSocket) -> TimeInterval {
+            direction == .read
+                ? delegate.socket(socket, shouldTimeoutReadWithTag: tag, elapsed: elapsed, bytesDone: UInt(done))
+                : delegate.socket(socket, shouldTimeoutWriteWithTag: tag, elapsed: elapsed, bytesDone: UInt(done))
+        }
+        switch delegateTarget {
+        case .none:
+            return 0
+        case .inline(let delegate):
+            return ask(delegate, self)
+        case .queued(let delegate, let queue):
+            let box = UncheckedSendable(delegate)
+            queue.async { [self] in answer(ask(box.value, self)) }
+            return nil
+        }
+    }
+
+    /// `socket(_:didReceive:completionHandler:)`; false with no delegate to ask.
+    func askTrust(_ trust: TLSTrust, decide: @escaping @Sendable (Bool) -> Void) -> Bool {
+        if case .delegate = sink, loopDelegate == nil { return false }
+        notify { $0.socket($1, didReceive: trust, completionHandler: decide) }
+        return true
+    }
+
+    /// The socket for a connection this listener accepted: the listener's delegate, on the queue its
+    /// `newSocketQueueForConnection` chooses, or the listener's delegate queue.
+    func acceptedSocket(on loop: EventLoop, peer: SocketAddress?) -> GCDAsyncSocket {
+        var queue = loopDelegateQueue
+        if let delegate = loopDelegate, let chosen = queueChosen(by: delegate, peer: peer) {
+            queue = chosen
+        }
+        return GCDAsyncSocket(delegate: loopDelegate, delegateQueue: queue, loop: loop, group: nil)
+    }
+
+    /// `socket(_:didAcceptNewSocket:)`, then the new socket starts: right after an inline callback, from
+    /// the delegate queue after a queued one.
+    func deliverAccept(_ connection: ConnectionEngine) {
+        // The engine hands back what `acceptedSocket(on:peer:)` made.
+        let socket = unsafeDowncast(connection, to: GCDAsyncSocket.self)
+        switch delegateTarget {
+        case .none:
+            socket.startAdopted()
+        case .inline(let delegate):
+            delegate.socket(self, didAcceptNewSocket: socket)
+            socket.startAdopted()
+        case .queued(let delegate, let queue):
+            let box = UncheckedSendable(delegate)
+            queue.async { [self] in
+                box.value.socket(self, didAcceptNewSocket: socket)
+                socket.startAdopted()
+            }
+        }
+    }
+
+    /// `newSocketQueueForConnection(fromAddress:on:)`, asked as GCDAsyncSocket asks it: only of a delegate
+    /// that implements it (`respondsToSelector:`). A Swift protocol cannot say whether a type implements a
+    /// requirement or takes its default, so the default tells the listener that it ran, and a delegate of
+    /// that type is not asked again (a type's witness never changes). What that saves every accepted
+    /// connection: copying the peer's address into a `Data` nobody reads, two allocations and about 1,000
+    /// instructions with its release (callgrind, connect churn).
+    private func queueChosen(by delegate: any GCDAsyncSocketDelegate, peer: SocketAddress?) -> DispatchQueue? {
+        let type = ObjectIdentifier(Swift.type(of: delegate))
+        if dial?.sinkMemo.defaultAnswerType == type { return nil }
+        dial?.sinkMemo.defaultAnswerRan = false
+        let chosen = delegate.newSocketQueueForConnection(fromAddress: peer?.data ?? Data(), on: self)
+        if dial?.sinkMemo.defaultAnswerRan == true {
+            dial?.sinkMemo.defaultAnswerRan = false
+            dial?.sinkMemo.defaultAnswerType = type
+        }
+        return chosen
+    }
+
+    /// Called by the default `newSocketQueueForConnection`: see ``queueChosen(by:peer:)``. Only on the loop,
+    /// where the listener asks; a call from anywhere else changes nothing.
+    func noteDefaultQueueChooserRan() {
+        if eventLoop.inEventLoop { dial?.sinkMemo.defaultAnswerRan = true }
+    }
+
+    /// `socketDidDisconnect(_:withError:)`: once per connection, without a closure for the inline case.
+    func notifyDidDisconnect(_ error: (any Error)?) {
+        switch delegateTarget {
+        case .none: return
+        case .inline(let delegate): delegate.socketDidDisconnect(self, withError: error)
+        case .queued(let delegate, let queue):
+            let box = UncheckedSendable((delegate, error))
+            queue.async { [self] in box.value.0.socketDidDisconnect(self, withError: box.value.1) }
+        }
+    }
+}
