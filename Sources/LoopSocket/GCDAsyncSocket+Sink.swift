@@ -95,33 +95,33 @@ extension GCDAsyncSocket {
         return true
     }
 
-    /// The socket for a connection this listener accepted: the listener's delegate, on the queue its
-    /// `newSocketQueueForConnection` chooses, or the listener's delegate queue.
-    func acceptedSocket(on loop: EventLoop, peer: SocketAddress?) -> GCDAsyncSocket {
-        var queue = loopDelegateQueue
-        if let delegate = loopDelegate, let chosen = queueChosen(by: delegate, peer: peer) {
-            queue = chosen
+    /// A socket for the descriptor this listener accepted, with the listener's delegate, on the queue its
+    /// `newSocketQueueForConnection` chooses (else the listener's delegate queue); then
+    /// `socket(_:didAcceptNewSocket:)`, and the new socket starts: right after an inline callback, from the
+    /// delegate queue after a queued one.
+    func deliverAccept(_ fd: Int32, peer: SocketAddress?, isUnix: Bool, on loop: EventLoop) {
+        if case .async(let handler) = sink {
+            // An `AsyncListener`'s listener: the handler gives the new socket a sink of its own.
+            let socket = GCDAsyncSocket(delegate: nil, delegateQueue: nil, loop: loop, group: nil)
+            setUpAccepted(socket, fd: fd, isUnix: isUnix)
+            handler.socket(self, didAcceptNewSocket: socket)
+            socket.startAdopted()
+            return
         }
-        return GCDAsyncSocket(delegate: loopDelegate, delegateQueue: queue, loop: loop, group: nil)
-    }
-
-    /// `socket(_:didAcceptNewSocket:)`, then the new socket starts: right after an inline callback, from
-    /// the delegate queue after a queued one.
-    func deliverAccept(_ connection: ConnectionEngine) {
-        // The engine hands back what `acceptedSocket(on:peer:)` made.
-        let socket = unsafeDowncast(connection, to: GCDAsyncSocket.self)
-        switch delegateTarget {
-        case .none:
-            socket.startAdopted()
-        case .inline(let delegate):
+        let delegate = loopDelegate  // one weak load for the whole accept: a delegate's retains are slow
+        var queue = loopDelegateQueue
+        if let delegate, let chosen = queueChosen(by: delegate, peer: peer) { queue = chosen }
+        let socket = GCDAsyncSocket(delegate: delegate, delegateQueue: queue, loop: loop, group: nil)
+        setUpAccepted(socket, fd: fd, isUnix: isUnix)
+        guard let delegate else { return socket.startAdopted() }
+        guard let listenerQueue = loopDelegateQueue else {
             delegate.socket(self, didAcceptNewSocket: socket)
+            return socket.startAdopted()
+        }
+        let box = UncheckedSendable(delegate)
+        listenerQueue.async { [self] in
+            box.value.socket(self, didAcceptNewSocket: socket)
             socket.startAdopted()
-        case .queued(let delegate, let queue):
-            let box = UncheckedSendable(delegate)
-            queue.async { [self] in
-                box.value.socket(self, didAcceptNewSocket: socket)
-                socket.startAdopted()
-            }
         }
     }
 

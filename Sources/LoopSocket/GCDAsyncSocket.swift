@@ -117,11 +117,9 @@ open class GCDAsyncSocket: ConnectionEngine, @unchecked Sendable {
         askTrust(trust, decide: decide)
     }
 
-    override func sinkNewConnection(on loop: EventLoop, peer: SocketAddress?) -> ConnectionEngine {
-        acceptedSocket(on: loop, peer: peer)
+    override func sinkAccept(_ fd: Int32, peer: SocketAddress?, isUnix: Bool, on loop: EventLoop) {
+        deliverAccept(fd, peer: peer, isUnix: isUnix, on: loop)
     }
-
-    override func sinkDidAccept(_ connection: ConnectionEngine) { deliverAccept(connection) }
 
     override func sinkDroppedWrites(_ error: (any Error)?) {
         if case .async(let handler) = sink { handler.closeDroppedWrites(error) }

@@ -107,33 +107,37 @@ extension ConnectionEngine {
         }
     }
 
-    /// Wraps an accepted descriptor in a connection on the next loop of the group, tells the sink, and only
-    /// then lets the connection run.
+    /// Hands an accepted descriptor to the sink, which makes its connection on the next loop of the group
+    /// (``sinkAccept(_:peer:isUnix:on:)``), sets it up here (``setUpAccepted(_:fd:isUnix:)``), tells its
+    /// own side, and only then lets it run (``startAdopted()``).
     ///
     /// GCDAsyncSocket's order: `didAcceptNewSocket` comes before any callback of the new socket, and a
     /// delegate that takes the new socket over there (an ``AsyncListener`` gives it its own handler) gets
-    /// every one of its events. So the connection is born with its sink (``sinkNewConnection(on:peer:)``)
-    /// and set up here, on the listener's loop, before any other thread knows it, and is registered with its
-    /// own loop (and pumped) only once the sink has been told (``sinkDidAccept(_:)``, which starts it: inline,
-    /// right after the callback; on a delegate queue, from that queue once it ran). Reads and writes queued
-    /// from the callback wait in the queues meanwhile; bytes and resets wait in the kernel.
+    /// every one of its events. So the connection is born with its sink and set up on the listener's loop,
+    /// before any other thread knows it, and is registered with its own loop (and pumped) only once the sink
+    /// has been told: inline, right after the callback; on a delegate queue, from that queue once it ran.
+    /// Reads and writes queued from the callback wait in the queues meanwhile; bytes and resets wait in the
+    /// kernel.
     private func handOff(_ child: Int32, peer: SocketAddress?, isUnix: Bool) {
-        let target = group?.next() ?? eventLoop
-        let connection = sinkNewConnection(on: target, peer: peer)
+        sinkAccept(child, peer: peer, isUnix: isUnix, on: group?.next() ?? eventLoop)
+    }
+
+    /// Sets up `connection`, just made by the sink for descriptor `fd` this listener accepted, without
+    /// running it yet. On the listener's loop.
+    func setUpAccepted(_ connection: ConnectionEngine, fd: Int32, isUnix: Bool) {
         let configuration = config
         connection.shared.withLock {
             $0.configuration = configuration
             $0.claim = configuration.claim
             $0.status = .connected
-            $0.fd = child
+            $0.fd = fd
         }
-        if target === eventLoop {
+        if connection.eventLoop === eventLoop {
             connection.cachedContext = cachedContext  // this loop's, without looking it up again
         }
         // Nothing else references the connection yet, so its loop's fields may be written from here: the
         // hand-off to its loop (or the sink's own calls into it) orders these writes before its loop reads.
-        connection.prepareAdoption(child, configuration: configuration, isUnix: isUnix, accepted: true)
-        sinkDidAccept(connection)
+        connection.prepareAdoption(fd, configuration: configuration, isUnix: isUnix, accepted: true)
     }
 
     /// Takes ownership of a connected descriptor and starts watching it. Loop only.

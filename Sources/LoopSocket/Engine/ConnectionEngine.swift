@@ -81,7 +81,7 @@ open class ConnectionEngine: @unchecked Sendable {
     /// of `GCDAsyncSocket` in another module from inheriting its convenience initialisers
     /// (`init(socketQueue:)` and the rest), as Swift cannot tell that the subclass covers them all.
     @usableFromInline
-    init(delegate: AnyObject?, delegateQueue: DispatchQueue?, loop: EventLoop?, group: EventLoopGroup?) {
+    init(delegate: __shared AnyObject?, delegateQueue: __shared DispatchQueue?, loop: EventLoop?, group: EventLoopGroup?) {
         let group = group ?? (loop == nil ? Self.fallbackGroup : nil)
         self.eventLoop = loop ?? group!.next()
         self.group = group
@@ -206,14 +206,12 @@ open class ConnectionEngine: @unchecked Sendable {
     /// when there is nobody to ask (the engine then does not trust it).
     func sinkEvaluateTrust(_ trust: TLSTrust, decide: @escaping @Sendable (Bool) -> Void) -> Bool { false }
 
-    /// A new engine, for a connection this listener accepted, on `loop`, with the sink its own will have.
-    func sinkNewConnection(on loop: EventLoop, peer: SocketAddress?) -> ConnectionEngine {
-        ConnectionEngine(delegate: nil, delegateQueue: nil, loop: loop, group: nil)
-    }
-
-    /// Tells the sink of an accepted connection, set up but not running yet; the sink lets it run
-    /// (``startAdopted()``) once it has been told, so that nothing of the new connection comes first.
-    func sinkDidAccept(_ connection: ConnectionEngine) {
+    /// A listener accepted descriptor `fd`: make its connection on `loop`, with the sink it will have for
+    /// life, set it up (``setUpAccepted(_:fd:isUnix:)``), tell the sink's owner, and then start it
+    /// (``startAdopted()``), so that nothing of the new connection comes before its accept.
+    func sinkAccept(_ fd: Int32, peer: SocketAddress?, isUnix: Bool, on loop: EventLoop) {
+        let connection = ConnectionEngine(delegate: nil, delegateQueue: nil, loop: loop, group: nil)
+        setUpAccepted(connection, fd: fd, isUnix: isUnix)
         connection.startAdopted()
     }
 
