@@ -161,4 +161,26 @@ int cepoll_recvmmsg(int fd, cepoll_mmsghdr *msgs, unsigned int count, int flags)
 /// `sendmmsg(fd, msgs, count, flags | MSG_NOSIGNAL)`.
 int cepoll_sendmmsg(int fd, cepoll_mmsghdr *msgs, unsigned int count, int flags);
 
+/// The slots of a loop's socket counters (`EventLoop.socketCounters`, `SocketCounts` in Swift).
+enum {
+    CEPOLL_STREAM_OPENED, CEPOLL_STREAM_CLOSED, CEPOLL_STREAM_ACCEPTED, CEPOLL_STREAM_CONNECTED,
+    CEPOLL_STREAM_BYTES_IN, CEPOLL_STREAM_BYTES_OUT,
+    CEPOLL_DATAGRAM_OPENED, CEPOLL_DATAGRAM_CLOSED, CEPOLL_DATAGRAMS_IN, CEPOLL_DATAGRAMS_OUT,
+    CEPOLL_DATAGRAM_BYTES_IN, CEPOLL_DATAGRAM_BYTES_OUT,
+    CEPOLL_TLS_HANDSHAKES, CEPOLL_TLS_FAILURES,
+    CEPOLL_COUNTER_SLOTS
+};
+
+/// Adds `amount` to a counter only one thread writes and any thread reads: a relaxed atomic load and store,
+/// two plain moves on x86-64 with no locked instruction, and inlined into the Swift caller (a Swift method
+/// across modules was a call). Readers use `cepoll_counter_load`.
+static inline void cepoll_counter_add(uint64_t *counters, int slot, uint64_t amount) {
+    __atomic_store_n(&counters[slot], __atomic_load_n(&counters[slot], __ATOMIC_RELAXED) + amount, __ATOMIC_RELAXED);
+}
+
+/// A counter's value, from any thread.
+static inline uint64_t cepoll_counter_load(const uint64_t *counters, int slot) {
+    return __atomic_load_n(&counters[slot], __ATOMIC_RELAXED);
+}
+
 #endif

@@ -12,11 +12,11 @@ import LoopSocket
 func serve(_ arguments: ServerArguments) {
     let group = arguments.makeGroup(name: "aecho")
     let tls = arguments.tlsConfiguration()
-    let acceptFailures = AcceptFailureLog(server: "async-echo-server")
-    // With TLS, connections arrive after their handshake; failed handshakes are reported like accept failures.
+    // Accept failures and failed TLS handshakes are reported by the library (LoopDiagnostics: a line a second
+    // at most on stderr).
     let listener = arguments.listen {
         try AsyncListener(
-            host: arguments.host, port: arguments.port, tls: tls, group: group, acceptFailed: { acceptFailures.report($0) })
+            host: arguments.host, port: arguments.port, tls: tls, group: group)
     }
     arguments.announceListening("async-echo-server", port: listener.localPort, loops: group.loops.count, tls: tls != nil)
     let metrics = arguments.serveMetrics(of: group)

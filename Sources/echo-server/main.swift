@@ -26,14 +26,7 @@ final class EchoDelegate: GCDAsyncSocketDelegate {
         sock.write(data, withTimeout: -1, tag: 0)
         sock.readData(withTimeout: -1, tag: 0)
     }
-
-    /// At the descriptor limit connections are shed: say so, once a second at most.
-    func socket(_ sock: GCDAsyncSocket, didFailToAcceptWithError error: Error) {
-        acceptFailures.report(error)
-    }
 }
-
-let acceptFailures = AcceptFailureLog(server: "echo-server")
 
 /// Serves until SIGINT/SIGTERM, then shuts down. The sockets, delegate and loops are this function's locals,
 /// not globals, so that they are all released before the process exits: a build with AddressSanitizer's

@@ -11,15 +11,13 @@ import ExampleSupport
 import HTTPHello
 import LoopSocket
 
-let acceptFailures = AcceptFailureLog(server: "http-hello")
-
 /// Serves until SIGINT/SIGTERM, then shuts down. Everything is a local, released before the process exits,
 /// so that a build with AddressSanitizer's leak check exits 0 (see echo-server's `serve`).
 func serve(_ arguments: ServerArguments) {
     let group = arguments.makeGroup(name: "http")
     var configuration = HTTPHelloServer.Configuration()
     configuration.tls = arguments.tlsConfiguration(alpn: ["http/1.1"])
-    let delegate = HTTPHelloServer(configuration: configuration, acceptFailed: { acceptFailures.report($0) })
+    let delegate = HTTPHelloServer(configuration: configuration)
     let listener = GCDAsyncSocket(delegate: delegate, delegateQueue: nil, loop: group.loops[0], group: group)
     // One 64 KiB read per turn (accepted sockets inherit it), not four: pipelined requests cost far more per
     // byte than echo (a 64 KiB read holds ~1,900 small GETs, ~1 ms of work here), so a pipelining flood delays

@@ -11,7 +11,9 @@ extension EventLoop {
     /// print(loop.metrics.since(before).tasks)
     /// ```
     public var metrics: LoopMetrics {
-        metricsCell.read(loop: name, now: Deadline.now().uptimeNanoseconds)
+        var metrics = metricsCell.read(loop: name, now: Deadline.now().uptimeNanoseconds)
+        metrics.sockets = SocketCounterSlots.read(socketCounters)
+        return metrics
     }
 
     /// Publishes the loop's counters (loop thread only): before each poll, and after a blocking one.

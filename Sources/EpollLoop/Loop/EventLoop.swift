@@ -55,6 +55,13 @@ public final class EventLoop: @unchecked Sendable {
     @exclusivity(unchecked) var counters = LoopCounters()
     /// Where the counters are published for other threads to read.
     let metricsCell = LoopMetricsCell()
+    /// What the loop's sockets count (``SocketCounts``): `CEPOLL_COUNTER_SLOTS` counters that LoopSocket adds
+    /// to on this loop's thread with `cepoll_counter_add`, and ``metrics`` reads from any thread.
+    package let socketCounters: UnsafeMutablePointer<UInt64> = {
+        let slots = UnsafeMutablePointer<UInt64>.allocate(capacity: Int(CEPOLL_COUNTER_SLOTS))
+        slots.initialize(repeating: 0, count: Int(CEPOLL_COUNTER_SLOTS))
+        return slots
+    }()
     /// Callbacks running longer than this (ns) are reported as stalls; 0: the detector is off.
     let stallThresholdNanoseconds: UInt64
     /// Where the callback now running was queued from, when the stall detector is on and it was recorded.
@@ -107,6 +114,7 @@ public final class EventLoop: @unchecked Sendable {
             finished.leave()
         }
         events.deallocate()
+        socketCounters.deallocate()
     }
 
     /// The `epoll_event.data` of the wakeup eventfd; never a valid (fd, generation) pair of a registration.

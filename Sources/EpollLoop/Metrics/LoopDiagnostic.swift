@@ -1,6 +1,5 @@
-/// Something the library noticed and reports, through ``LoopDiagnostics``: today a stalled loop; the
-/// categories are open so that later ones (accept failures, TLS failures, dropped datagrams) join without
-/// breaking a handler.
+/// Something the library noticed and reports, through ``LoopDiagnostics``: a stalled loop, a failed accept, a
+/// failed TLS handshake. The categories are open, so that later ones join without breaking a handler.
 public struct LoopDiagnostic: Sendable, CustomStringConvertible {
     /// What kind of thing was noticed; compare with the static members.
     public struct Category: Hashable, Sendable, CustomStringConvertible {
@@ -12,6 +11,12 @@ public struct LoopDiagnostic: Sendable, CustomStringConvertible {
 
         /// A callback held its loop longer than the stall threshold: see ``LoopDiagnostic/stall``.
         public static let stall = Category("stall")
+        /// A listening socket's `accept` failed (out of descriptors or memory: the pending connections are
+        /// shed and accepting pauses for 100 ms; or another error, which the listener's delegate also gets).
+        public static let acceptFailure = Category("accept")
+        /// A TLS handshake failed (a certificate not trusted, a protocol error, a timeout); a peer that only
+        /// closed during the handshake is counted (``SocketCounts/tlsHandshakeFailures``) but not reported.
+        public static let tlsHandshakeFailure = Category("tls")
 
         /// The name.
         public var description: String { name }

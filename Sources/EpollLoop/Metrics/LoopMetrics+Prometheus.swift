@@ -11,7 +11,12 @@ extension LoopMetrics {
     /// `epoll_loop_timers_total`, `epoll_loop_stalls_total` (counters), `epoll_loop_busy_seconds_total`
     /// and `epoll_loop_wait_seconds_total` (counters: utilisation is `rate(busy) / (rate(busy) +
     /// rate(wait))`), `epoll_loop_registered_descriptors` (gauge) and `epoll_loop_lag_seconds` (histogram;
-    /// a bucket's count is exact to the internal buckets' 12.5% precision around each bound).
+    /// a bucket's count is exact to the internal buckets' 12.5% precision around each bound). The sockets'
+    /// counts (``SocketCounts``): `epoll_loop_sockets_open` (gauge), `epoll_loop_socket_bytes_received_total`
+    /// and `epoll_loop_socket_bytes_sent_total`, labelled `kind="stream"` or `kind="datagram"`;
+    /// `epoll_loop_connections_accepted_total`, `epoll_loop_connections_connected_total`,
+    /// `epoll_loop_datagrams_received_total`, `epoll_loop_datagrams_sent_total`,
+    /// `epoll_loop_tls_handshakes_total` and `epoll_loop_tls_handshake_failures_total` (counters).
     ///
     /// ```swift
     /// let page = LoopMetrics.prometheusText(group.loops.map(\.metrics))
@@ -35,6 +40,33 @@ extension LoopMetrics {
         }
         family("epoll_loop_registered_descriptors", "gauge", "Descriptors registered with the loop.") {
             "\($0.registeredDescriptors)"
+        }
+        func kinds(_ name: String, _ type: String, _ help: String, _ value: (SocketCounts.Kind) -> String) {
+            s += "# HELP \(name) \(help)\n# TYPE \(name) \(type)\n"
+            for m in loops {
+                let label = "loop=\"\(escape(m.loop))\""
+                s += "\(name){\(label),kind=\"stream\"} \(value(m.sockets.stream))\n"
+                s += "\(name){\(label),kind=\"datagram\"} \(value(m.sockets.datagram))\n"
+            }
+        }
+        kinds("epoll_loop_sockets_open", "gauge", "Connections (stream) and sockets (datagram) open.") { "\($0.open)" }
+        kinds("epoll_loop_socket_bytes_received_total", "counter", "Bytes received, on the wire (TLS as ciphertext).") {
+            "\($0.bytesReceived)"
+        }
+        kinds("epoll_loop_socket_bytes_sent_total", "counter", "Bytes sent, on the wire (TLS as ciphertext).") {
+            "\($0.bytesSent)"
+        }
+        family("epoll_loop_connections_accepted_total", "counter", "Stream connections accepted by listeners on the loop.") {
+            "\($0.sockets.stream.accepted)"
+        }
+        family("epoll_loop_connections_connected_total", "counter", "Stream connections the loop's sockets connected.") {
+            "\($0.sockets.stream.started)"
+        }
+        family("epoll_loop_datagrams_received_total", "counter", "Datagrams received.") { "\($0.sockets.datagram.datagramsReceived)" }
+        family("epoll_loop_datagrams_sent_total", "counter", "Datagrams sent.") { "\($0.sockets.datagram.datagramsSent)" }
+        family("epoll_loop_tls_handshakes_total", "counter", "TLS handshakes completed.") { "\($0.sockets.tlsHandshakes)" }
+        family("epoll_loop_tls_handshake_failures_total", "counter", "TLS handshakes that failed.") {
+            "\($0.sockets.tlsHandshakeFailures)"
         }
         let name = "epoll_loop_lag_seconds"
         s += "# HELP \(name) How late timers and tasks from other threads ran against when they were due.\n"

@@ -32,6 +32,8 @@ public struct LoopMetrics: Sendable, Equatable {
     public var stalls: UInt64 = 0
     /// How late timers and tasks queued from other threads ran against when they were due.
     public var lag = LagHistogram()
+    /// What the loop's sockets did, by kind (LoopSocket's connections and UDP sockets).
+    public var sockets = SocketCounts()
 
     /// An empty snapshot for `loop`.
     public init(loop: String) {
@@ -56,6 +58,7 @@ public struct LoopMetrics: Sendable, Equatable {
         result.waitNanoseconds = waitNanoseconds &- earlier.waitNanoseconds
         result.stalls = stalls &- earlier.stalls
         result.lag = lag.since(earlier.lag)
+        result.sockets = sockets.since(earlier.sockets)
         return result
     }
 
@@ -73,6 +76,7 @@ public struct LoopMetrics: Sendable, Equatable {
             total.waitNanoseconds &+= m.waitNanoseconds
             total.stalls &+= m.stalls
             total.lag.add(m.lag)
+            total.sockets.add(m.sockets)
         }
         return total
     }

@@ -1,3 +1,4 @@
+import CEpollShim
 import EpollLoop
 import Glibc
 
@@ -9,6 +10,7 @@ extension ConnectionEngine {
     func closeWithError(_ error: (any Error)?) {
         guard lifecycle != .idle else { return }
         let wasStarting = lifecycle == .starting
+        if lifecycle == .open { eventLoop.countSocket(CEPOLL_STREAM_CLOSED) }
         lifecycle = .idle
         stateIndex &+= 1
         eventLoop.cancelOnLoop(readTimer)
@@ -72,6 +74,7 @@ extension ConnectionEngine {
         withUnsafeTemporaryAllocation(byteCount: 16384, alignment: 16) { buffer in
             for _ in 0..<16 {
                 guard case .processed(let count)? = try? Syscall.recv(fd, buffer), count > 0 else { return }
+                eventLoop.countSocket(CEPOLL_STREAM_BYTES_IN, count)
             }
         }
     }

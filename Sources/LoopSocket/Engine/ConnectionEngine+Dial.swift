@@ -1,3 +1,4 @@
+import CEpollShim
 import Dispatch
 import EpollLoop
 import FoundationEssentials
@@ -124,6 +125,8 @@ extension ConnectionEngine {
         eventLoop.cancelOnLoop(connectTimer)
         connectTimer = .invalid
         lifecycle = .open
+        eventLoop.countSocket(CEPOLL_STREAM_OPENED)
+        eventLoop.countSocket(CEPOLL_STREAM_CONNECTED)
         self.fd = fd
         if address.isUnix { traits.insert(.unix) }
         do {

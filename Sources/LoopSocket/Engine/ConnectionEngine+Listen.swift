@@ -66,7 +66,7 @@ extension ConnectionEngine {
                 case .connectionAborted, Errno(rawValue: EPROTO), Errno(rawValue: EPERM):
                     continue  // That one connection died before we took it; the next may be fine.
                 default:
-                    sinkReport(.acceptFailed(GCDAsyncSocketError(error)))
+                    acceptFailed(error, shed: false)
                     return
                 }
             }
@@ -89,13 +89,22 @@ extension ConnectionEngine {
             }
             context.reserveFD = (try? Syscall.openDevNull()) ?? -1
         }
-        sinkReport(.acceptFailed(GCDAsyncSocketError(error)))
+        acceptFailed(error, shed: true)
         setListenerInterest([], listener)
         let index = stateIndex
         _ = eventLoop.scheduleOnLoop(at: Self.deadline(after: 0.1)) { [self] in
             guard stateIndex == index, lifecycle == .listening else { return }
             setListenerInterest(.readable, listener)
         }
+    }
+
+    /// Tells the sink (`didFailToAcceptWithError`) and ``LoopDiagnostics`` (a line a second at most, by
+    /// default) of a failed `accept`; `shed`: the pending connections were closed and accepting pauses.
+    private func acceptFailed(_ error: SyscallError, shed: Bool) {
+        sinkReport(.acceptFailed(GCDAsyncSocketError(error)))
+        let what = shed ? "; pending connections shed, accepting again in 100 ms" : ""
+        LoopDiagnostics.report(LoopDiagnostic(
+            category: .acceptFailure, loop: eventLoop.name, message: "\(error)\(what)"))
     }
 
     /// Pauses or resumes a listening descriptor; a listener whose registration the loop refuses stops.
@@ -175,6 +184,8 @@ extension ConnectionEngine {
     private func registerAdopted() {
         guard lifecycle == .starting else { return }
         lifecycle = .open
+        eventLoop.countSocket(CEPOLL_STREAM_OPENED)
+        eventLoop.countSocket(CEPOLL_STREAM_ACCEPTED)
         do {
             // EPOLLIN armed from the start, as `updateInterest` leaves it after a read (lazily dropped if it
             // fires with no read queued): the delegate queues its first read from `didAcceptNewSocket`,

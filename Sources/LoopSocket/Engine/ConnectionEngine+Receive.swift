@@ -1,3 +1,4 @@
+import CEpollShim
 import EpollLoop
 import FoundationEssentials
 
@@ -135,6 +136,7 @@ extension ConnectionEngine {
             return .endOfStream
         case .processed(let count):
             readBudget -= 1
+            eventLoop.countSocket(CEPOLL_STREAM_BYTES_IN, count)
             // A short read drained the socket; level-triggered epoll says when more arrives. Once the peer
             // has hung up, read on instead: the next `recv` returns 0 and the end of the stream is seen now
             // (EPOLLIN is not watched while no read is queued, so nothing else would report it).

@@ -1,3 +1,4 @@
+import CEpollShim
 import EpollLoop
 import FoundationEssentials
 import Glibc
@@ -18,6 +19,7 @@ extension ConnectionEngine {
         let result = data.withUnsafeBytes { raw in
             Self.result { () throws(SyscallError) in try Syscall.send(fd, raw) }
         }
+        if case .sent(let sent) = result { eventLoop.countSocket(CEPOLL_STREAM_BYTES_OUT, sent) }
         switch result {
         case .sent(let sent) where sent == count:
             return
@@ -91,6 +93,7 @@ extension ConnectionEngine {
                 closeWithError(GCDAsyncSocketError.closing(error))
                 return
             case .sent(let count):
+                eventLoop.countSocket(CEPOLL_STREAM_BYTES_OUT, count)
                 completeWrites(count)
             }
         }
@@ -143,10 +146,13 @@ extension ConnectionEngine {
         }
     }
 
+    /// One send's outcome. Static, so that the closures around it capture no `self` (they borrow the
+    /// queued write in place; capturing `self` made the compiler copy it out). The caller counts the bytes.
     static func result(_ body: () throws(SyscallError) -> IOResult<Int>) -> SendResult {
         do {
             switch try body() {
-            case .processed(let n): return .sent(n)
+            case .processed(let n):
+                return .sent(n)
             case .wouldBlock: return .wouldBlock
             }
         } catch {

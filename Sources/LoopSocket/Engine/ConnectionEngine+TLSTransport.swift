@@ -1,3 +1,4 @@
+import CEpollShim
 import COpenSSL
 import EpollLoop
 import FoundationEssentials
@@ -123,6 +124,7 @@ extension ConnectionEngine {
 
     private func establish(_ tls: TLSConnection) {
         tls.state = .established
+        eventLoop.countSocket(CEPOLL_TLS_HANDSHAKES)
         eventLoop.cancelOnLoop(tls.handshakeTimer)
         tls.handshakeTimer = .invalid
         let info = tls.info
@@ -288,6 +290,7 @@ extension ConnectionEngine {
         while tls.hasOutput && !readiness.contains(.writeBlocked) {
             switch Self.result({ () throws(SyscallError) in try Syscall.send(fd, tls.output) }) {
             case .sent(let count):
+                eventLoop.countSocket(CEPOLL_STREAM_BYTES_OUT, count)
                 tls.outputSent(count)
             case .wouldBlock:
                 readiness.insert(.writeBlocked)
@@ -299,9 +302,19 @@ extension ConnectionEngine {
         return true
     }
 
+    /// A handshake that ended with `error` before it completed: counted (``SocketCounts``) and, unless the
+    /// peer only left (a health check that connects and closes), reported to ``LoopDiagnostics``.
+    private func handshakeFailed(_ error: any Error) {
+        eventLoop.countSocket(CEPOLL_TLS_FAILURES)
+        guard let failure = error as? TLSError, failure.code != .closedDuringHandshake else { return }
+        LoopDiagnostics.report(LoopDiagnostic(
+            category: .tlsHandshakeFailure, loop: eventLoop.name, message: "TLS handshake failed: \(failure)"))
+    }
+
     /// Part of every close: a close_notify when the session is up and the close is not itself a TLS failure
     /// (one nonblocking `send`, so closing never waits on the peer), then the layer goes.
     func endTLS(_ tls: TLSConnection, error: (any Error)?) {
+        if tls.state != .established, let error { handshakeFailed(error) }
         eventLoop.cancelOnLoop(tls.handshakeTimer)
         tls.handshakeTimer = .invalid
         if tls.state == .established && !(error is TLSError) && fd >= 0 && writeSide != .shutDown {

@@ -119,6 +119,7 @@ extension GCDAsyncUdpSocket {
         }
         channel.detectOffload(loopConfiguration.segmentationOffload)
         if family == AF_INET { channel4 = channel } else { channel6 = channel }
+        eventLoop.countSocket(CEPOLL_DATAGRAM_OPENED)
         flags.insert(.didCreateSockets)
         publishStatus()
         return channel
@@ -145,6 +146,7 @@ extension GCDAsyncUdpSocket {
         guard let channel else { return }
         if family == AF_INET { channel4 = nil } else { channel6 = nil }
         publishStatus()  // before the close: a getter must not ask a descriptor the kernel may reuse
+        eventLoop.countSocket(CEPOLL_DATAGRAM_CLOSED)
         try? eventLoop.close(fd: channel.fd)
         if channel4 == nil && channel6 == nil { flags.remove(.didCreateSockets) }
     }

@@ -131,6 +131,7 @@ extension GCDAsyncUdpSocket {
         case .success(.wouldBlock):
             break
         case .success(.processed(let count)):
+            countReceived(count, scratch: scratch)
             deliverBatch(count, scratch: scratch, limit: limit, generation: generation)
         case .failure(let error) where Self.isTransient(error.errno):
             notifyDidNotReceive(GCDAsyncUdpSocketError(error))
@@ -141,6 +142,21 @@ extension GCDAsyncUdpSocket {
         guard generation == self.generation else { return }
         flags.remove(.receiving)
         if !sends.isEmpty { pumpSends() } else { updateInterest() }
+    }
+
+    /// Counts the `count` messages received into `scratch` (``SocketCounts``): with GRO a message holds a
+    /// run of datagrams of its segment size.
+    private func countReceived(_ count: Int, scratch: DatagramScratch) {
+        var datagrams = 0
+        var bytes = 0
+        for i in 0..<count {
+            let length = scratch.receivedBytes(i).count
+            let segment = scratch.receivedSegmentSize(i)
+            bytes += length
+            datagrams += segment > 0 ? Swift.max(1, (length + segment - 1) / segment) : 1
+        }
+        eventLoop.countSocket(CEPOLL_DATAGRAMS_IN, datagrams)
+        eventLoop.countSocket(CEPOLL_DATAGRAM_BYTES_IN, bytes)
     }
 
     /// Errors `recvmmsg` reports for one datagram or an earlier ICMP message, after which the socket works on.

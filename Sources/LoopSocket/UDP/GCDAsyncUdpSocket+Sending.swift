@@ -319,6 +319,7 @@ extension GCDAsyncUdpSocket {
         flags.insert(.didBind)  // the kernel bound it to an ephemeral port if it was not
         switch outcome {
         case .success(.processed(let sent)):
+            countSent(sent)
             completeFront(sent)
         case .success(.wouldBlock):
             flags.insert(.sendBlocked)
@@ -365,6 +366,14 @@ extension GCDAsyncUdpSocket {
             scratch.addSend(i, bytes, to: address, segmenting: segmenting)
             return transmit(from: i + 1, count: count, scratch: scratch, fd: fd, segmenting: segmenting)
         }
+    }
+
+    /// Counts the first `count` sends as sent (``SocketCounts``), before they are dequeued.
+    private func countSent(_ count: Int) {
+        var bytes = 0
+        for i in 0..<count { bytes += sends.at(i) { $0.data.count } }
+        eventLoop.countSocket(CEPOLL_DATAGRAMS_OUT, count)
+        eventLoop.countSocket(CEPOLL_DATAGRAM_BYTES_OUT, bytes)
     }
 
     /// The first `count` sends left: dequeue them, then report them (a callback may queue or close).

@@ -222,4 +222,58 @@ final class LoopMetricsTests: XCTestCase {
         let bounds = LoopMetrics.prometheusLagBounds + [.infinity]
         XCTAssertEqual(zip(bounds, counts).filter { $0.1 == 1 }.map(\.0).first, 0.0025)
     }
+
+    // MARK: Socket counts
+
+    func testSocketCountsSubtractCountersKeepGaugesAndSum() {
+        var earlier = SocketCounts()
+        earlier.stream.open = 3
+        earlier.stream.accepted = 10
+        earlier.stream.bytesReceived = 1_000
+        earlier.datagram.datagramsSent = 4
+        earlier.tlsHandshakes = 2
+        var later = earlier
+        later.stream.open = 1
+        later.stream.accepted = 15
+        later.stream.bytesReceived = 1_500
+        later.datagram.datagramsSent = 9
+        later.tlsHandshakes = 5
+        later.tlsHandshakeFailures = 1
+        let window = later.since(earlier)
+        XCTAssertEqual(window.stream.open, 1, "a gauge stays the later value")
+        XCTAssertEqual(window.stream.accepted, 5)
+        XCTAssertEqual(window.stream.bytesReceived, 500)
+        XCTAssertEqual(window.datagram.datagramsSent, 5)
+        XCTAssertEqual(window.tlsHandshakes, 3)
+        XCTAssertEqual(window.tlsHandshakeFailures, 1)
+
+        var a = LoopMetrics(loop: "a"), b = LoopMetrics(loop: "b")
+        a.sockets = earlier
+        b.sockets = later
+        let total = LoopMetrics.sum([a, b], name: "group").sockets
+        XCTAssertEqual(total.stream.open, 4, "gauges add up over a group")
+        XCTAssertEqual(total.stream.accepted, 25)
+        XCTAssertEqual(total.datagram.datagramsSent, 13)
+        XCTAssertEqual(total.tlsHandshakes, 7)
+    }
+
+    func testPrometheusTextHasTheSocketSeriesByKind() {
+        var m = LoopMetrics(loop: "l")
+        m.sockets.stream.open = 7
+        m.sockets.stream.bytesSent = 123
+        m.sockets.datagram.datagramsReceived = 5
+        m.sockets.tlsHandshakeFailures = 2
+        let text = LoopMetrics.prometheusText([m])
+        XCTAssertTrue(text.contains("# TYPE epoll_loop_sockets_open gauge"))
+        XCTAssertTrue(text.contains("epoll_loop_sockets_open{loop=\"l\",kind=\"stream\"} 7\n"), text)
+        XCTAssertTrue(text.contains("epoll_loop_sockets_open{loop=\"l\",kind=\"datagram\"} 0\n"), text)
+        XCTAssertTrue(text.contains("epoll_loop_socket_bytes_sent_total{loop=\"l\",kind=\"stream\"} 123\n"), text)
+        XCTAssertTrue(text.contains("epoll_loop_datagrams_received_total{loop=\"l\"} 5\n"), text)
+        XCTAssertTrue(text.contains("epoll_loop_tls_handshake_failures_total{loop=\"l\"} 2\n"), text)
+        for name in ["epoll_loop_socket_bytes_received_total", "epoll_loop_connections_accepted_total",
+                     "epoll_loop_connections_connected_total", "epoll_loop_datagrams_sent_total",
+                     "epoll_loop_tls_handshakes_total"] {
+            XCTAssertTrue(text.contains("# TYPE \(name) counter"), name)
+        }
+    }
 }
