@@ -114,6 +114,7 @@ package final class LoadRunner: Sendable {
     // MARK: Phases
 
     private func drive(_ config: LoadConfig, _ workers: [LoopWorker], _ extras: RunExtras) throws -> RunResult {
+        let serverRSSBefore = config.serverPID.flatMap { Limits.residentMiB(pid: $0) }
         let t0 = Deadline.now().uptimeNanoseconds
         _ = gather(workers) { $0.beginOpening() }
 
@@ -141,6 +142,11 @@ package final class LoadRunner: Sendable {
         signals.opening.store(false, ordering: .relaxed)
         if config.mode != .connect { try checkAnyConnected(config, workers) }
         if let startAt = config.startAt { try waitForStart(startAt, config, workers) }
+        if isInterrupted {
+            // Nothing was measured: no figures (a window of 0 s has none worth printing) and no success.
+            _ = gather(workers) { $0.finish() }
+            throw LoadTestError("interrupted \(config.startAt != nil ? "while waiting for the start time (--start-at)" : "while opening the connections"), before the load began: nothing was measured")
+        }
 
         let loadStart = Deadline.now().uptimeNanoseconds
         let warmup = config.mode == .idle ? 0 : config.warmup
@@ -234,6 +240,7 @@ package final class LoadRunner: Sendable {
         result.windowStart = Self.wallClock(at: min(windowStart, windowEnd))
         result.windowEnd = Self.wallClock(at: windowEnd)
         result.startAt = config.startAt
+        result.serverRSSBeforeMiB = serverRSSBefore
         result.id = config.runID
         if config.mode == .udp { result.datagrams = final.datagrams }
         if final.serviceHistogram.count > 0 {
