@@ -85,7 +85,7 @@ package enum CommandLineParser {
           --alpn LIST         offer these ALPN protocols (comma-separated)
           --tls-resume        resume TLS sessions (connect mode: resumed handshakes; default: full ones)
           --tls-server-name N the name to send (SNI) and verify (default: --host)
-          --quiet             no progress lines                                      [-q]
+          --quiet             no progress lines; with --json - or --svg -, no report either  [-q]
           --help                                                                     [-h]
         """
 
