@@ -29,14 +29,7 @@ func printToStandardError(_ text: String) {
 /// ``printToStandardError(_:)`` for any thread (the run's progress lines).
 let printLineToStandardError: @Sendable (String) -> Void = { text in
     var line = text + "\n"
-    line.withUTF8 { bytes in
-        var done = 0
-        while done < bytes.count {
-            let n = Glibc.write(2, bytes.baseAddress! + done, bytes.count - done)
-            if n <= 0 { return }
-            done += n
-        }
-    }
+    line.withUTF8 { writeAll(2, UnsafeRawBufferPointer($0)) }
 }
 
 /// Writes the JSON and SVG a command asked for.
