@@ -333,12 +333,12 @@ package final class LoadRunner: Sendable {
         try stopEarly(config, workers, "no connection to \(config.host):\(config.port) could be \(config.tls.enabled ? "secured" : "made") \(when)")
     }
 
-    /// Throws when, during the load, every connection has gone without a single reply (echo, stream, idle and
-    /// http connections are not replaced, so the run could only count seconds of nothing): a server that
-    /// speaks another protocol, or closes every connection it accepts. Replies that time out are left to the
-    /// report: a server that stalls is what a load test is there to measure.
+    /// Throws when, during the load, every connection has gone without a single reply (echo, stream and http
+    /// connections are not replaced, so the run could only count seconds of nothing): a server that speaks
+    /// another protocol, or closes every connection it accepts. Replies that time out are left to the report:
+    /// a server that stalls is what a load test is there to measure; so are idle connections a server closes.
     private func checkAnyAlive(_ config: LoadConfig, _ workers: [LoopWorker], _ s: WorkerSnapshot) throws {
-        guard config.mode != .connect, config.mode != .udp, s.open == 0, s.completed == 0, s.receivedBytes == 0,
+        guard config.mode != .connect, config.mode != .udp, config.mode != .idle, s.open == 0, s.completed == 0, s.receivedBytes == 0,
               s.errors > 0, !isInterrupted else { return }
         let counts = errorCounts(workers)
         guard counts.total > counts[.timeout] else { return }
