@@ -2,10 +2,61 @@ import EpollLoop
 import Glibc
 import LoopSocket
 
-/// The command line of the example servers: `--port P [--host H] [--loops N] [--tls-cert FILE --tls-key FILE]
-/// [--metrics HOST:PORT] [--stall-ms N]`, and their SIGINT/SIGTERM handling. They listen on 127.0.0.1 unless `--host` names another interface (or `*`
-/// for all), and serve TLS when given a certificate and key.
+/// The command line of the example servers: `[--port P] [--host H] [--loops N] [--tls-cert FILE --tls-key FILE]
+/// [--metrics HOST:PORT] [--stall-ms N]` (the UDP server: `--reuse-port` instead of the TLS pair), their
+/// `--help`, and their SIGINT/SIGTERM handling. They listen on 127.0.0.1 unless `--host` names another
+/// interface (or `*` for all), on a free port unless `--port` names one (the port is printed either way),
+/// and serve TLS when given a certificate and key.
 public struct ServerArguments: Sendable {
+    /// What a server is and which of the options it takes: its `--help` says so, and an option it does not
+    /// take is an error, not ignored.
+    public struct Usage: Sendable {
+        /// The program's name.
+        public var name: String
+        /// What it does, one or two sentences (lines of at most 100 characters).
+        public var summary: String
+        /// It serves TLS (`--tls-cert`, `--tls-key`).
+        public var tls: Bool
+        /// It can share its port with other processes on request (`--reuse-port`: UDP).
+        public var reusePort: Bool
+
+        /// A server called `name` doing `summary`, with TLS, without `--reuse-port` unless told.
+        public init(name: String, summary: String, tls: Bool = true, reusePort: Bool = false) {
+            self.name = name
+            self.summary = summary
+            self.tls = tls
+            self.reusePort = reusePort
+        }
+
+        /// The `--help` text.
+        public var text: String {
+            var options: [(String, String)] = [
+                ("--port P, -p P", "port to listen on (default 0: a free one; the port is printed at start)"),
+                ("--host H", "interface address to listen on (default 127.0.0.1; '*': every interface)"),
+                ("--loops N", "event loops, a thread each (default: one per core, \(EventLoopGroup.coreCount) here)"),
+            ]
+            if tls {
+                options.append(("--tls-cert FILE", "PEM certificate chain, leaf first: serve TLS (with --tls-key)"))
+                options.append(("--tls-key FILE", "PEM private key of the certificate"))
+            }
+            if reusePort {
+                options.append(("--reuse-port", "share the port with other processes that ask for it too (SO_REUSEPORT);"))
+                options.append(("", "without it, a port in use is an error"))
+            }
+            options += [
+                ("--metrics HOST:PORT", "serve the loops' metrics (Prometheus text) at http://HOST:PORT/metrics;"),
+                ("", ":PORT listens on 127.0.0.1"),
+                ("--stall-ms N", "report callbacks that hold a loop longer than N ms (default: off)"),
+                ("--help, -h", "print this text"),
+            ]
+            let synopsis = "usage: \(name) [--port P] [--host H] [--loops N]" + (tls ? " [--tls-cert FILE --tls-key FILE]" : "")
+                + (reusePort ? " [--reuse-port]" : "") + " [--metrics HOST:PORT] [--stall-ms N]"
+            let lines = options.map { flag, meaning in "  " + flag + String(repeating: " ", count: max(1, 22 - flag.count)) + meaning }
+            return ([synopsis, "", summary, "", "Options:"] + lines).joined(separator: "\n")
+        }
+    }
+
+
     /// The port to listen on (0: any free port, printed at start).
     public var port: UInt16 = 0
     /// The interface to listen on: the loopback address unless `--host` says otherwise (`--host '*'`: every
@@ -20,6 +71,8 @@ public struct ServerArguments: Sendable {
     public var metrics: (host: String, port: UInt16)?
     /// Report callbacks that hold a loop longer than this (`--stall-ms`); nil: the stall detector is off.
     public var stallThreshold: Duration?
+    /// Share the port with other processes (`--reuse-port`, servers whose ``Usage`` takes it).
+    public var reusePort = false
 
     /// The server TLS configuration from `--tls-cert`/`--tls-key` (nil: plaintext), with `alpn` offered;
     /// exits with a message if the files cannot be used.
@@ -36,7 +89,7 @@ public struct ServerArguments: Sendable {
     }
 
     /// Parses `CommandLine.arguments`, or prints usage and exits.
-    public static func parse(name: String) -> ServerArguments {
+    public static func parse(_ usage: Usage) -> ServerArguments {
         _ = Termination.installed
         var result = ServerArguments()
         var rest = CommandLine.arguments.dropFirst()
@@ -55,10 +108,14 @@ public struct ServerArguments: Sendable {
             case "--loops":
                 guard let loops = Int(value(flag)), loops >= 1, loops <= 1024 else { fail("--loops takes a number from 1 to 1024") }
                 result.loops = loops
-            case "--tls-cert":
+            case "--tls-cert" where usage.tls:
                 result.tlsCertificate = value(flag)
-            case "--tls-key":
+            case "--tls-key" where usage.tls:
                 result.tlsKey = value(flag)
+            case "--tls-cert", "--tls-key":
+                fail("\(usage.name) does not serve TLS: \(flag) does not apply (try --help)")
+            case "--reuse-port" where usage.reusePort:
+                result.reusePort = true
             case "--metrics":
                 let text = value(flag)
                 guard let address = metricsAddress(text) else {
@@ -69,8 +126,7 @@ public struct ServerArguments: Sendable {
                 guard let ms = Int(value(flag)), ms >= 1 else { fail("--stall-ms takes a number of milliseconds, at least 1") }
                 result.stallThreshold = .milliseconds(ms)
             case "--help", "-h":
-                print("usage: \(name) --port P [--host H (default 127.0.0.1; '*' for all)] [--loops N] [--tls-cert FILE --tls-key FILE]"
-                      + " [--metrics HOST:PORT] [--stall-ms N]")
+                announce(usage.text)
                 exit(0)
             default:
                 fail("unknown option \(flag) (try --help)")

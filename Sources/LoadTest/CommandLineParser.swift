@@ -71,6 +71,7 @@ package enum CommandLineParser {
           --json FILE         write all figures and the full latency histogram as JSON
           --svg FILE          write a latency percentile plot and a throughput chart
           --server-pid PID    also measure that server's CPU time over the window (µs per request)
+                              and its resident memory (idle mode: per connection)
           --start-at TIME     start the load at a wall-clock time (RFC 3339 or Unix seconds), so runs
                               started apart (other processes, machines, pods) measure the same window
           --id NAME           name this run in the JSON and the report (merge lists the names)
@@ -84,7 +85,7 @@ package enum CommandLineParser {
           --alpn LIST         offer these ALPN protocols (comma-separated)
           --tls-resume        resume TLS sessions (connect mode: resumed handshakes; default: full ones)
           --tls-server-name N the name to send (SNI) and verify (default: --host)
-          --quiet             no progress lines                                      [-q]
+          --quiet             no progress lines; with --json - or --svg -, no report either  [-q]
           --help                                                                     [-h]
         """
 
@@ -191,7 +192,11 @@ package enum CommandLineParser {
             case "--quiet", "-q":
                 config.quiet = true
             case "--server-pid":
-                config.serverPID = Int32(try count(flag, try value(flag), range: 1...Int(Int32.max)))
+                let pid = Int32(try count(flag, try value(flag), range: 1...Int(Int32.max)))
+                guard Limits.processExists(pid) else {
+                    throw ArgumentError("--server-pid: there is no process \(pid) (a server's PID: pgrep -n echo-server)")
+                }
+                config.serverPID = pid
             default:
                 if try parseExtendedOption(flag, into: &config, value: { () throws(ArgumentError) in try value(flag) }) { break }
                 if try parseTLSOption(flag, into: &config, value: { () throws(ArgumentError) in try value(flag) }) { break }

@@ -19,7 +19,7 @@ package enum ErrorKind: String, CaseIterable, Sendable, Codable {
     case closed
     /// An echoed payload did not match what was sent (wrong sequence or bytes): an integrity failure.
     case mismatch
-    /// An HTTP response that could not be parsed (or used an unsupported framing such as chunked).
+    /// An HTTP response that could not be parsed (a malformed head or chunked body).
     case badResponse = "bad_response"
     /// An HTTP response whose status was not 2xx.
     case httpStatus = "http_status"

@@ -2,7 +2,7 @@ import Glibc
 
 /// Reading and writing the files loadtest is asked for, with one plain line when that fails ("cannot write
 /// out/r.json: No such file or directory") instead of a Foundation error dump, and a check of output paths
-/// before a run, so a typo does not cost a whole run.
+/// before a run (by opening them), so a typo or a place that takes no files does not cost a whole run.
 package enum FileIO {
     /// What went wrong with a file, in one line.
     package struct Failure: Error, CustomStringConvertible, Sendable {
@@ -41,21 +41,29 @@ package enum FileIO {
         }
     }
 
-    /// Why `path` could not be written, or nil if it can (checked without creating or changing it): the
-    /// directory must exist and be writable, and an existing file must be a writable regular file.
+    /// Why `path` could not be written, or nil if it can. The file is opened for writing (and created, then
+    /// removed again, when it did not exist): permission bits alone do not tell, since root passes `access(2)`
+    /// where /proc, /sys or a read-only mount refuse the file itself. An existing file keeps its contents.
     package static func problemWriting(_ path: String) -> String? {
         if path == "-" { return nil }
         var info = stat()
-        if stat(path, &info) == 0 {
-            if info.st_mode & S_IFMT == S_IFDIR { return "cannot write \(path): it is a directory" }
-            return access(path, W_OK) == 0 ? nil : "cannot write \(path): \(String(cString: strerror(errno)))"
+        let existed = stat(path, &info) == 0
+        if existed && info.st_mode & S_IFMT == S_IFDIR { return "cannot write \(path): it is a directory" }
+        // O_NONBLOCK: a FIFO without a reader answers ENXIO at once instead of blocking (and will do for output).
+        let fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NONBLOCK, 0o644)
+        guard fd >= 0 else {
+            let reason = errno
+            if reason == ENXIO { return nil }
+            let directory = path.contains("/") ? String(path[..<path.lastIndex(of: "/")!]) : "."
+            let dir = directory.isEmpty ? "/" : directory
+            if reason == ENOENT && !(stat(dir, &info) == 0 && info.st_mode & S_IFMT == S_IFDIR) {
+                return "cannot write \(path): there is no directory \(dir)"
+            }
+            return "cannot write \(path): \(String(cString: strerror(reason)))"
         }
-        let directory = path.contains("/") ? String(path[..<path.lastIndex(of: "/")!]) : "."
-        let dir = directory.isEmpty ? "/" : directory
-        guard stat(dir, &info) == 0, info.st_mode & S_IFMT == S_IFDIR else {
-            return "cannot write \(path): there is no directory \(dir)"
-        }
-        return access(dir, W_OK) == 0 ? nil : "cannot write \(path): \(String(cString: strerror(errno))) (directory \(dir))"
+        close(fd)
+        if !existed { unlink(path) }
+        return nil
     }
 
     private static func failure(_ what: String, _ path: String) -> Failure {

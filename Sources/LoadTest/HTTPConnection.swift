@@ -3,12 +3,14 @@ import FoundationEssentials
 import LoopSocket
 
 /// One keep-alive HTTP/1.1 connection sending the configured requests (`GET path` unless told otherwise; several
-/// paths take turns), as wrk does: the head is read to CRLF CRLF, the body by its Content-Length; a status other
-/// than 2xx counts as an error. Closed loop with `pipeline` requests in flight, or paced by the worker's
+/// paths take turns), as wrk does: the head is read to CRLF CRLF, the body by its Content-Length or, with
+/// `Transfer-Encoding: chunked`, chunk by chunk (size line, bytes, then trailers to the empty line); a status
+/// other than 2xx counts as an error. Closed loop with `pipeline` requests in flight, or paced by the worker's
 /// open-loop schedule. A response that announces `Connection: close` ends the connection, and a new one
 /// takes its place.
 final class HTTPConnection: GCDAsyncSocketDelegate, PacedConnection, SweptConnection {
     static let headEnd = Data("\r\n\r\n".utf8)
+    static let lineEnd = Data("\r\n".utf8)
     static let maxHead: UInt = 64 * 1024
 
     unowned(unsafe) let worker: LoopWorker
@@ -23,7 +25,9 @@ final class HTTPConnection: GCDAsyncSocketDelegate, PacedConnection, SweptConnec
     private var pendingHeadBytes = 0
     private var nextSend: UInt64 = 0
     private var nextReceive: UInt64 = 0
-    /// A head (tag 1) or body (tag 2) read is queued.
+    /// A chunked body's bytes so far (size lines, chunks, trailers), counted as received.
+    private var chunkedBytes = 0
+    /// A head (tag 1) or body (tag 2; chunked: tags 3 to 5) read is queued.
     private var readQueued = false
     private var pendingHead: HTTPResponseHead?
     private var state = ConnectionState.idle
@@ -114,9 +118,16 @@ final class HTTPConnection: GCDAsyncSocketDelegate, PacedConnection, SweptConnec
                 sock.disconnect()
                 return
             }
-            guard let head = data.withUnsafeBytes({ HTTPResponseHead.parse($0) }), !head.chunked else {
-                worker.recordError(.badResponse, "response head could not be used (chunked or malformed): \(String(decoding: data.prefix(200), as: UTF8.self))")
+            guard let head = data.withUnsafeBytes({ HTTPResponseHead.parse($0) }) else {
+                worker.recordError(.badResponse, "response head could not be used (malformed): \(String(decoding: data.prefix(200), as: UTF8.self))")
                 sock.disconnect()
+                return
+            }
+            if head.hasChunkedBody {
+                pendingHead = head
+                pendingHeadBytes = data.count
+                chunkedBytes = 0
+                sock.readData(to: Self.lineEnd, withTimeout: worker.replyTimeout, maxLength: HTTPChunkLine.maxLineLength, tag: 3)
                 return
             }
             if head.bodyLength > 0 {
@@ -126,11 +137,50 @@ final class HTTPConnection: GCDAsyncSocketDelegate, PacedConnection, SweptConnec
                 return
             }
             complete(sock, head: head, bodyBytes: 0, headBytes: data.count)
-        } else {
+        } else if tag == 2 {
             guard let head = pendingHead else { return }
             pendingHead = nil
             complete(sock, head: head, bodyBytes: data.count, headBytes: pendingHeadBytes)
+        } else {
+            readChunked(sock, data, tag: tag)
         }
+    }
+
+    /// The next piece of a chunked body: a size line (tag 3), a chunk with its CRLF (tag 4), or a trailer
+    /// line (tag 5); the empty trailer line completes the response.
+    private func readChunked(_ sock: GCDAsyncSocket, _ data: Data, tag: Int) {
+        guard let head = pendingHead else { return }
+        chunkedBytes += data.count
+        let timeout = worker.replyTimeout
+        switch tag {
+        case 3:
+            guard let size = data.withUnsafeBytes({ HTTPChunkLine.size($0) }) else {
+                return badChunk(sock, "chunk size line could not be used: \(String(decoding: data.prefix(100), as: UTF8.self))")
+            }
+            if size == 0 {
+                sock.readData(to: Self.lineEnd, withTimeout: timeout, maxLength: HTTPChunkLine.maxLineLength, tag: 5)
+            } else {
+                sock.readData(toLength: UInt(size + 2), withTimeout: timeout, tag: 4)
+            }
+        case 4:
+            guard data.withUnsafeBytes({ HTTPChunkLine.endsChunk($0) }) else {
+                return badChunk(sock, "a chunk was not followed by CRLF")
+            }
+            sock.readData(to: Self.lineEnd, withTimeout: timeout, maxLength: HTTPChunkLine.maxLineLength, tag: 3)
+        default:
+            guard data.withUnsafeBytes({ HTTPChunkLine.endsTrailers($0) }) else {
+                sock.readData(to: Self.lineEnd, withTimeout: timeout, maxLength: HTTPChunkLine.maxLineLength, tag: 5)
+                return
+            }
+            pendingHead = nil
+            complete(sock, head: head, bodyBytes: chunkedBytes, headBytes: pendingHeadBytes)
+        }
+    }
+
+    private func badChunk(_ sock: GCDAsyncSocket, _ message: String) {
+        pendingHead = nil
+        worker.recordError(.badResponse, message)
+        sock.disconnect()
     }
 
     private func complete(_ sock: GCDAsyncSocket, head: HTTPResponseHead, bodyBytes: Int, headBytes: Int) {

@@ -5,7 +5,7 @@ package struct HTTPResponseHead: Equatable, Sendable {
     package var status: Int
     /// The body length from `Content-Length`; nil when absent.
     package var contentLength: Int?
-    /// `Transfer-Encoding: chunked` (not supported by the load generator: counted as a bad response).
+    /// `Transfer-Encoding: chunked`: the body comes in chunks (``HTTPChunkLine``), whatever Content-Length says.
     package var chunked: Bool
     /// The server will close the connection after this response (`Connection: close`, or HTTP/1.0 without
     /// keep-alive).
@@ -47,10 +47,16 @@ package struct HTTPResponseHead: Equatable, Sendable {
         return head
     }
 
-    /// The body length to read: 0 for 1xx, 204 and 304 responses and when no length is given.
+    /// The body length to read: 0 for 1xx, 204 and 304 responses and when no length is given (and for a
+    /// chunked body, read by ``hasChunkedBody`` instead).
     package var bodyLength: Int {
-        if status < 200 || status == 204 || status == 304 { return 0 }
+        if status < 200 || status == 204 || status == 304 || chunked { return 0 }
         return contentLength ?? 0
+    }
+
+    /// Whether a chunked body follows the head (1xx, 204 and 304 responses have no body whatever they say).
+    package var hasChunkedBody: Bool {
+        chunked && !(status < 200 || status == 204 || status == 304)
     }
 
     // MARK: Bytes

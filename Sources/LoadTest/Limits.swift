@@ -74,6 +74,11 @@ package enum Limits {
         return (user + system) / (ticks > 0 ? ticks : 100)
     }
 
+    /// Whether process `pid` exists and its figures can be read (`/proc/PID/stat`).
+    static func processExists(_ pid: Int32) -> Bool {
+        access("/proc/\(pid)/stat", R_OK) == 0
+    }
+
     /// A process's resident memory in MiB (`/proc/PID/statm`), or nil if it cannot be read.
     static func residentMiB(pid: Int32) -> Double? {
         guard let text = readSmallFile("/proc/\(pid)/statm") else { return nil }

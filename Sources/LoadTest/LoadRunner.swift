@@ -114,6 +114,7 @@ package final class LoadRunner: Sendable {
     // MARK: Phases
 
     private func drive(_ config: LoadConfig, _ workers: [LoopWorker], _ extras: RunExtras) throws -> RunResult {
+        let serverRSSBefore = config.serverPID.flatMap { Limits.residentMiB(pid: $0) }
         let t0 = Deadline.now().uptimeNanoseconds
         _ = gather(workers) { $0.beginOpening() }
 
@@ -121,7 +122,10 @@ package final class LoadRunner: Sendable {
         if config.mode != .connect {
             let limit = t0 + Self.nanos(config.ramp + (config.timeout > 0 ? config.timeout : 30) + 1)
             var nextReport = t0 + 1_000_000_000
-            while signals.settled < config.connections && !isInterrupted {
+            // With TLS a connection is ready once its handshake is over, not at its TCP connect.
+            let tls = config.tls.enabled
+            while (signals.settled < config.connections || tls && signals.secured + signals.tlsFailures < signals.established)
+                    && !isInterrupted {
                 let now = Deadline.now().uptimeNanoseconds
                 if now >= limit { break }
                 if now >= nextReport {
@@ -135,8 +139,14 @@ package final class LoadRunner: Sendable {
             }
         }
 
+        signals.opening.store(false, ordering: .relaxed)
         if config.mode != .connect { try checkAnyConnected(config, workers) }
         if let startAt = config.startAt { try waitForStart(startAt, config, workers) }
+        if isInterrupted {
+            // Nothing was measured: no figures (a window of 0 s has none worth printing) and no success.
+            _ = gather(workers) { $0.finish() }
+            throw LoadTestError("interrupted \(config.startAt != nil ? "while waiting for the start time (--start-at)" : "while opening the connections"), before the load began: nothing was measured")
+        }
 
         let loadStart = Deadline.now().uptimeNanoseconds
         let warmup = config.mode == .idle ? 0 : config.warmup
@@ -207,6 +217,7 @@ package final class LoadRunner: Sendable {
             sample.serverRSSMiB = pid.flatMap { Limits.residentMiB(pid: $0) }
             timeline.append(sample)
             if config.mode == .connect && timeline.count == 1 { try checkAnyConnected(config, workers, afterFirstSecond: true) }
+            try checkAnyAlive(config, workers, current)
             if extras.isActive {
                 var histogram: Histogram?
                 if tick > windowStart {
@@ -229,6 +240,7 @@ package final class LoadRunner: Sendable {
         result.windowStart = Self.wallClock(at: min(windowStart, windowEnd))
         result.windowEnd = Self.wallClock(at: windowEnd)
         result.startAt = config.startAt
+        result.serverRSSBeforeMiB = serverRSSBefore
         result.id = config.runID
         if config.mode == .udp { result.datagrams = final.datagrams }
         if final.serviceHistogram.count > 0 {
@@ -311,15 +323,49 @@ package final class LoadRunner: Sendable {
 
     /// Throws when not one connection could be made (after the opening phase, or in connect mode after the
     /// first second): a run that can only count errors names their cause at once instead of at the end.
+    /// With TLS, a connection counts once its handshake is over: a certificate the client does not trust
+    /// fails every handshake, and no amount of waiting changes that.
     private func checkAnyConnected(_ config: LoadConfig, _ workers: [LoopWorker], afterFirstSecond: Bool = false) throws {
         let s = sum(gather(workers) { $0.snapshot })
-        guard s.established == 0, s.failed > 0 || s.errors > 0, !isInterrupted else { return }
+        let usable = config.tls.enabled ? s.secured : s.established
+        guard usable == 0, s.failed > 0 || s.errors > 0, !isInterrupted else { return }
+        let when = afterFirstSecond ? "in the first second" : "of \(ReportText.count(config.connections, "connection"))"
+        try stopEarly(config, workers, "no connection to \(config.host):\(config.port) could be \(config.tls.enabled ? "secured" : "made") \(when)")
+    }
+
+    /// Throws when, during the load, every connection has gone without a single reply (echo, stream and http
+    /// connections are not replaced, so the run could only count seconds of nothing): a server that speaks
+    /// another protocol, or closes every connection it accepts. Replies that time out are left to the report:
+    /// a server that stalls is what a load test is there to measure; so are idle connections a server closes.
+    private func checkAnyAlive(_ config: LoadConfig, _ workers: [LoopWorker], _ s: WorkerSnapshot) throws {
+        guard config.mode != .connect, config.mode != .udp, config.mode != .idle, s.open == 0, s.completed == 0, s.receivedBytes == 0,
+              s.errors > 0, !isInterrupted else { return }
+        let counts = errorCounts(workers)
+        guard counts.total > counts[.timeout] else { return }
+        try stopEarly(config, workers, "every connection to \(config.host):\(config.port) ended before a single reply")
+    }
+
+    /// Ends the run on every loop and throws `what`, with the errors by kind, the first one, and a hint.
+    private func stopEarly(_ config: LoadConfig, _ workers: [LoopWorker], _ what: String) throws -> Never {
         let counts = errorCounts(workers)
         let first = gather(workers) { $0.firstError }.compactMap { $0 }.first
         _ = gather(workers) { $0.finish() }
         let kinds = counts.byName.sorted { $0.key < $1.key }.map { "\($0.key) \(ReportText.grouped($0.value))" }.joined(separator: ", ")
-        let when = afterFirstSecond ? "in the first second" : "of \(ReportText.count(config.connections, "connection"))"
-        throw LoadTestError("no connection to \(config.host):\(config.port) could be made \(when) (\(kinds))\(first.map { ": \($0)" } ?? ""); is the server running there?")
+        throw LoadTestError("\(what) (\(kinds))\(first.map { ": \($0)" } ?? ""); \(Self.hint(counts, config))")
+    }
+
+    /// What to check, from the kinds of error that stopped the run.
+    static func hint(_ counts: ErrorCounts, _ config: LoadConfig) -> String {
+        if counts[.tls] > 0 {
+            return "if the server's certificate is signed by a CA of your own, trust it with --tls-ca FILE; for a throwaway certificate, --insecure skips verification; and check that the server speaks TLS on port \(config.port)"
+        }
+        if counts[.connectTimeout] > 0 && counts[.refused] == 0 {
+            return "can this machine reach \(config.host) (a firewall that drops connects looks like this)?"
+        }
+        if counts[.refused] > 0 {
+            return "is the server running there?"
+        }
+        return "is the server running there, and does it speak \(config.tls.enabled ? "TLS" : "plaintext") \(config.mode == .http ? "HTTP/1.1" : "echo") on port \(config.port)?"
     }
 
     /// Waits, connections open, until the wall clock reaches `startAt`; throws if it has already passed.

@@ -8,14 +8,34 @@ import Synchronization
 /// failed) while they are being opened. Any thread.
 final class RunSignals: Sendable {
     private let settledCount = Atomic<Int>(0)
+    private let establishedCount = Atomic<Int>(0)
+    private let securedCount = Atomic<Int>(0)
+    private let tlsFailureCount = Atomic<Int>(0)
     /// Signalled every time a connection settles, so the coordinator wakes without polling.
     let changed = DispatchSemaphore(value: 0)
 
     /// Connections established or failed so far.
     var settled: Int { settledCount.load(ordering: .acquiring) }
+    /// Connections established so far (TCP).
+    var established: Int { establishedCount.load(ordering: .acquiring) }
+    /// TLS handshakes completed so far, and TLS failures (a handshake that failed, mostly).
+    var secured: Int { securedCount.load(ordering: .acquiring) }
+    var tlsFailures: Int { tlsFailureCount.load(ordering: .acquiring) }
 
-    func settle() {
+    func settle(ok: Bool) {
+        if ok { establishedCount.add(1, ordering: .relaxed) }
         settledCount.add(1, ordering: .releasing)
+        changed.signal()
+    }
+
+    /// Whether the coordinator waits for the connections to open: only then do handshakes signal it (it
+    /// sleeps on ``changed`` during the load too, and a wakeup per handshake would cost connect mode dearly).
+    let opening = Atomic<Bool>(true)
+
+    /// A TLS handshake completed (`ok`) or a TLS error ended a connection.
+    func handshakeEnded(ok: Bool) {
+        guard opening.load(ordering: .relaxed) else { return }
+        if ok { securedCount.add(1, ordering: .releasing) } else { tlsFailureCount.add(1, ordering: .releasing) }
         changed.signal()
     }
 }
@@ -28,8 +48,11 @@ struct WorkerSnapshot: Sendable {
     var open = 0
     var established = 0
     var failed = 0
+    /// TLS handshakes completed.
+    var secured = 0
 
     mutating func add(_ other: WorkerSnapshot) {
+        secured += other.secured
         completed &+= other.completed
         receivedBytes &+= other.receivedBytes
         errors &+= other.errors
@@ -130,6 +153,7 @@ final class LoopWorker: @unchecked Sendable {
     @exclusivity(unchecked) var open = 0
     var established = 0
     var failed = 0
+    var secured = 0
 
     /// The measuring window, ns; `.max` until the load starts.
     @exclusivity(unchecked) var windowStart = UInt64.max
@@ -252,6 +276,7 @@ final class LoopWorker: @unchecked Sendable {
         guard !stopping else { return }
         errors.add(kind)
         if firstError == nil { firstError = message() }
+        if kind == .tls { signals.handshakeEnded(ok: false) }
     }
 
     // MARK: Opening connections
@@ -358,6 +383,8 @@ final class LoopWorker: @unchecked Sendable {
 
     /// A TLS handshake completed (the connection's `socketDidSecure`).
     func recordHandshake(_ socket: GCDAsyncSocket) {
+        secured += 1
+        signals.handshakeEnded(ok: true)
         guard let start = socket.userData as? HandshakeStart else { return }
         let now = Deadline.now().uptimeNanoseconds
         if now >= windowStart && now < windowEnd { handshakeHistogram.record(now &- start.nanoseconds) }
@@ -372,7 +399,7 @@ final class LoopWorker: @unchecked Sendable {
         } else {
             failed += 1
         }
-        signals.settle()
+        signals.settle(ok: ok)
         if rampPacer == nil { fill() }
     }
 
@@ -447,7 +474,7 @@ final class LoopWorker: @unchecked Sendable {
 
     var snapshot: WorkerSnapshot {
         WorkerSnapshot(completed: completed, receivedBytes: receivedBytes, errors: errors.total,
-                       open: open, established: established, failed: failed)
+                       open: open, established: established, failed: failed, secured: secured)
     }
 
     /// Ends the run on this loop: stops sending, closes every connection, and hands over the figures.

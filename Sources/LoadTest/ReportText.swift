@@ -137,6 +137,7 @@ package enum ReportText {
         if let cpu = r.serverCPUSeconds, let per = r.serverMicrosecondsPerRequest {
             lines.append("  server CPU: \(fixed(cpu, 2)) s over the window, \(fixed(per, 2)) µs per request")
         }
+        if let memory = r.serverMemoryLine { lines.append(memory) }
         if let server = r.serverLoops { lines += serverLoops(server) }
         if r.errors.total == 0 {
             lines.append("  errors: none")

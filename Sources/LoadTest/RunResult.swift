@@ -173,6 +173,8 @@ package struct RunResult: Codable, Sendable, Equatable {
     /// With `--server-pid`: the server's CPU seconds (user + system) over the window, and per request.
     var serverCPUSeconds: Double?
     var serverMicrosecondsPerRequest: Double?
+    /// With `--server-pid`: the server's resident memory before the connections were opened, MiB.
+    var serverRSSBeforeMiB: Double?
     /// The client loops' CPU seconds (user + system) over the window, and per request: the generator's own cost.
     var clientCPUSeconds: Double?
     var clientMicrosecondsPerRequest: Double?
@@ -297,6 +299,7 @@ package struct RunResult: Codable, Sendable, Equatable {
         case histogram, timeline, sources
         case serverCPUSeconds = "server_cpu_s"
         case serverMicrosecondsPerRequest = "server_us_per_request"
+        case serverRSSBeforeMiB = "server_rss_before_mib"
         case clientCPUSeconds = "client_cpu_s"
         case clientMicrosecondsPerRequest = "client_us_per_request"
         case id

@@ -51,4 +51,7 @@ func serve(_ arguments: ServerArguments) {
     try? group.shutdownGracefully()
 }
 
-serve(ServerArguments.parse(name: "async-echo-server"))
+serve(ServerArguments.parse(.init(
+    name: "async-echo-server",
+    summary: "Echoes every byte back to its sender with async/await: a task per connection, on that\n"
+        + "connection's event loop.")))

@@ -46,4 +46,6 @@ func serve(_ arguments: ServerArguments) {
     try? group.shutdownGracefully()
 }
 
-serve(ServerArguments.parse(name: "echo-server"))
+serve(ServerArguments.parse(.init(
+    name: "echo-server",
+    summary: "Echoes every byte back to its sender, the GCDAsyncSocket way, on the project's event loops.")))

@@ -32,4 +32,7 @@ func serve(_ arguments: ServerArguments) {
     try? group.shutdownGracefully()
 }
 
-serve(ServerArguments.parse(name: "http-hello"))
+serve(ServerArguments.parse(.init(
+    name: "http-hello",
+    summary: "Answers every HTTP/1.1 request with 200 and the body \"hello\": keep-alive, pipelining, request\n"
+        + "bodies read past; a malformed request gets 400 and a close.")))

@@ -23,6 +23,11 @@ func complain(_ message: String) {
 
 /// Prints to standard error, without a prefix.
 func printToStandardError(_ text: String) {
+    printLineToStandardError(text)
+}
+
+/// ``printToStandardError(_:)`` for any thread (the run's progress lines).
+let printLineToStandardError: @Sendable (String) -> Void = { text in
     var line = text + "\n"
     line.withUTF8 { writeAll(2, UnsafeRawBufferPointer($0)) }
 }
@@ -122,7 +127,10 @@ case .merge(let inputs, let json, let svg, let quiet, let mixed):
 
 case .run(let config):
     checkOutputPaths([config.jsonPath, config.svgPath, config.hdrLogPath])
-    let runner = LoadRunner(config: config)
+    // With the JSON or SVG on standard output, everything else goes to standard error, and with --quiet
+    // nothing does unless the run fails: a pod's log (both streams in one) is then the JSON alone.
+    let outputTaken = config.jsonPath == "-" || config.svgPath == "-"
+    let runner = LoadRunner(config: config, output: outputTaken ? printLineToStandardError : LoadRunner.printLine)
     let sources = interruptOnSignals(runner)
     let result: RunResult
     do {
@@ -132,8 +140,8 @@ case .run(let config):
         exit(2)
     }
     withExtendedLifetime(sources) {}
-    if config.jsonPath == "-" || config.svgPath == "-" {
-        printToStandardError(ReportText.report(result))  // standard output carries the JSON or SVG
+    if outputTaken {
+        if !config.quiet { printToStandardError(ReportText.report(result)) }  // the JSON has every figure
     } else {
         LoadRunner.printLine(ReportText.report(result))
     }

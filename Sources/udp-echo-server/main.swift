@@ -1,9 +1,11 @@
 // udp-echo-server: echoes every datagram to its sender, the GCDAsyncUdpSocket way, on the project's event loops.
 //
-//     udp-echo-server --port 9000 [--host 127.0.0.1] [--loops N] [--metrics :9464]
+//     udp-echo-server --port 9000 [--host 127.0.0.1] [--loops N] [--reuse-port] [--metrics :9464]
 //
 // With N loops, N sockets share the port through SO_REUSEPORT (one per loop); the kernel spreads the
-// senders over them by flow.
+// senders over them by flow. SO_REUSEPORT would let them share it with another process's sockets too, so
+// the port is first claimed with a plain socket: a port already in use is an error unless --reuse-port asks
+// to share it.
 import Dispatch
 import EpollLoop
 import FoundationEssentials
@@ -27,17 +29,36 @@ final class UDPEchoDelegate: GCDAsyncUdpSocketDelegate {
     }
 }
 
-let arguments = ServerArguments.parse(name: "udp-echo-server")
+/// Binds a plain socket (no SO_REUSEPORT) to the port and closes it again: fails with a clear message when
+/// another socket holds the port; for port 0, the free port the kernel gave it.
+func claimPort(_ arguments: ServerArguments, on loop: EventLoop) -> UInt16 {
+    let probe = GCDAsyncUdpSocket(delegate: nil, delegateQueue: nil, loop: loop)
+    defer { probe.close() }
+    do {
+        try probe.bind(toPort: arguments.port, interface: arguments.host)
+    } catch {
+        let inUse = (error as? GCDAsyncUdpSocketError)?.errno == .addressInUse
+        ServerArguments.fail("cannot bind UDP \(arguments.host ?? "*"):\(arguments.port): \(error)"
+            + (inUse ? " (another process has the port; to share it, start both with --reuse-port)" : ""))
+    }
+    return probe.localPort()
+}
+
+let arguments = ServerArguments.parse(.init(
+    name: "udp-echo-server",
+    summary: "Echoes every datagram back to its sender, the GCDAsyncUdpSocket way (recvmmsg/sendmmsg batches),\n"
+        + "on the project's event loops, a socket per loop.",
+    tls: false, reusePort: true))
 let group = arguments.makeGroup(name: "udp-echo")
 var delegates: [UDPEchoDelegate] = []
 var sockets: [GCDAsyncUdpSocket] = []
-var port = arguments.port
+var port = arguments.reusePort ? arguments.port : claimPort(arguments, on: group.loops[0])
 for loop in group.loops {
     let delegate = UDPEchoDelegate()
     delegates.append(delegate)
     let socket = GCDAsyncUdpSocket(delegate: delegate, delegateQueue: nil, loop: loop)
     do {
-        if group.loops.count > 1 { try socket.enableReusePort(true) }
+        if group.loops.count > 1 || arguments.reusePort { try socket.enableReusePort(true) }
         socket.setReceiveBatchSize(64)  // the most one readiness event drains, as the C yardstick does
         try socket.bind(toPort: port, interface: arguments.host)
         try socket.beginReceiving()

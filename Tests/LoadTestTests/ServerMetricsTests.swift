@@ -90,7 +90,7 @@ final class ServerMetricsTests: XCTestCase {
         }
         let run = try ChildProcess.run(ChildProcess.product("loadtest"), [
             "echo", "--port", "\(port)", "-c", "4", "--loops", "1", "-d", "500ms", "--warmup", "100ms",
-            "--server-metrics", "127.0.0.1:\(metrics)", "--json", "-", "--quiet",
+            "--server-metrics", "127.0.0.1:\(metrics)", "--json", "-",  // the report on standard error (not with --quiet)
         ])
         XCTAssertEqual(run.status, 0, run.error)
         let result = try RunResult.decode(Data(run.output.utf8))

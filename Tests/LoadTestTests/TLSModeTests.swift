@@ -123,17 +123,42 @@ final class TLSModeTests: XCTestCase {
         XCTAssertGreaterThan(result.requests, 0)
     }
 
-    /// Without the test CA the server is not trusted: every connection fails its handshake, counted as TLS.
-    func testAnUntrustedServerCountsTLSErrors() throws {
+    /// Without the test CA the server is not trusted: every handshake fails, which no wait will change, so the
+    /// run stops after its connect phase, with the count of TLS errors, the reason, and what to pass instead;
+    /// it does not run its 5 s at 0 requests/s reporting the connections as established.
+    func testAnUntrustedServerStopsTheRunWithAHint() throws {
         let server = try TLSEchoTestServer()
         defer { XCTAssertNoThrow(try server.stop()) }
-        do {
-            let result = try run(.echo, port: server.port) { $0.tls.caFile = nil }
-            XCTAssertGreaterThan(result.errors.byKind["tls"] ?? 0, 0, "\(result.errors)")
-            XCTAssertEqual(result.requests, 0)
-        } catch {
-            XCTAssertTrue("\(error)".contains("TLS") || "\(error)".contains("certificate"), "\(error)")
+        for mode in [LoadMode.echo, .http, .connect] {
+            let began = Date()
+            XCTAssertThrowsError(try shortRun(mode, port: server.port, connections: 4, duration: 5) { config in
+                config.tls.enabled = true
+                config.tls.serverName = "localhost"
+                config.hostHeader = "localhost"
+            }, "\(mode)") { error in
+                let text = "\(error)"
+                XCTAssertTrue(text.contains("could be secured"), text)
+                XCTAssertTrue(text.contains("(tls "), text)
+                XCTAssertTrue(text.contains("certificate"), "the reason: \(text)")
+                XCTAssertTrue(text.contains("--tls-ca") && text.contains("--insecure"), text)
+            }
+            XCTAssertLessThan(Date().timeIntervalSince(began), 4.5, "\(mode) stopped early")
         }
+    }
+
+    /// A plaintext client against a TLS server: the server drops every connection, no reply ever comes, and
+    /// the run stops with a hint rather than measuring nothing for its whole duration.
+    func testPlaintextAgainstATLSServerStopsTheRun() throws {
+        let server = try TLSEchoTestServer()
+        defer { XCTAssertNoThrow(try server.stop()) }
+        let began = Date()
+        XCTAssertThrowsError(try shortRun(.http, port: server.port, connections: 2, duration: 5) {
+            $0.hostHeader = "localhost"
+        }) { error in
+            XCTAssertTrue("\(error)".contains("ended before a single reply"), "\(error)")
+            XCTAssertTrue("\(error)".contains("plaintext HTTP/1.1"), "\(error)")
+        }
+        XCTAssertLessThan(Date().timeIntervalSince(began), 4.5)
     }
 
     func testOptions() throws {
