@@ -13,7 +13,8 @@ package enum Command: Sendable, Equatable {
     /// Generate load.
     case run(LoadConfig)
     /// Merge JSON results into one report.
-    case merge(inputs: [String], jsonPath: String?, svgPath: String?, quiet: Bool, allowMixed: Bool = false)
+    case merge(inputs: [String], jsonPath: String?, svgPath: String?, quiet: Bool, allowMixed: Bool = false,
+               thresholds: [Threshold] = [])
     /// Print the usage text.
     case help
 }
@@ -106,6 +107,7 @@ package enum CommandLineParser {
         var urlGiven = false
         var closeGiven = false
         var sizeGiven = false
+        var given: Set<String> = []
 
         func value(_ flag: String) throws(ArgumentError) -> String {
             guard let next = rest.popFirst() else { throw ArgumentError("\(flag) needs a value") }
@@ -119,6 +121,7 @@ package enum CommandLineParser {
                 flag = String(raw[..<eq])
                 rest.insert(String(raw[raw.index(after: eq)...]), at: rest.startIndex)
             }
+            given.insert(flag)
             switch flag {
             case "--help", "-h":
                 return .help
@@ -195,6 +198,7 @@ package enum CommandLineParser {
             default:
                 if try parseExtendedOption(flag, into: &config, value: { () throws(ArgumentError) in try value(flag) }) { break }
                 if try parseTLSOption(flag, into: &config, value: { () throws(ArgumentError) in try value(flag) }) { break }
+                if try parseFeatureOption(flag, into: &config, value: { () throws(ArgumentError) in try value(flag) }) { break }
                 if flag.hasPrefix("-") { throw ArgumentError("unknown option '\(flag)' (try --help)") }
                 throw ArgumentError("unexpected argument '\(flag)' (try --help)")
             }
@@ -218,6 +222,7 @@ package enum CommandLineParser {
             guard portGiven else { throw ArgumentError("\(config.mode.rawValue) mode needs --port (and --host, default 127.0.0.1)") }
             if urlGiven { throw ArgumentError("--url is for http mode") }
         }
+        try checkFeatureOptions(&config, given: given)
         if config.rate != nil && config.mode == .idle {
             throw ArgumentError("--rate applies to echo, http, stream and connect modes")
         }
@@ -238,6 +243,7 @@ package enum CommandLineParser {
         var svg: String?
         var quiet = false
         var mixed = false
+        var thresholds: [Threshold] = []
         while let arg = rest.popFirst() {
             switch arg {
             case "--json":
@@ -250,6 +256,9 @@ package enum CommandLineParser {
                 quiet = true
             case "--mixed":
                 mixed = true
+            case "--threshold":
+                guard let v = rest.popFirst() else { throw ArgumentError("--threshold needs a value") }
+                thresholds.append(try threshold(v))
             case "--help", "-h":
                 return .help
             default:
@@ -258,7 +267,7 @@ package enum CommandLineParser {
             }
         }
         guard !inputs.isEmpty else { throw ArgumentError("merge needs JSON files: loadtest merge a.json b.json") }
-        return .merge(inputs: inputs, jsonPath: json, svgPath: svg, quiet: quiet, allowMixed: mixed)
+        return .merge(inputs: inputs, jsonPath: json, svgPath: svg, quiet: quiet, allowMixed: mixed, thresholds: thresholds)
     }
 
     // MARK: Values

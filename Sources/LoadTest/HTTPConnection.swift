@@ -29,6 +29,11 @@ final class HTTPConnection: GCDAsyncSocketDelegate, PacedConnection, SweptConnec
     private var state = ConnectionState.idle
     /// Set when the server said it closes: the close that follows is expected, and the slot reconnects.
     private var reconnecting = false
+    /// What a response must be (status, body) to count as a success.
+    private let checks: ResponseChecks
+    /// Several URLs: the index of the one the next response answers (responses come in the order sent).
+    private let perURL: Bool
+    private var receiveURL = 0
 
     init(worker: LoopWorker, number: Int) {
         self.worker = worker
@@ -38,6 +43,8 @@ final class HTTPConnection: GCDAsyncSocketDelegate, PacedConnection, SweptConnec
         openLoop = config.isOpenLoop
         times = SendTimes(capacity: openLoop ? 1024 : config.pipeline)
         sentTimes = SendTimes(capacity: openLoop ? 1024 : 1)
+        checks = config.checks
+        perURL = requests.count > 1
     }
 
     func start() {
@@ -48,6 +55,7 @@ final class HTTPConnection: GCDAsyncSocketDelegate, PacedConnection, SweptConnec
         state = .connecting
         nextSend = 0
         nextReceive = 0
+        receiveURL = nextRequest
         readQueued = false
         pendingHead = nil
         socket = worker.connectSocket(self, settling: settling)
@@ -62,6 +70,7 @@ final class HTTPConnection: GCDAsyncSocketDelegate, PacedConnection, SweptConnec
     func expireRequests(sentBefore cutoff: UInt64) {
         guard state == .open, !reconnecting, nextSend != nextReceive, times[nextReceive] < cutoff, let socket else { return }
         worker.recordError(.timeout, "no HTTP response within \(worker.config.timeout) s")
+        if perURL { worker.recordURLError(receiveURL) }
         socket.disconnect()
     }
 
@@ -125,15 +134,17 @@ final class HTTPConnection: GCDAsyncSocketDelegate, PacedConnection, SweptConnec
                 sock.readData(toLength: UInt(head.bodyLength), withTimeout: worker.replyTimeout, tag: 2)
                 return
             }
-            complete(sock, head: head, bodyBytes: 0, headBytes: data.count)
+            complete(sock, head: head, bodyBytes: 0, headBytes: data.count,
+                     bodyPasses: !checks.inspectsBody || checks.passes(body: UnsafeRawBufferPointer(start: nil, count: 0)))
         } else {
             guard let head = pendingHead else { return }
             pendingHead = nil
-            complete(sock, head: head, bodyBytes: data.count, headBytes: pendingHeadBytes)
+            complete(sock, head: head, bodyBytes: data.count, headBytes: pendingHeadBytes,
+                     bodyPasses: !checks.inspectsBody || data.withUnsafeBytes { checks.passes(body: $0) })
         }
     }
 
-    private func complete(_ sock: GCDAsyncSocket, head: HTTPResponseHead, bodyBytes: Int, headBytes: Int) {
+    private func complete(_ sock: GCDAsyncSocket, head: HTTPResponseHead, bodyBytes: Int, headBytes: Int, bodyPasses: Bool) {
         let now = Deadline.now().uptimeNanoseconds
         readQueued = false
         let sentAt = times[nextReceive]
@@ -143,7 +154,18 @@ final class HTTPConnection: GCDAsyncSocketDelegate, PacedConnection, SweptConnec
             worker.recordReply(latency: now &- sentAt, bytes: headBytes + bodyBytes, now: now)
         }
         nextReceive &+= 1
-        if head.status < 200 || head.status > 299 { worker.recordError(.httpStatus, "HTTP status \(head.status)") }
+        let url = receiveURL
+        if perURL {
+            receiveURL = url + 1 == requests.count ? 0 : url + 1
+            worker.recordURLReply(url, latency: now &- sentAt, now: now)
+        }
+        if !checks.accepts(status: head.status) {
+            worker.recordError(.httpStatus, "HTTP status \(head.status)")
+            if perURL { worker.recordURLError(url) }
+        } else if !bodyPasses {
+            worker.recordError(.check, checks.failure(bodyBytes: bodyBytes, path: worker.config.http.paths.isEmpty ? worker.config.path : worker.config.http.paths[url]))
+            if perURL { worker.recordURLError(url) }
+        }
         if worker.stopping { return }
         if head.closes {
             // The server closes after this response; the requests sent after it are lost with it.

@@ -51,9 +51,12 @@ struct WorkerFinal: Sendable {
     var windowCompleted: UInt64 = 0
     var windowBytes: UInt64 = 0
     var datagrams = RunResult.Datagrams()
+    /// HTTP with several URLs: each one's counts, by its index.
+    var urls: [URLCounts] = []
 
     mutating func add(_ other: WorkerFinal) {
         datagrams.add(other.datagrams)
+        URLCounts.add(other.urls, to: &urls)
         snapshot.add(other.snapshot)
         histogram.merge(other.histogram)
         serviceHistogram.merge(other.serviceHistogram)
@@ -126,6 +129,8 @@ final class LoopWorker: @unchecked Sendable {
     @exclusivity(unchecked) var errors = ErrorCounts()
     /// UDP mode: the window's datagram counts (``UDPFlow``).
     @exclusivity(unchecked) var datagrams = RunResult.Datagrams()
+    /// HTTP with several URLs: each one's counts, by its index in the rotation (empty otherwise).
+    @exclusivity(unchecked) var urls: [URLCounts] = []
     var firstError: String?
     @exclusivity(unchecked) var open = 0
     var established = 0
@@ -181,6 +186,7 @@ final class LoopWorker: @unchecked Sendable {
         maxConnecting = max(1, config.maxConnecting / max(1, config.loops))
         httpRequests = config.mode == .http ? config.httpRequests.map { Data($0) } : []
         tls = config.tls.configuration
+        if httpRequests.count > 1 { urls = Array(repeating: URLCounts(), count: httpRequests.count) }
     }
 
     deinit {
@@ -394,8 +400,9 @@ final class LoopWorker: @unchecked Sendable {
         self.windowStart = windowStart
         self.windowEnd = windowEnd
         guard let rate = config.rate, target > 0 else { return }
-        let share = rate * Double(target) / Double(max(1, config.connections))
-        pacer = RatePacer(ratePerSecond: share, start: loadStart)
+        let share = Double(target) / Double(max(1, config.connections))
+        pacer = config.stages.map { RatePacer(stages: $0, share: share, start: loadStart) }
+            ?? RatePacer(ratePerSecond: rate * share, start: loadStart)
         nextPaceAt = loadStart
         pacerTimer = PacerTimer(loop: loop) { [unowned self] in
             pace(now: Deadline.now().uptimeNanoseconds)
@@ -454,7 +461,8 @@ final class LoopWorker: @unchecked Sendable {
     func finish() -> WorkerFinal {
         let result = WorkerFinal(snapshot: snapshot, histogram: histogram, serviceHistogram: serviceHistogram,
                                  handshakeHistogram: handshakeHistogram, errors: errors, firstError: firstError,
-                                 windowCompleted: windowCompleted, windowBytes: windowBytes, datagrams: datagrams)
+                                 windowCompleted: windowCompleted, windowBytes: windowBytes, datagrams: datagrams,
+                                 urls: urls)
         stopping = true
         pacerTimer?.close()
         pacerTimer = nil

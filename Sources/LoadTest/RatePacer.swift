@@ -19,17 +19,33 @@ package struct RatePacer: Sendable, Equatable {
     package let ratePerSecond: Double
     /// Requests handed out so far; the next one is request `issued`.
     package private(set) var issued: UInt64 = 0
+    /// With `--stages`: the rate over time (this schedule's part of it is `share`); nil for a constant rate.
+    package let profile: ArrivalStages?
+    private let share: Double
 
     /// A schedule of `ratePerSecond` requests per second (must be positive) starting at `start`.
     package init(ratePerSecond: Double, start: UInt64) {
+        self.init(ratePerSecond: ratePerSecond, start: start, profile: nil, share: 1)
+    }
+
+    init(ratePerSecond: Double, start: UInt64, profile: ArrivalStages?, share: Double) {
         precondition(ratePerSecond > 0 && ratePerSecond.isFinite, "rate must be positive")
         self.ratePerSecond = ratePerSecond
         self.start = start
+        self.profile = profile
+        self.share = share
     }
 
-    /// When request `k` is meant to be sent (ns). Computed from `k` directly, so no error accumulates.
+    /// When request `k` is meant to be sent (ns); `.max` after the last stage. Computed from `k` directly, so
+    /// no error accumulates.
     package func intendedTime(of k: UInt64) -> UInt64 {
-        let offset = (Double(k) * 1e9 / ratePerSecond).rounded(.down)
+        var offset: Double
+        if let profile {
+            guard share > 0, let t = profile.time(ofArrival: Double(k) / share) else { return .max }
+            offset = (t * 1e9).rounded(.down)
+        } else {
+            offset = (Double(k) * 1e9 / ratePerSecond).rounded(.down)
+        }
         return offset >= Double(UInt64.max - start) ? .max : start + UInt64(offset)
     }
 
@@ -40,7 +56,8 @@ package struct RatePacer: Sendable, Equatable {
     package func due(at now: UInt64) -> UInt64 {
         guard now >= start else { return 0 }
         // Requests 0...k are due when intendedTime(k) <= now; k ≈ (now - start) * rate / 1e9.
-        var k = UInt64((Double(now - start) * ratePerSecond / 1e9).rounded(.down))
+        let estimate = profile.map { $0.arrivals(at: Double(now - start) / 1e9) * share } ?? Double(now - start) * ratePerSecond / 1e9
+        var k = UInt64(estimate.rounded(.down))
         // Correct the floating-point estimate against the exact definition.
         while intendedTime(of: k + 1) <= now { k += 1 }
         while k > 0 && intendedTime(of: k) > now { k -= 1 }
