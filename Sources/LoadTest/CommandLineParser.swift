@@ -42,9 +42,9 @@ package enum CommandLineParser {
           udp       UDP ping-pong against a datagram echo server: --connections flows, --size-byte
                     datagrams (8 to 65,507), --pipeline K in flight per flow; datagrams/s, latency, and
                     loss (no echo within --timeout), reordering, duplicates and corruption
-          merge     loadtest merge a.json b.json ... [--json F] [--svg F] [--mixed]: one report of runs
-                    made at the same time (refuses different settings unless --mixed; warns when the
-                    measured windows do not line up)
+          merge     loadtest merge a.json b.json ... [--json F] [--svg F] [--mixed] [--threshold T]: one
+                    report of runs made at the same time (refuses different settings unless --mixed; warns
+                    when the measured windows do not line up; checks the thresholds on the merged figures)
           With --rate R, echo, http, stream, connect and udp run open loop: R requests (chunks, connections)
           per second in total; latency counts from the intended send time, service time from the actual one.
           Full guide: docs/loadtest.md
@@ -57,11 +57,17 @@ package enum CommandLineParser {
           --header 'N: v'     http mode: add a header line; repeatable                [-H]
           --body TEXT         http mode: request body (Content-Length is added)
           --body-file FILE    http mode: request body from a file
+          --expect-status L   http mode: the statuses that succeed, such as 200,204 or 2xx,301 (default 2xx)
+          --expect-body TEXT  http mode: a response body must contain TEXT (else a 'check' error)
+          --expect-length B   http mode: a response body must be B bytes long
           --connections N     connections (connect mode: parallel churn slots)      [-c]
           --size B            echo message size, 1 byte to 1 MiB (suffix k = KiB)   [-s]
           --pipeline K        requests in flight per connection (echo, http; udp: per flow)
           --rate R            open loop: total requests per second (suffix k = 1000); stream mode:
                               chunks of --size (default 64 KiB) per second; connect: connections/s
+          --stages LIST       open loop that ramps and holds: DURATION:RATE,... such as 10s:1k,30s:20k,10s:0
+                              (the rate moves linearly from each target to the next, from 0; replaces
+                              --rate, --duration and --warmup); the report gives each stage's figures
           --duration T        measured time: 10, 10s, 500ms, 2m (default 10 s)       [-d]
           --warmup T          load before measuring starts (default 1 s)
           --ramp T            open the connections evenly over T (default: at once, 64 in flight)
@@ -69,9 +75,13 @@ package enum CommandLineParser {
           --loops N           client event loops / threads (default: one per core)  [-l]
           --timeout T         connect and reply timeout; 0: no reply timeout (default 10 s)
           --close fin|rst     connect mode: how to close (default rst: no TIME_WAIT)
+          --threshold T       pass/fail criterion, repeatable: p99<10ms, p(95)<200 (ms), mean<1ms, max<1s,
+                              errors<0.1%, errors==0, rate>=50k, requests>=1000; exit status 99 when one
+                              fails (also for merge)
           --json FILE         write all figures and the full latency histogram as JSON
           --svg FILE          write a latency percentile plot and a throughput chart
-          --server-pid PID    also measure that server's CPU time over the window (µs per request)
+          --server-pid PID    also measure that server's CPU time over the window (µs per request) and its
+                              memory (/proc/PID/status) before the connections, over the run and at the end
           --start-at TIME     start the load at a wall-clock time (RFC 3339 or Unix seconds), so runs
                               started apart (other processes, machines, pods) measure the same window
           --id NAME           name this run in the JSON and the report (merge lists the names)
@@ -87,6 +97,9 @@ package enum CommandLineParser {
           --tls-server-name N the name to send (SNI) and verify (default: --host)
           --quiet             no progress lines                                      [-q]
           --help                                                                     [-h]
+
+        Exit status: 0 success; 1 errors counted (unless an errors threshold judged them) or an output
+        not written; 2 the run could not start; 99 a threshold failed.
         """
 
     /// Parses the arguments after the program name.
