@@ -223,7 +223,7 @@ package final class LoadRunner: Sendable {
                     for h in gather(workers, { $0.histogram }) { histogram!.merge(h) }
                 }
                 extras.tick(windowStart: windowStart, end: min(now, windowEnd), histogram: histogram, totals: current,
-                            errors: errorCounts(workers))
+                            errors: errorCounts(workers), targetRate: sample.targetRate)
             }
             if !config.quiet { output(progressLine(config, sample)) }
             previous = current

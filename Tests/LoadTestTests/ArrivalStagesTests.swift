@@ -186,4 +186,14 @@ final class ArrivalStagesTests: XCTestCase {
         XCTAssertEqual(try XCTUnwrap(result.timeline[1].targetRate), 400, accuracy: 20)
         XCTAssertEqual(result.errors.total, 0)
     }
+
+    func testTheMetricsEndpointPublishesTheTargetOfTheMoment() throws {
+        var config = LoadConfig(mode: .echo)
+        config.stages = try ArrivalStages.parse("10s:1k")
+        config.rate = config.stages?.meanRate
+        let now = MetricsEndpoint.text(config: config, totals: WorkerSnapshot(), errors: ErrorCounts(), histogram: nil, targetRate: 750)
+        XCTAssertTrue(now.contains("loadtest_target_rate{mode=\"echo\"} 750.0\n"), now)
+        let before = MetricsEndpoint.text(config: config, totals: WorkerSnapshot(), errors: ErrorCounts(), histogram: nil)
+        XCTAssertTrue(before.contains("loadtest_target_rate{mode=\"echo\"} 500.0\n"), before)
+    }
 }
