@@ -90,9 +90,16 @@ package struct ArrivalStages: Sendable, Equatable {
     /// When arrival `n` (0-based, fractional allowed) is due, seconds since the load began: the moment the
     /// count of arrivals due reaches `n` while the rate is positive. Nil when the stages end before it.
     package func time(ofArrival n: Double) -> Double? {
-        // The stage in which the count passes n (a stage through which the rate stays 0 adds nothing).
-        var i = 0
-        while i < stages.count && !(arrivalsBefore[i] <= n && n < arrivalsBefore[i + 1]) { i += 1 }
+        // The stage in which the count passes n: the first that ends above n (then it began at or below n; a stage
+        // through which the rate stays 0 adds nothing, and is passed over). Found by bisection: this runs for
+        // every request the pacer hands out.
+        guard n >= 0 else { return 0 }
+        var low = 0, high = stages.count
+        while low < high {
+            let middle = (low + high) / 2
+            if arrivalsBefore[middle + 1] > n { high = middle } else { low = middle + 1 }
+        }
+        let i = low
         guard i < stages.count else { return nil }
         let need = n - arrivalsBefore[i]
         guard need > 0 else { return starts[i] }
@@ -149,11 +156,38 @@ extension String {
     fileprivate var replacingCommas: String { String(filter { $0 != "," }) }
 }
 
-extension RatePacer {
-    /// A schedule following `stages`, scaled by `share` (this loop's part of the load), starting at `start` ns.
+/// The schedule of a `--stages` load: request `k` is due when the stages' count of arrivals, scaled by `share`
+/// (one loop's part of the load), reaches `k`; never after the last stage. As ``RatePacer``, pure arithmetic on
+/// a clock passed in.
+///
+/// ```swift
+/// var pacer = StagePacer(stages: try ArrivalStages.parse("10s:1k,30s:20k"), share: 0.5, start: now)
+/// while let intended = pacer.next(now: Deadline.now().uptimeNanoseconds) { send(intendedAt: intended) }
+/// ```
+package struct StagePacer: ArrivalSchedule, Sendable, Equatable {
+    package let start: UInt64
+    /// The rate over time; this schedule's part of it is `share`.
+    package let stages: ArrivalStages
+    package let share: Double
+    package private(set) var issued: UInt64 = 0
+
+    /// `share` (more than 0) of `stages`, beginning at `start` ns.
     package init(stages: ArrivalStages, share: Double, start: UInt64) {
-        self.init(ratePerSecond: max(stages.meanRate * share, .leastNonzeroMagnitude), start: start, profile: stages, share: share)
+        precondition(share > 0 && share.isFinite, "share must be positive")
+        self.stages = stages
+        self.share = share
+        self.start = start
     }
+
+    package func intendedTime(of k: UInt64) -> UInt64 {
+        guard let t = stages.time(ofArrival: Double(k) / share) else { return .max }
+        let offset = (t * 1e9).rounded(.down)
+        return offset >= Double(UInt64.max - start) ? .max : start + UInt64(offset)
+    }
+
+    package func estimatedDue(elapsed: UInt64) -> Double { stages.arrivals(at: Double(elapsed) / 1e9) * share }
+
+    package mutating func markIssued() { issued += 1 }
 }
 
 extension LoadConfig {

@@ -29,11 +29,14 @@ final class HTTPConnection: GCDAsyncSocketDelegate, PacedConnection, SweptConnec
     private var state = ConnectionState.idle
     /// Set when the server said it closes: the close that follows is expected, and the slot reconnects.
     private var reconnecting = false
-    /// What a response must be (status, body) to count as a success.
+    /// What a response must be (status, body) to count as a success; whether its body is looked at.
     private let checks: ResponseChecks
+    private let inspectsBody: Bool
     /// Several URLs: the index of the one the next response answers (responses come in the order sent).
     private let perURL: Bool
     private var receiveURL = 0
+    /// One URL, statuses 2xx, no body check: a response is judged by two comparisons, as it always was.
+    private let plain: Bool
 
     init(worker: LoopWorker, number: Int) {
         self.worker = worker
@@ -44,7 +47,9 @@ final class HTTPConnection: GCDAsyncSocketDelegate, PacedConnection, SweptConnec
         times = SendTimes(capacity: openLoop ? 1024 : config.pipeline)
         sentTimes = SendTimes(capacity: openLoop ? 1024 : 1)
         checks = config.checks
+        inspectsBody = checks.inspectsBody
         perURL = requests.count > 1
+        plain = !perURL && checks == ResponseChecks()
     }
 
     func start() {
@@ -135,12 +140,12 @@ final class HTTPConnection: GCDAsyncSocketDelegate, PacedConnection, SweptConnec
                 return
             }
             complete(sock, head: head, bodyBytes: 0, headBytes: data.count,
-                     bodyPasses: !checks.inspectsBody || checks.passes(body: UnsafeRawBufferPointer(start: nil, count: 0)))
+                     bodyPasses: !inspectsBody || checks.passes(body: UnsafeRawBufferPointer(start: nil, count: 0)))
         } else {
             guard let head = pendingHead else { return }
             pendingHead = nil
             complete(sock, head: head, bodyBytes: data.count, headBytes: pendingHeadBytes,
-                     bodyPasses: !checks.inspectsBody || data.withUnsafeBytes { checks.passes(body: $0) })
+                     bodyPasses: !inspectsBody || data.withUnsafeBytes { checks.passes(body: $0) })
         }
     }
 
@@ -154,17 +159,10 @@ final class HTTPConnection: GCDAsyncSocketDelegate, PacedConnection, SweptConnec
             worker.recordReply(latency: now &- sentAt, bytes: headBytes + bodyBytes, now: now)
         }
         nextReceive &+= 1
-        let url = receiveURL
-        if perURL {
-            receiveURL = url + 1 == requests.count ? 0 : url + 1
-            worker.recordURLReply(url, latency: now &- sentAt, now: now)
-        }
-        if !checks.accepts(status: head.status) {
-            worker.recordError(.httpStatus, "HTTP status \(head.status)")
-            if perURL { worker.recordURLError(url) }
-        } else if !bodyPasses {
-            worker.recordError(.check, checks.failure(bodyBytes: bodyBytes, path: worker.config.http.paths.isEmpty ? worker.config.path : worker.config.http.paths[url]))
-            if perURL { worker.recordURLError(url) }
+        if plain {
+            if head.status < 200 || head.status > 299 { worker.recordError(.httpStatus, "HTTP status \(head.status)") }
+        } else {
+            judge(head, bodyBytes: bodyBytes, bodyPasses: bodyPasses, latency: now &- sentAt, now: now)
         }
         if worker.stopping { return }
         if head.closes {
@@ -179,6 +177,23 @@ final class HTTPConnection: GCDAsyncSocketDelegate, PacedConnection, SweptConnec
             send(on: sock, at: now)
         }
         queueRead(sock)
+    }
+
+    /// Counts a response against its URL (several `--url`s) and the checks (`--expect-*`).
+    private func judge(_ head: HTTPResponseHead, bodyBytes: Int, bodyPasses: Bool, latency: UInt64, now: UInt64) {
+        let url = receiveURL
+        if perURL {
+            receiveURL = url + 1 == requests.count ? 0 : url + 1
+            worker.recordURLReply(url, latency: latency, now: now)
+        }
+        if !checks.accepts(status: head.status) {
+            worker.recordError(.httpStatus, "HTTP status \(head.status)")
+            if perURL { worker.recordURLError(url) }
+        } else if !bodyPasses {
+            let paths = worker.config.http.paths
+            worker.recordError(.check, checks.failure(bodyBytes: bodyBytes, path: paths.isEmpty ? worker.config.path : paths[url]))
+            if perURL { worker.recordURLError(url) }
+        }
     }
 
     func socketDidSecure(_ sock: GCDAsyncSocket) {

@@ -151,6 +151,8 @@ final class LoopWorker: @unchecked Sendable {
 
     // Open loop.
     private var pacer: RatePacer?
+    /// `--stages`: the schedule that ramps and holds (``pacer`` is then nil).
+    private var stagePacer: StagePacer?
     private var pacerTimer: PacerTimer?
     private var paced: [any PacedConnection] = []
     private var swept: [any SweptConnection] = []
@@ -401,8 +403,11 @@ final class LoopWorker: @unchecked Sendable {
         self.windowEnd = windowEnd
         guard let rate = config.rate, target > 0 else { return }
         let share = Double(target) / Double(max(1, config.connections))
-        pacer = config.stages.map { RatePacer(stages: $0, share: share, start: loadStart) }
-            ?? RatePacer(ratePerSecond: rate * share, start: loadStart)
+        if let stages = config.stages {
+            stagePacer = StagePacer(stages: stages, share: share, start: loadStart)
+        } else {
+            pacer = RatePacer(ratePerSecond: rate * share, start: loadStart)
+        }
         nextPaceAt = loadStart
         pacerTimer = PacerTimer(loop: loop) { [unowned self] in
             pace(now: Deadline.now().uptimeNanoseconds)
@@ -417,7 +422,18 @@ final class LoopWorker: @unchecked Sendable {
     /// next one. With no room anywhere the backlog waits for a reply (and its latency keeps growing).
     func pace(now: UInt64) {
         // A connection that fails while it sends may call back in here: the loop below carries on instead.
-        guard !stopping, !pacing, var schedule = pacer else { return }
+        guard !stopping, !pacing else { return }
+        if var schedule = pacer {
+            pace(&schedule, now: now)
+            pacer = schedule
+        } else if var schedule = stagePacer {
+            pace(&schedule, now: now)
+            stagePacer = schedule
+        }
+    }
+
+    /// ``pace(now:)`` with `schedule`: specialized for each kind, so the constant rate's stays a plain value.
+    private func pace<Schedule: ArrivalSchedule>(_ schedule: inout Schedule, now: UInt64) {
         pacing = true
         defer { pacing = false }
         var blocked = false
@@ -430,7 +446,6 @@ final class LoopWorker: @unchecked Sendable {
             paceNow = now
             connection.sendPaced(intended: intended)
         }
-        pacer = schedule
         nextPaceAt = schedule.nextIntendedTime
         // The timer fires no sooner than 50 µs from now (the kernel's default timer slack lets it be that late
         // anyway), so at high rates one wakeup sends a batch instead of one request. The requests keep their
@@ -467,6 +482,7 @@ final class LoopWorker: @unchecked Sendable {
         pacerTimer?.close()
         pacerTimer = nil
         pacer = nil
+        stagePacer = nil
         nextPaceAt = .max
         for connection in connections { connection.stop() }
         return result

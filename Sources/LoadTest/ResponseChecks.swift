@@ -8,6 +8,8 @@
 package struct ResponseChecks: Sendable, Equatable {
     /// One bit per status code 0...1023.
     private var statusBits = [UInt64](repeating: 0, count: 16)
+    /// No `--expect-status`: any 2xx, checked by two comparisons as before there were checks.
+    private var any2xx = true
     /// The statuses as given (`200,204`), nil for the default (2xx).
     package private(set) var statusText: String?
     /// A substring the body must contain.
@@ -25,6 +27,7 @@ package struct ResponseChecks: Sendable, Equatable {
     /// Whether `status` is expected.
     @inline(__always)
     func accepts(status: Int) -> Bool {
+        if any2xx { return status >= 200 && status <= 299 }
         guard status >= 0 && status < 1024 else { return false }
         return statusBits.withUnsafeBufferPointer { $0[status >> 6] & (1 << UInt64(status & 63)) != 0 }
     }
@@ -85,5 +88,6 @@ package struct ResponseChecks: Sendable, Equatable {
             for status in range { set(status) }
         }
         statusText = text
+        any2xx = false
     }
 }

@@ -58,7 +58,7 @@ final class ArrivalStagesTests: XCTestCase {
         // A manual clock stepping 1 ms: the pacer hands out the ramp's requests second by second, and exactly the
         // stages' total by the end (this loop's share: half).
         let stages = try ArrivalStages.parse("2s:1000,2s:1000,1s:0")
-        var pacer = RatePacer(stages: stages, share: 0.5, start: 1_000)
+        var pacer = StagePacer(stages: stages, share: 0.5, start: 1_000)
         var perSecond = [Int](repeating: 0, count: 6)
         var clock: UInt64 = 0
         while clock < 6_000_000_000 {
