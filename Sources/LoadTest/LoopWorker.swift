@@ -423,16 +423,21 @@ final class LoopWorker: @unchecked Sendable {
     func pace(now: UInt64) {
         // A connection that fails while it sends may call back in here: the loop below carries on instead.
         guard !stopping, !pacing else { return }
-        if var schedule = pacer {
-            pace(&schedule, now: now)
-            pacer = schedule
-        } else if var schedule = stagePacer {
-            pace(&schedule, now: now)
-            stagePacer = schedule
-        }
+        guard var schedule = pacer else { return paceStages(now: now) }
+        pace(&schedule, now: now)
+        pacer = schedule
+    }
+
+    /// ``pace(now:)`` with `--stages`: out of line, so the constant rate's code stays as compact as it was.
+    @inline(never)
+    private func paceStages(now: UInt64) {
+        guard var schedule = stagePacer else { return }
+        pace(&schedule, now: now)
+        stagePacer = schedule
     }
 
     /// ``pace(now:)`` with `schedule`: specialized for each kind, so the constant rate's stays a plain value.
+    @inline(__always)
     private func pace<Schedule: ArrivalSchedule>(_ schedule: inout Schedule, now: UInt64) {
         pacing = true
         defer { pacing = false }
