@@ -116,10 +116,17 @@ package struct ArrivalStages: Sendable, Equatable {
         t1 > t0 ? (arrivals(at: t1) - arrivals(at: t0)) / (t1 - t0) : rate(at: t0)
     }
 
-    /// The stages as written back: `10s:1000,30s:20000,10s:0`.
+    /// The stages as written back: `10s:1000,30s:20000,10s:0`, `0.5s:2.5`.
     package var text: String {
-        stages.map { "\(ReportText.fixed($0.duration, $0.duration == $0.duration.rounded() ? 0 : 3).replacingCommas)s:\(ReportText.fixed($0.target, $0.target == $0.target.rounded() ? 0 : 2).replacingCommas)" }
-            .joined(separator: ",")
+        stages.map { "\(Self.compact($0.duration))s:\(Self.compact($0.target))" }.joined(separator: ",")
+    }
+
+    /// A number with up to 3 decimals, no trailing zeros, no separators.
+    private static func compact(_ value: Double) -> String {
+        var digits = ReportText.fixed(value, 3).filter { $0 != "," }
+        while digits.hasSuffix("0") { digits.removeLast() }
+        if digits.hasSuffix(".") { digits.removeLast() }
+        return digits
     }
 
     /// Parses `DURATION:RATE,...`: durations as `--duration` takes them (`0s` allowed), rates as `--rate`
@@ -149,11 +156,6 @@ package struct ArrivalStages: Sendable, Equatable {
         guard profile.totalArrivals >= 1 else { throw ArgumentError("--stages sends nothing: give a stage a rate above 0") }
         return profile
     }
-}
-
-extension String {
-    /// Without the thousands separators ``ReportText/fixed(_:_:)`` puts in.
-    fileprivate var replacingCommas: String { String(filter { $0 != "," }) }
 }
 
 /// The schedule of a `--stages` load: request `k` is due when the stages' count of arrivals, scaled by `share`

@@ -179,7 +179,10 @@ package final class LoadRunner: Sendable {
             tick = stageRecorder?.nextTick(after: tick, planned: planned) ?? planned  // and at each stage's end
             sleep(until: tick)
             let now = Deadline.now().uptimeNanoseconds
-            if isInterrupted && now < windowEnd {
+            // Read once: an interrupt arriving later in this pass is acted on in the next, never half (a window
+            // left uncut while the loop stops would report the planned length for what was measured).
+            let interruptedNow = isInterrupted
+            if interruptedNow && now < windowEnd {
                 let cut = max(windowStart, now)
                 windowEnd = cut
                 _ = gather(workers) { $0.windowEnd = cut }
@@ -192,7 +195,7 @@ package final class LoadRunner: Sendable {
                     serverScrapes = 1
                 }
             }
-            if tick == windowEnd || isInterrupted {
+            if tick == windowEnd || interruptedNow {
                 clientCPUEnd = gather(workers) { _ in Limits.threadCPUSeconds() }.reduce(0, +)
                 if let pid { serverCPUEnd = Limits.cpuSeconds(pid: pid) }
                 if let serverLoops, serverScrapes == 1 {
@@ -228,7 +231,7 @@ package final class LoadRunner: Sendable {
             if !config.quiet { output(progressLine(config, sample)) }
             previous = current
             previousTime = now
-            if now >= windowEnd || isInterrupted { break }
+            if now >= windowEnd || interruptedNow { break }
         }
 
         var final = WorkerFinal()

@@ -187,6 +187,42 @@ final class ArrivalStagesTests: XCTestCase {
         XCTAssertEqual(result.errors.total, 0)
     }
 
+    func testAnInterruptedRunCutsTheStageItWasIn() throws {
+        // Ctrl-C (interrupt()) once the first stage has been taken: the second stage ends there, the third never
+        // began and is left out. The interrupt comes just after a progress line, where the coordinator decides
+        // whether to stop: the window must be cut all the same.
+        let server = try EchoServer()
+        defer { XCTAssertNoThrow(try server.stop()) }
+        var config = LoadConfig(mode: .echo)
+        config.port = server.port
+        config.connections = 2
+        config.loops = 1
+        config.stages = try ArrivalStages.parse("0.3s:100,20s:100,20s:100")
+        config.rate = config.stages?.meanRate
+        config.duration = 40.3
+        config.warmup = 0
+        let lines = LineCollector()
+        let runner = LoadRunner(config: config, output: { lines.add($0) })
+        let finished = DispatchSemaphore(value: 0)
+        let outcome = LockedBox<Result<RunResult, any Error>>()
+        Thread.detachNewThread {
+            outcome.value = Result { try runner.run() }
+            finished.signal()
+        }
+        XCTAssertNotNil(lines.wait(for: "[  0.3s]", seconds: 20), "the tick at the first stage's end")
+        XCTAssertNotNil(lines.wait(for: "[  1.3s]", seconds: 20))
+        runner.interrupt()
+        XCTAssertEqual(finished.wait(timeout: .now() + 30), .success)
+        let result = try XCTUnwrap(outcome.value).get()
+        let stages = try XCTUnwrap(result.stages)
+        XCTAssertEqual(stages.map(\.stage), ["0.3s:100", "20s:100"])
+        XCTAssertEqual(stages[0].durationSeconds, 0.3, accuracy: 1e-9)
+        XCTAssertLessThan(stages[1].durationSeconds, 19)
+        XCTAssertEqual(stages[0].durationSeconds + stages[1].durationSeconds, result.durationSeconds, accuracy: 1e-6)
+        XCTAssertEqual(stages.map(\.figures.requests).reduce(0, +), result.requests)
+        XCTAssertNil(result.warnings, "an interrupted run does not warn about its rate")
+    }
+
     func testTheMetricsEndpointPublishesTheTargetOfTheMoment() throws {
         var config = LoadConfig(mode: .echo)
         config.stages = try ArrivalStages.parse("10s:1k")
