@@ -203,12 +203,8 @@ final class ArrivalStagesTests: XCTestCase {
         config.warmup = 0
         let lines = LineCollector()
         let runner = LoadRunner(config: config, output: { lines.add($0) })
-        let finished = DispatchSemaphore(value: 0)
-        let outcome = LockedBox<Result<RunResult, any Error>>()
-        Thread.detachNewThread {
-            outcome.value = Result { try runner.run() }
-            finished.signal()
-        }
+        let run = BackgroundRun(runner)
+        let finished = run.finished, outcome = run.outcome
         XCTAssertNotNil(lines.wait(for: "[  0.3s]", seconds: 20), "the tick at the first stage's end")
         XCTAssertNotNil(lines.wait(for: "[  1.3s]", seconds: 20))
         runner.interrupt()
