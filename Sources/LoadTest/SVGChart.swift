@@ -189,6 +189,12 @@ package enum SVGChart {
             t += step
         }
         s += yTicks(x0, y0, w, h, maxY)
+        // --stages: a thin line where each stage begins, numbered.
+        for (i, stage) in (result.stages ?? []).enumerated() where stage.startSeconds > 0 && stage.startSeconds < maxT {
+            let x = x0 + w * stage.startSeconds / maxT
+            s += line(x, y0, x, y0 + h, stroke: "#ccc")
+            s += text(x + 3, y0 + 12, "\(i + 1)", color: "#999")
+        }
         for (series, dash) in [(values, ""), (target, " stroke-dasharray=\"6 4\"")] {
             guard let series else { continue }
             var path: [String] = ["\(fmt(x0)),\(fmt(y0 + h))"]

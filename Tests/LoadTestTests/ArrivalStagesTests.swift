@@ -151,12 +151,13 @@ final class ArrivalStagesTests: XCTestCase {
         XCTAssertNotNil(list[0]["histogram"])
         XCTAssertEqual(try RunResult.decode(result.jsonData()), result)
         // The chart draws the target beside the achieved rate.
-        result.timeline = [RunResult.Sample(t: 1, requestsPerSecond: 40, mibPerSecond: 0, connections: 1, errors: 0, warmup: false)]
+        result.timeline = (1...4).map { RunResult.Sample(t: Double($0), requestsPerSecond: 40, mibPerSecond: 0, connections: 1, errors: 0, warmup: false) }
         result.timeline[0].targetRate = 50
         let svg = SVGChart.render(result)
         XCTAssertTrue(svg.contains("Throughput over time (requests/s), target dashed"), svg)
         XCTAssertTrue(svg.contains("stroke-dasharray=\"6 4\""), svg)
         XCTAssertTrue(svg.contains("open loop in 3 stages (75/s mean)"), svg)
+        XCTAssertTrue(svg.contains(">2</text>") && svg.contains(">3</text>"), "the stages' starts are marked: \(svg)")
         // merge adds the stages up one by one.
         let merged = try RunResult.merge([result, result])
         XCTAssertEqual(merged.stages?.map(\.figures.requests), [100, 400, 40])
