@@ -189,8 +189,8 @@ package enum SVGChart {
             t += step
         }
         s += yTicks(x0, y0, w, h, maxY)
-        // --stages: a thin line where each stage begins, numbered.
-        for (i, stage) in (result.stages ?? []).enumerated() where stage.startSeconds > 0 && stage.startSeconds < maxT {
+        // --stages: a thin line where each stage begins, numbered (a jump of 0 s takes no line of its own).
+        for (i, stage) in (result.stages ?? []).enumerated() where stage.durationSeconds > 0 && stage.startSeconds > 0 && stage.startSeconds < maxT {
             let x = x0 + w * stage.startSeconds / maxT
             s += line(x, y0, x, y0 + h, stroke: "#ccc")
             s += text(x + 3, y0 + 12, "\(i + 1)", color: "#999")
