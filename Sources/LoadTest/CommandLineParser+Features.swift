@@ -48,6 +48,20 @@ extension CommandLineParser {
             config.duration = stages.duration
             config.warmup = 0
         }
+        for threshold in config.thresholds {
+            switch threshold.scope {
+            case .url(let path)?:
+                let paths = config.http.paths.isEmpty ? [config.path] : config.http.paths
+                guard config.mode == .http, paths.contains(path) else {
+                    throw ArgumentError("--threshold '\(threshold.text)': \(path) is not one of the --url paths (\(paths.joined(separator: ", ")))")
+                }
+            case .stage(let n)?:
+                guard let count = config.stages?.stages.count, n <= count else {
+                    throw ArgumentError("--threshold '\(threshold.text)': there is no stage \(n) (--stages has \(config.stages?.stages.count ?? 0))")
+                }
+            case nil: break
+            }
+        }
         if let latency = config.thresholds.first(where: \.isLatency),
            config.mode == .idle || (config.mode == .stream && config.stages == nil && config.rate == nil) {
             throw ArgumentError("--threshold '\(latency.text)': \(config.mode.rawValue) mode \(config.mode == .idle ? "sends no requests" : "measures no latency in closed loop (only MiB/s)")")

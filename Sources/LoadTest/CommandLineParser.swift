@@ -76,8 +76,9 @@ package enum CommandLineParser {
           --timeout T         connect and reply timeout; 0: no reply timeout (default 10 s)
           --close fin|rst     connect mode: how to close (default rst: no TIME_WAIT)
           --threshold T       pass/fail criterion, repeatable: p99<10ms, p(95)<200 (ms), mean<1ms, max<1s,
-                              errors<0.1%, errors==0, rate>=50k, requests>=1000; exit status 99 when one
-                              fails (also for merge)
+                              errors<0.1%, errors==0, rate>=50k, requests>=1000; a scope judges a part:
+                              p99{url:/search}<50ms, rate{stage:2}>=19k; exit status 99 when one fails
+                              (also for merge)
           --json FILE         write all figures and the full latency histogram as JSON
           --svg FILE          write a latency percentile plot and a throughput chart
           --server-pid PID    also measure that server's CPU time over the window (µs per request) and its

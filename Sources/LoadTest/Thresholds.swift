@@ -8,7 +8,9 @@
 /// - `rate`: requests per second over the window (`k` = 1,000, an optional `/s`);
 /// - `requests`: requests completed in the window;
 /// - `errors`: the error count, or with `%` the errors as a share of the requests completed in the window;
-/// - OP is `<`, `<=`, `>`, `>=` or `==`.
+/// - OP is `<`, `<=`, `>`, `>=` or `==`;
+/// - a scope after the metric judges a part of the run, as k6's tagged sub-metrics: `{url:/search?q=1}` one of
+///   several `--url`s, `{stage:2}` the second of `--stages` (`p99{url:/search}<50ms`, `rate{stage:2}>=19k`).
 ///
 /// ```swift
 /// let p99 = try Threshold.parse("p99<10ms")
@@ -57,9 +59,19 @@ package struct Threshold: Sendable, Equatable {
         }
     }
 
+    /// The part of a run a threshold judges.
+    package enum Scope: Sendable, Equatable {
+        /// One of several `--url`s, by its path (with query).
+        case url(String)
+        /// One of `--stages`, from 1.
+        case stage(Int)
+    }
+
     /// The threshold as written (`p99<10ms`), its name in the report and the JSON.
     package let text: String
     package let metric: Metric
+    /// The part judged; nil for the whole run.
+    package let scope: Scope?
     package let comparison: Comparison
     /// The limit in the metric's unit (latency: µs; rate: per second; errors with `%`: percent).
     package let limit: Double
@@ -74,6 +86,8 @@ package struct Threshold: Sendable, Equatable {
         case badPercentile(String, threshold: String)
         /// A value that does not fit the metric.
         case badValue(String, threshold: String, expected: String)
+        /// A scope that is not `{url:PATH}` or `{stage:N}`.
+        case badScope(String, threshold: String)
 
         package var description: String {
             switch self {
@@ -85,15 +99,35 @@ package struct Threshold: Sendable, Equatable {
                 return "threshold '\(text)': '\(name)' is not a percentile from p0.001 to p100"
             case .badValue(let value, let text, let expected):
                 return "threshold '\(text)': '\(value)' is not \(expected)"
+            case .badScope(let scope, let text):
+                return "threshold '\(text)': '\(scope)' is not a scope: write {url:/path} (one of several --url) or {stage:N} (one of --stages, from 1)"
             }
         }
     }
 
-    /// Parses `METRIC OP VALUE` (spaces allowed around the parts).
+    /// Parses `METRIC[{SCOPE}] OP VALUE` (spaces allowed around the parts).
     package static func parse(_ text: String) throws(ParseError) -> Threshold {
         let chars = Array(text)
-        guard let at = chars.firstIndex(where: { "<>=".contains($0) }) else { throw .noComparison(text) }
-        let name = String(chars[..<at]).trimmed.lowercased()
+        // A scope's URL may hold '=' or '<': the comparison is looked for after it.
+        let open = chars.firstIndex(of: "{")
+        let close = open.flatMap { o in chars[o...].firstIndex(of: "}") }
+        if open != nil && close == nil { throw .badScope(String(chars[open!...]), threshold: text) }
+        let searchFrom = close.map { $0 + 1 } ?? 0
+        guard let at = chars[searchFrom...].firstIndex(where: { "<>=".contains($0) }) else { throw .noComparison(text) }
+        var scope: Scope?
+        if let open, let close {
+            guard open < at else { throw .noComparison(text) }
+            let inside = String(chars[(open + 1)..<close])
+            if inside.hasPrefix("url:"), inside.count > 4 {
+                scope = .url(String(inside.dropFirst(4)).trimmed)
+            } else if inside.hasPrefix("stage:"), let n = Int(String(inside.dropFirst(6)).trimmed), n >= 1 {
+                scope = .stage(n)
+            } else {
+                throw .badScope("{\(inside)}", threshold: text)
+            }
+            guard String(chars[(close + 1)..<at]).trimmed.isEmpty else { throw .noComparison(text) }
+        }
+        let name = String(chars[..<(open ?? at)]).trimmed.lowercased()
         let rest = String(chars[at...])
         guard let comparison = Comparison.allCases.first(where: { rest.hasPrefix($0.rawValue) }) else {
             throw .noComparison(text)
@@ -133,12 +167,13 @@ package struct Threshold: Sendable, Equatable {
         guard let limit, limit >= 0, limit.isFinite else {
             throw .badValue(value, threshold: text, expected: Self.expected(metric))
         }
-        return Threshold(text: text.trimmed, metric: metric, comparison: comparison, limit: limit)
+        return Threshold(text: text.trimmed, metric: metric, scope: scope, comparison: comparison, limit: limit)
     }
 
-    private init(text: String, metric: Metric, comparison: Comparison, limit: Double) {
+    private init(text: String, metric: Metric, scope: Scope?, comparison: Comparison, limit: Double) {
         self.text = text
         self.metric = metric
+        self.scope = scope
         self.comparison = comparison
         self.limit = limit
     }
@@ -169,20 +204,58 @@ package struct Threshold: Sendable, Equatable {
         }
     }
 
-    /// The run's figure this threshold judges, in its unit; nil when the run has none (no latency recorded).
+    /// The figures a threshold reads: the whole run's, or one part's.
+    private struct Judged {
+        var histogram: Histogram
+        var requestsPerSecond: Double
+        var requests: UInt64
+        var errors: UInt64
+
+        init(_ p: RunResult.PartFigures) {
+            histogram = p.histogram.histogram ?? Histogram()
+            requestsPerSecond = p.requestsPerSecond
+            requests = p.requests
+            errors = p.errors
+        }
+
+        init(_ r: RunResult) {
+            histogram = r.latencyHistogram
+            requestsPerSecond = r.requestsPerSecond
+            requests = r.requests
+            errors = r.errors.total
+        }
+    }
+
+    /// The part of `result` the scope names; nil when the run has no such part.
+    private func judged(_ result: RunResult) -> Judged? {
+        switch scope {
+        case nil: return Judged(result)
+        case .url(let path)?:
+            if let urls = result.urls { return urls.first { $0.url == path }.map { Judged($0.figures) } }
+            // One URL: its figures are the run's.
+            return result.mode == "http" && result.target.hasSuffix(path) && !result.target.contains(",") ? Judged(result) : nil
+        case .stage(let n)?:
+            guard let stages = result.stages, n <= stages.count else { return nil }
+            return Judged(stages[n - 1].figures)
+        }
+    }
+
+    /// The run's figure this threshold judges, in its unit; nil when the run has none (no latency recorded, no
+    /// such URL or stage).
     func value(in result: RunResult) -> Double? {
-        let histogram = result.latencyHistogram
+        guard let part = judged(result) else { return nil }
+        let histogram = part.histogram
         switch metric {
         case .percentile(let p): return histogram.count == 0 ? nil : Double(histogram.percentile(p)) / 1000
         case .mean: return histogram.count == 0 ? nil : histogram.mean / 1000
         case .min: return histogram.count == 0 ? nil : Double(histogram.min) / 1000
         case .max: return histogram.count == 0 ? nil : Double(histogram.max) / 1000
-        case .rate: return result.requestsPerSecond
-        case .requests: return Double(result.requests)
-        case .errors: return Double(result.errors.total)
+        case .rate: return part.requestsPerSecond
+        case .requests: return Double(part.requests)
+        case .errors: return Double(part.errors)
         case .errorPercent:
-            if result.requests == 0 { return result.errors.total == 0 ? 0 : 100 }
-            return min(100, Double(result.errors.total) * 100 / Double(result.requests))
+            if part.requests == 0 { return part.errors == 0 ? 0 : 100 }
+            return min(100, Double(part.errors) * 100 / Double(part.requests))
         }
     }
 
@@ -244,7 +317,11 @@ package enum ExitStatus {
     package static func of(_ result: RunResult, wroteOutputs: Bool, countErrors: Bool = true) -> Int32 {
         if !result.thresholdsPassed { return thresholdFailed }
         if !wroteOutputs { return errors }
-        let judged = result.thresholds?.contains { $0.threshold.trimmed.lowercased().hasPrefix("errors") } ?? false
+        // Only a threshold on the whole run's errors judges them all (one on a URL's or a stage's does not).
+        let judged = result.thresholds?.contains { outcome in
+            guard let threshold = try? Threshold.parse(outcome.threshold), threshold.scope == nil else { return false }
+            return threshold.metric == .errors || threshold.metric == .errorPercent
+        } ?? false
         if countErrors && !judged && result.errors.total > 0 { return errors }
         return success
     }

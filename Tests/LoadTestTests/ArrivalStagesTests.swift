@@ -139,6 +139,10 @@ final class ArrivalStagesTests: XCTestCase {
         var result = ThresholdTests.result()
         result.stages = f
         result.targetRate = stages.meanRate
+        // A threshold may judge one stage.
+        result.checkThresholds(try ["rate{stage:2}>=100", "p50{stage:2}<2ms", "requests{stage:3}==20", "p99{stage:4}<1s"].map(Threshold.parse))
+        XCTAssertEqual(result.thresholds?.map(\.passed), [true, false, true, false])
+        result.thresholds = nil
         let text = ReportText.report(result)
         XCTAssertTrue(text.contains("open loop in 3 stages, 75/s mean target"), text)
         XCTAssertTrue(text.contains("stages (rate target → achieved):"), text)

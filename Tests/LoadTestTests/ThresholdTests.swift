@@ -72,6 +72,52 @@ final class ThresholdTests: XCTestCase {
         XCTAssertThrowsError(try CommandLineParser.parse(["merge", "a.json", "--threshold", "x"]))
     }
 
+    func testScopesJudgeAURLOrAStage() throws {
+        let search = try Threshold.parse("p(95){url:/search?q=1&x=<}<50")
+        XCTAssertEqual(search.scope, .url("/search?q=1&x=<"), "the comparison is looked for after the scope")
+        XCTAssertEqual(search.metric, .percentile(95))
+        XCTAssertEqual(search.limit, 50_000)
+        let stage = try Threshold.parse("rate{stage:2} >= 19k")
+        XCTAssertEqual(stage.scope, .stage(2))
+        XCTAssertEqual(stage.comparison, .greaterOrEqual)
+        XCTAssertEqual(try Threshold.parse("errors{url:/a}<1%").metric, .errorPercent)
+        for (text, expected) in [("p99{host:x}<1ms", Threshold.ParseError.badScope("{host:x}", threshold: "p99{host:x}<1ms")),
+                                 ("p99{stage:0}<1ms", .badScope("{stage:0}", threshold: "p99{stage:0}<1ms")),
+                                 ("p99{url:/a<1ms", .badScope("{url:/a<1ms", threshold: "p99{url:/a<1ms")),
+                                 ("p99{url:/a}", .noComparison("p99{url:/a}"))] {
+            XCTAssertThrowsError(try Threshold.parse(text)) { XCTAssertEqual($0 as? Threshold.ParseError, expected, text) }
+        }
+        // On the command line the scope must name one of the run's URLs or stages.
+        XCTAssertNoThrow(try CommandLineParser.parse(["http", "--url", "http://h:1/a", "--url", "http://h:1/b", "--threshold", "p99{url:/b}<1s"]))
+        XCTAssertThrowsError(try CommandLineParser.parse(["http", "--url", "http://h:1/a", "--url", "http://h:1/b", "--threshold", "p99{url:/c}<1s"])) {
+            XCTAssertTrue("\($0)".contains("/c is not one of the --url paths (/a, /b)"), "\($0)")
+        }
+        XCTAssertThrowsError(try CommandLineParser.parse(["echo", "--port", "9", "--stages", "1s:10,1s:10", "--threshold", "p99{stage:3}<1s"])) {
+            XCTAssertTrue("\($0)".contains("there is no stage 3 (--stages has 2)"), "\($0)")
+        }
+        XCTAssertThrowsError(try CommandLineParser.parse(["echo", "--port", "9", "--threshold", "p99{stage:1}<1s"]))
+
+        // Judged on the part's figures: a slow URL fails where the whole run passes.
+        var r = Self.result(requests: 10_000, latencyNs: 2_000_000)
+        var slow = Histogram(), fast = Histogram()
+        slow.record(40_000_000, times: 100)
+        fast.record(1_000_000, times: 9_900)
+        r.urls = [RunResult.URLFigures(url: "/fast", figures: RunResult.PartFigures(fast, errors: 0, seconds: 10)),
+                  RunResult.URLFigures(url: "/slow", figures: RunResult.PartFigures(slow, errors: 5, seconds: 10))]
+        r.checkThresholds(try ["p99<50ms", "p99{url:/fast}<10ms", "p99{url:/slow}<10ms", "errors{url:/slow}<1%", "rate{url:/slow}>=10",
+                               "p99{url:/gone}<1s", "p99{stage:1}<1s"].map(Threshold.parse))
+        XCTAssertEqual(r.thresholds?.map(\.passed), [true, true, false, false, true, false, false])
+        XCTAssertEqual(r.thresholds?[3].value, 5)
+        XCTAssertNil(r.thresholds?[5].value, "no such URL: not measured")
+        XCTAssertTrue(ReportText.report(r).contains("FAIL  p99{url:/slow}<10ms   40.00 ms"), ReportText.report(r))
+        // A threshold on one URL's errors does not judge the run's.
+        var errors = Self.result(errors: 3)
+        errors.urls = [RunResult.URLFigures(url: "/a", figures: RunResult.PartFigures(fast, errors: 0, seconds: 10))]
+        errors.checkThresholds([try Threshold.parse("errors{url:/a}<50%")])
+        XCTAssertEqual(errors.thresholds?.first?.passed, true)
+        XCTAssertEqual(ExitStatus.of(errors, wroteOutputs: true), 1)
+    }
+
     func testCommandLineCollectsThresholds() throws {
         guard case .run(let config) = try CommandLineParser.parse([
             "http", "--url", "http://127.0.0.1:8080/", "--threshold", "p99<10ms", "--threshold=errors<0.1%", "--threshold", "rate>=50000",
