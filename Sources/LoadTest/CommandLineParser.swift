@@ -13,7 +13,8 @@ package enum Command: Sendable, Equatable {
     /// Generate load.
     case run(LoadConfig)
     /// Merge JSON results into one report.
-    case merge(inputs: [String], jsonPath: String?, svgPath: String?, quiet: Bool, allowMixed: Bool = false)
+    case merge(inputs: [String], jsonPath: String?, svgPath: String?, quiet: Bool, allowMixed: Bool = false,
+               thresholds: [Threshold] = [])
     /// Print the usage text.
     case help
 }
@@ -41,9 +42,9 @@ package enum CommandLineParser {
           udp       UDP ping-pong against a datagram echo server: --connections flows, --size-byte
                     datagrams (8 to 65,507), --pipeline K in flight per flow; datagrams/s, latency, and
                     loss (no echo within --timeout), reordering, duplicates and corruption
-          merge     loadtest merge a.json b.json ... [--json F] [--svg F] [--mixed]: one report of runs
-                    made at the same time (refuses different settings unless --mixed; warns when the
-                    measured windows do not line up)
+          merge     loadtest merge a.json b.json ... [--json F] [--svg F] [--mixed] [--threshold T]: one
+                    report of runs made at the same time (refuses different settings unless --mixed; warns
+                    when the measured windows do not line up; checks the thresholds on the merged figures)
           With --rate R, echo, http, stream, connect and udp run open loop: R requests (chunks, connections)
           per second in total; latency counts from the intended send time, service time from the actual one.
           Full guide: docs/loadtest.md
@@ -56,11 +57,17 @@ package enum CommandLineParser {
           --header 'N: v'     http mode: add a header line; repeatable                [-H]
           --body TEXT         http mode: request body (Content-Length is added)
           --body-file FILE    http mode: request body from a file
+          --expect-status L   http mode: the statuses that succeed, such as 200,204 or 2xx,301 (default 2xx)
+          --expect-body TEXT  http mode: a response body must contain TEXT (else a 'check' error)
+          --expect-length B   http mode: a response body must be B bytes long
           --connections N     connections (connect mode: parallel churn slots)      [-c]
           --size B            echo message size, 1 byte to 1 MiB (suffix k = KiB)   [-s]
           --pipeline K        requests in flight per connection (echo, http; udp: per flow)
           --rate R            open loop: total requests per second (suffix k = 1000); stream mode:
                               chunks of --size (default 64 KiB) per second; connect: connections/s
+          --stages LIST       open loop that ramps and holds: DURATION:RATE,... such as 10s:1k,30s:20k,10s:0
+                              (the rate moves linearly from each target to the next, from 0; replaces
+                              --rate, --duration and --warmup); the report gives each stage's figures
           --duration T        measured time: 10, 10s, 500ms, 2m (default 10 s)       [-d]
           --warmup T          load before measuring starts (default 1 s)
           --ramp T            open the connections evenly over T (default: at once, 64 in flight)
@@ -68,10 +75,15 @@ package enum CommandLineParser {
           --loops N           client event loops / threads (default: one per core)  [-l]
           --timeout T         connect and reply timeout; 0: no reply timeout (default 10 s)
           --close fin|rst     connect mode: how to close (default rst: no TIME_WAIT)
+          --threshold T       pass/fail criterion, repeatable: p99<10ms, p(95)<200 (ms), mean<1ms, max<1s,
+                              errors<0.1%, errors==0, rate>=50k, requests>=1000; a scope judges a part:
+                              p99{url:/search}<50ms, rate{stage:2}>=19k; exit status 99 when one fails
+                              (also for merge)
           --json FILE         write all figures and the full latency histogram as JSON
           --svg FILE          write a latency percentile plot and a throughput chart
-          --server-pid PID    also measure that server's CPU time over the window (µs per request)
-                              and its resident memory (idle mode: per connection)
+          --server-pid PID    also measure that server's CPU time over the window (µs per request) and its
+                              memory (/proc/PID/status) before the connections, over the run and at the end
+                              (idle mode: per connection); a PID that names no process is refused
           --start-at TIME     start the load at a wall-clock time (RFC 3339 or Unix seconds), so runs
                               started apart (other processes, machines, pods) measure the same window
           --id NAME           name this run in the JSON and the report (merge lists the names)
@@ -87,6 +99,9 @@ package enum CommandLineParser {
           --tls-server-name N the name to send (SNI) and verify (default: --host)
           --quiet             no progress lines; with --json - or --svg -, no report either  [-q]
           --help                                                                     [-h]
+
+        Exit status: 0 success; 1 errors counted (unless an errors threshold judged them) or an output
+        not written; 2 the run could not start; 99 a threshold failed.
         """
 
     /// Parses the arguments after the program name.
@@ -107,6 +122,7 @@ package enum CommandLineParser {
         var urlGiven = false
         var closeGiven = false
         var sizeGiven = false
+        var given: Set<String> = []
 
         func value(_ flag: String) throws(ArgumentError) -> String {
             guard let next = rest.popFirst() else { throw ArgumentError("\(flag) needs a value") }
@@ -120,6 +136,7 @@ package enum CommandLineParser {
                 flag = String(raw[..<eq])
                 rest.insert(String(raw[raw.index(after: eq)...]), at: rest.startIndex)
             }
+            given.insert(flag)
             switch flag {
             case "--help", "-h":
                 return .help
@@ -200,6 +217,7 @@ package enum CommandLineParser {
             default:
                 if try parseExtendedOption(flag, into: &config, value: { () throws(ArgumentError) in try value(flag) }) { break }
                 if try parseTLSOption(flag, into: &config, value: { () throws(ArgumentError) in try value(flag) }) { break }
+                if try parseFeatureOption(flag, into: &config, value: { () throws(ArgumentError) in try value(flag) }) { break }
                 if flag.hasPrefix("-") { throw ArgumentError("unknown option '\(flag)' (try --help)") }
                 throw ArgumentError("unexpected argument '\(flag)' (try --help)")
             }
@@ -223,6 +241,7 @@ package enum CommandLineParser {
             guard portGiven else { throw ArgumentError("\(config.mode.rawValue) mode needs --port (and --host, default 127.0.0.1)") }
             if urlGiven { throw ArgumentError("--url is for http mode") }
         }
+        try checkFeatureOptions(&config, given: given)
         if config.rate != nil && config.mode == .idle {
             throw ArgumentError("--rate applies to echo, http, stream and connect modes")
         }
@@ -243,6 +262,7 @@ package enum CommandLineParser {
         var svg: String?
         var quiet = false
         var mixed = false
+        var thresholds: [Threshold] = []
         while let arg = rest.popFirst() {
             switch arg {
             case "--json":
@@ -255,6 +275,9 @@ package enum CommandLineParser {
                 quiet = true
             case "--mixed":
                 mixed = true
+            case "--threshold":
+                guard let v = rest.popFirst() else { throw ArgumentError("--threshold needs a value") }
+                thresholds.append(try threshold(v))
             case "--help", "-h":
                 return .help
             default:
@@ -263,7 +286,7 @@ package enum CommandLineParser {
             }
         }
         guard !inputs.isEmpty else { throw ArgumentError("merge needs JSON files: loadtest merge a.json b.json") }
-        return .merge(inputs: inputs, jsonPath: json, svgPath: svg, quiet: quiet, allowMixed: mixed)
+        return .merge(inputs: inputs, jsonPath: json, svgPath: svg, quiet: quiet, allowMixed: mixed, thresholds: thresholds)
     }
 
     // MARK: Values

@@ -25,6 +25,8 @@ package enum ErrorKind: String, CaseIterable, Sendable, Codable {
     case httpStatus = "http_status"
     /// A TLS failure: the handshake (verification, protocol, timeout) or a record error.
     case tls
+    /// An HTTP response whose body failed a check (`--expect-body`, `--expect-length`).
+    case check
     /// Anything else (the first one's text is kept for the report).
     case other
 

@@ -27,12 +27,22 @@ final class HTTPConnection: GCDAsyncSocketDelegate, PacedConnection, SweptConnec
     private var nextReceive: UInt64 = 0
     /// A chunked body's bytes so far (size lines, chunks, trailers), counted as received.
     private var chunkedBytes = 0
+    /// A chunked body's bytes so far, kept only when a check reads the body.
+    private var chunkedBody = Data()
     /// A head (tag 1) or body (tag 2; chunked: tags 3 to 5) read is queued.
     private var readQueued = false
     private var pendingHead: HTTPResponseHead?
     private var state = ConnectionState.idle
     /// Set when the server said it closes: the close that follows is expected, and the slot reconnects.
     private var reconnecting = false
+    /// What a response must be (status, body) to count as a success; whether its body is looked at.
+    private let checks: ResponseChecks
+    private let inspectsBody: Bool
+    /// Several URLs: the index of the one the next response answers (responses come in the order sent).
+    private let perURL: Bool
+    private var receiveURL = 0
+    /// One URL, statuses 2xx, no body check: a response is judged by two comparisons, as it always was.
+    private let plain: Bool
 
     init(worker: LoopWorker, number: Int) {
         self.worker = worker
@@ -42,6 +52,10 @@ final class HTTPConnection: GCDAsyncSocketDelegate, PacedConnection, SweptConnec
         openLoop = config.isOpenLoop
         times = SendTimes(capacity: openLoop ? 1024 : config.pipeline)
         sentTimes = SendTimes(capacity: openLoop ? 1024 : 1)
+        checks = config.checks
+        inspectsBody = checks.inspectsBody
+        perURL = requests.count > 1
+        plain = !perURL && checks == ResponseChecks()
     }
 
     func start() {
@@ -52,6 +66,7 @@ final class HTTPConnection: GCDAsyncSocketDelegate, PacedConnection, SweptConnec
         state = .connecting
         nextSend = 0
         nextReceive = 0
+        receiveURL = nextRequest
         readQueued = false
         pendingHead = nil
         socket = worker.connectSocket(self, settling: settling)
@@ -66,6 +81,7 @@ final class HTTPConnection: GCDAsyncSocketDelegate, PacedConnection, SweptConnec
     func expireRequests(sentBefore cutoff: UInt64) {
         guard state == .open, !reconnecting, nextSend != nextReceive, times[nextReceive] < cutoff, let socket else { return }
         worker.recordError(.timeout, "no HTTP response within \(worker.config.timeout) s")
+        if perURL { worker.recordURLError(receiveURL) }
         socket.disconnect()
     }
 
@@ -136,11 +152,13 @@ final class HTTPConnection: GCDAsyncSocketDelegate, PacedConnection, SweptConnec
                 sock.readData(toLength: UInt(head.bodyLength), withTimeout: worker.replyTimeout, tag: 2)
                 return
             }
-            complete(sock, head: head, bodyBytes: 0, headBytes: data.count)
+            complete(sock, head: head, bodyBytes: 0, headBytes: data.count,
+                     bodyPasses: !inspectsBody || checks.passes(body: UnsafeRawBufferPointer(start: nil, count: 0)))
         } else if tag == 2 {
             guard let head = pendingHead else { return }
             pendingHead = nil
-            complete(sock, head: head, bodyBytes: data.count, headBytes: pendingHeadBytes)
+            complete(sock, head: head, bodyBytes: data.count, headBytes: pendingHeadBytes,
+                     bodyPasses: !inspectsBody || data.withUnsafeBytes { checks.passes(body: $0) })
         } else {
             readChunked(sock, data, tag: tag)
         }
@@ -166,6 +184,7 @@ final class HTTPConnection: GCDAsyncSocketDelegate, PacedConnection, SweptConnec
             guard data.withUnsafeBytes({ HTTPChunkLine.endsChunk($0) }) else {
                 return badChunk(sock, "a chunk was not followed by CRLF")
             }
+            if inspectsBody { chunkedBody.append(data.dropLast(2)) }  // kept only for --expect-body/-length
             sock.readData(to: Self.lineEnd, withTimeout: timeout, maxLength: HTTPChunkLine.maxLineLength, tag: 3)
         default:
             guard data.withUnsafeBytes({ HTTPChunkLine.endsTrailers($0) }) else {
@@ -173,17 +192,21 @@ final class HTTPConnection: GCDAsyncSocketDelegate, PacedConnection, SweptConnec
                 return
             }
             pendingHead = nil
-            complete(sock, head: head, bodyBytes: chunkedBytes, headBytes: pendingHeadBytes)
+            let body = chunkedBody
+            chunkedBody = Data()
+            complete(sock, head: head, bodyBytes: chunkedBytes, headBytes: pendingHeadBytes,
+                     bodyPasses: !inspectsBody || body.withUnsafeBytes { checks.passes(body: $0) })
         }
     }
 
     private func badChunk(_ sock: GCDAsyncSocket, _ message: String) {
         pendingHead = nil
+        chunkedBody = Data()
         worker.recordError(.badResponse, message)
         sock.disconnect()
     }
 
-    private func complete(_ sock: GCDAsyncSocket, head: HTTPResponseHead, bodyBytes: Int, headBytes: Int) {
+    private func complete(_ sock: GCDAsyncSocket, head: HTTPResponseHead, bodyBytes: Int, headBytes: Int, bodyPasses: Bool) {
         let now = Deadline.now().uptimeNanoseconds
         readQueued = false
         let sentAt = times[nextReceive]
@@ -193,7 +216,11 @@ final class HTTPConnection: GCDAsyncSocketDelegate, PacedConnection, SweptConnec
             worker.recordReply(latency: now &- sentAt, bytes: headBytes + bodyBytes, now: now)
         }
         nextReceive &+= 1
-        if head.status < 200 || head.status > 299 { worker.recordError(.httpStatus, "HTTP status \(head.status)") }
+        if plain {
+            if head.status < 200 || head.status > 299 { worker.recordError(.httpStatus, "HTTP status \(head.status)") }
+        } else {
+            judge(head, bodyBytes: bodyBytes, bodyPasses: bodyPasses, latency: now &- sentAt, now: now)
+        }
         if worker.stopping { return }
         if head.closes {
             // The server closes after this response; the requests sent after it are lost with it.
@@ -207,6 +234,23 @@ final class HTTPConnection: GCDAsyncSocketDelegate, PacedConnection, SweptConnec
             send(on: sock, at: now)
         }
         queueRead(sock)
+    }
+
+    /// Counts a response against its URL (several `--url`s) and the checks (`--expect-*`).
+    private func judge(_ head: HTTPResponseHead, bodyBytes: Int, bodyPasses: Bool, latency: UInt64, now: UInt64) {
+        let url = receiveURL
+        if perURL {
+            receiveURL = url + 1 == requests.count ? 0 : url + 1
+            worker.recordURLReply(url, latency: latency, now: now)
+        }
+        if !checks.accepts(status: head.status) {
+            worker.recordError(.httpStatus, "HTTP status \(head.status)")
+            if perURL { worker.recordURLError(url) }
+        } else if !bodyPasses {
+            let paths = worker.config.http.paths
+            worker.recordError(.check, checks.failure(bodyBytes: bodyBytes, path: paths.isEmpty ? worker.config.path : paths[url]))
+            if perURL { worker.recordURLError(url) }
+        }
     }
 
     func socketDidSecure(_ sock: GCDAsyncSocket) {

@@ -79,12 +79,10 @@ package enum Limits {
         access("/proc/\(pid)/stat", R_OK) == 0
     }
 
-    /// A process's resident memory in MiB (`/proc/PID/statm`), or nil if it cannot be read.
+    /// A process's resident memory in MiB (`VmRSS` in `/proc/PID/status`, see ``ProcessStatus``), or nil if it
+    /// cannot be read.
     static func residentMiB(pid: Int32) -> Double? {
-        guard let text = readSmallFile("/proc/\(pid)/statm") else { return nil }
-        let fields = text.split(separator: " ")
-        guard fields.count > 1, let pages = Double(fields[1]) else { return nil }
-        return pages * Double(sysconf(Int32(_SC_PAGESIZE))) / 1_048_576
+        ProcessStatus.read(pid: pid)?.residentMiB
     }
 
     /// The calling thread's CPU time so far, user plus system, in seconds (`getrusage(RUSAGE_THREAD)`).

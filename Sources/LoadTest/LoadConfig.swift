@@ -81,6 +81,12 @@ package struct LoadConfig: Sendable, Equatable {
     package var serverMetrics: MetricsAddress?
     /// TLS (`--tls`, `https://`; see LoadConfig+TLS.swift).
     package var tls = LoadTLSSettings()
+    /// Open loop that ramps and holds (`--stages`; ``rate`` is then their mean, ``duration`` their sum).
+    package var stages: ArrivalStages?
+    /// Pass/fail criteria checked at the end (`--threshold`).
+    package var thresholds: [Threshold] = []
+    /// `http` mode: what a response must be to count as a success (`--expect-status`, `--expect-body`).
+    package var checks = ResponseChecks()
 
     /// A configuration with the mode's defaults.
     package init(mode: LoadMode) {

@@ -114,8 +114,8 @@ package final class LoadRunner: Sendable {
     // MARK: Phases
 
     private func drive(_ config: LoadConfig, _ workers: [LoopWorker], _ extras: RunExtras) throws -> RunResult {
-        let serverRSSBefore = config.serverPID.flatMap { Limits.residentMiB(pid: $0) }
         let t0 = Deadline.now().uptimeNanoseconds
+        let serverSide = config.serverPID.map { ServerProcessSampler(pid: $0) }  // before the connections
         _ = gather(workers) { $0.beginOpening() }
 
         // Opening: wait until every connection is up or has failed (churn slots need no wait).
@@ -162,6 +162,9 @@ package final class LoadRunner: Sendable {
             output("  \(opened.established) of \(config.connections) connections open in \(took) s\(opened.failed > 0 ? " (\(opened.failed) failed)" : "")")
         }
 
+        let stageRecorder = config.stages.map { StageRecorder(stages: $0, loadStart: loadStart, start: opened) }
+        _ = serverSide?.sample(now: loadStart, windowBegins: windowStart)
+
         // Load: a progress line per second until the window closes.
         var timeline: [RunResult.Sample] = []
         var previous = sum(gather(workers) { $0.snapshot })
@@ -181,10 +184,14 @@ package final class LoadRunner: Sendable {
         while true {
             // Once a second, plus a tick where the warm-up ends, so no sample straddles it.
             let next = tick + 1_000_000_000
-            tick = tick < windowStart && next > windowStart ? windowStart : min(next, windowEnd)
+            let planned = tick < windowStart && next > windowStart ? windowStart : min(next, windowEnd)
+            tick = stageRecorder?.nextTick(after: tick, planned: planned) ?? planned  // and at each stage's end
             sleep(until: tick)
             let now = Deadline.now().uptimeNanoseconds
-            if isInterrupted && now < windowEnd {
+            // Read once: an interrupt arriving later in this pass is acted on in the next, never half (a window
+            // left uncut while the loop stops would report the planned length for what was measured).
+            let interruptedNow = isInterrupted
+            if interruptedNow && now < windowEnd {
                 let cut = max(windowStart, now)
                 windowEnd = cut
                 _ = gather(workers) { $0.windowEnd = cut }
@@ -197,7 +204,7 @@ package final class LoadRunner: Sendable {
                     serverScrapes = 1
                 }
             }
-            if tick == windowEnd || isInterrupted {
+            if tick == windowEnd || interruptedNow {
                 clientCPUEnd = gather(workers) { _ in Limits.threadCPUSeconds() }.reduce(0, +)
                 if let pid { serverCPUEnd = Limits.cpuSeconds(pid: pid) }
                 if let serverLoops, serverScrapes == 1 {
@@ -214,8 +221,12 @@ package final class LoadRunner: Sendable {
                 connections: current.open,
                 errors: current.errors,
                 warmup: tick <= windowStart && windowStart > loadStart)
-            sample.serverRSSMiB = pid.flatMap { Limits.residentMiB(pid: $0) }
+            sample.serverRSSMiB = serverSide?.sample(now: now, windowBegins: windowStart)
+            sample.targetRate = config.targetRate(from: Double(previousTime - loadStart) / 1e9, to: Double(now - loadStart) / 1e9)
             timeline.append(sample)
+            if let stageRecorder, stageRecorder.stageEnded(by: min(now, windowEnd)) {
+                stageRecorder.take(at: min(now, windowEnd), totals: current, histogram: mergedHistogram(workers))
+            }
             if config.mode == .connect && timeline.count == 1 { try checkAnyConnected(config, workers, afterFirstSecond: true) }
             try checkAnyAlive(config, workers, current)
             if extras.isActive {
@@ -225,12 +236,12 @@ package final class LoadRunner: Sendable {
                     for h in gather(workers, { $0.histogram }) { histogram!.merge(h) }
                 }
                 extras.tick(windowStart: windowStart, end: min(now, windowEnd), histogram: histogram, totals: current,
-                            errors: errorCounts(workers))
+                            errors: errorCounts(workers), targetRate: sample.targetRate)
             }
             if !config.quiet { output(progressLine(config, sample)) }
             previous = current
             previousTime = now
-            if now >= windowEnd || isInterrupted { break }
+            if now >= windowEnd || interruptedNow { break }
         }
 
         var final = WorkerFinal()
@@ -240,9 +251,14 @@ package final class LoadRunner: Sendable {
         result.windowStart = Self.wallClock(at: min(windowStart, windowEnd))
         result.windowEnd = Self.wallClock(at: windowEnd)
         result.startAt = config.startAt
-        result.serverRSSBeforeMiB = serverRSSBefore
         result.id = config.runID
         if config.mode == .udp { result.datagrams = final.datagrams }
+        if let stageRecorder {
+            stageRecorder.take(at: windowEnd, totals: final.snapshot, histogram: final.histogram, cut: true)
+            result.stages = stageRecorder.figures
+        }
+        result.urls = RunResult.urlFigures(paths: config.http.paths, counts: final.urls, window: window)
+        result.serverProcess = serverSide?.figures
         if final.serviceHistogram.count > 0 {
             result.serviceTimeUs = RunResult.Latency(final.serviceHistogram)
             result.serviceHistogram = RunResult.HistogramData(final.serviceHistogram)
@@ -272,6 +288,7 @@ package final class LoadRunner: Sendable {
         } catch {
             result.warnings = (result.warnings ?? []) + ["\(error)"]
         }
+        result.checkThresholds(config.thresholds)
         return result
     }
 
@@ -305,17 +322,18 @@ package final class LoadRunner: Sendable {
     private func progressLine(_ config: LoadConfig, _ s: RunResult.Sample) -> String {
         let t = "[\(ReportText.fixed(s.t, 1).leftPadded(5))s]"
         let phase = s.warmup ? " warm-up" : ""
+        let target = s.targetRate.map { " (target \(ReportText.fixed($0, 0)))" } ?? ""
         switch config.mode {
         case .idle:
             return "  \(t) \(s.connections) connections open, \(s.errors) errors"
         case .stream:
             return "  \(t)\(phase) \(ReportText.fixed(s.mibPerSecond, 1)) MiB/s, \(s.connections) connections, \(s.errors) errors"
         case .connect:
-            return "  \(t)\(phase) \(ReportText.fixed(s.requestsPerSecond, 0)) connections/s, \(s.errors) errors"
+            return "  \(t)\(phase) \(ReportText.fixed(s.requestsPerSecond, 0)) connections/s\(target), \(s.errors) errors"
         case .udp:
-            return "  \(t)\(phase) \(ReportText.fixed(s.requestsPerSecond, 0)) datagrams/s echoed, \(s.connections) flows, \(s.errors) errors"
+            return "  \(t)\(phase) \(ReportText.fixed(s.requestsPerSecond, 0)) datagrams/s echoed\(target), \(s.connections) flows, \(s.errors) errors"
         default:
-            return "  \(t)\(phase) \(ReportText.fixed(s.requestsPerSecond, 0)) req/s, \(s.connections) connections, \(s.errors) errors"
+            return "  \(t)\(phase) \(ReportText.fixed(s.requestsPerSecond, 0)) req/s\(target), \(s.connections) connections, \(s.errors) errors"
         }
     }
 
@@ -391,6 +409,13 @@ package final class LoadRunner: Sendable {
         let nowUptime = Deadline.now().uptimeNanoseconds
         let wall = wallClock()
         return wall - (Double(nowUptime) - Double(uptime)) / 1e9
+    }
+
+    /// The loops' window histograms merged.
+    private func mergedHistogram(_ workers: [LoopWorker]) -> Histogram {
+        var histogram = Histogram()
+        for h in gather(workers, { $0.histogram }) { histogram.merge(h) }
+        return histogram
     }
 
     private func errorCounts(_ workers: [LoopWorker]) -> ErrorCounts {

@@ -74,9 +74,12 @@ struct WorkerFinal: Sendable {
     var windowCompleted: UInt64 = 0
     var windowBytes: UInt64 = 0
     var datagrams = RunResult.Datagrams()
+    /// HTTP with several URLs: each one's counts, by its index.
+    var urls: [URLCounts] = []
 
     mutating func add(_ other: WorkerFinal) {
         datagrams.add(other.datagrams)
+        URLCounts.add(other.urls, to: &urls)
         snapshot.add(other.snapshot)
         histogram.merge(other.histogram)
         serviceHistogram.merge(other.serviceHistogram)
@@ -149,6 +152,8 @@ final class LoopWorker: @unchecked Sendable {
     @exclusivity(unchecked) var errors = ErrorCounts()
     /// UDP mode: the window's datagram counts (``UDPFlow``).
     @exclusivity(unchecked) var datagrams = RunResult.Datagrams()
+    /// HTTP with several URLs: each one's counts, by its index in the rotation (empty otherwise).
+    @exclusivity(unchecked) var urls: [URLCounts] = []
     var firstError: String?
     @exclusivity(unchecked) var open = 0
     var established = 0
@@ -170,6 +175,8 @@ final class LoopWorker: @unchecked Sendable {
 
     // Open loop.
     private var pacer: RatePacer?
+    /// `--stages`: the schedule that ramps and holds (``pacer`` is then nil).
+    private var stagePacer: StagePacer?
     private var pacerTimer: PacerTimer?
     private var paced: [any PacedConnection] = []
     private var swept: [any SweptConnection] = []
@@ -205,6 +212,7 @@ final class LoopWorker: @unchecked Sendable {
         maxConnecting = max(1, config.maxConnecting / max(1, config.loops))
         httpRequests = config.mode == .http ? config.httpRequests.map { Data($0) } : []
         tls = config.tls.configuration
+        if httpRequests.count > 1 { urls = Array(repeating: URLCounts(), count: httpRequests.count) }
     }
 
     deinit {
@@ -421,8 +429,12 @@ final class LoopWorker: @unchecked Sendable {
         self.windowStart = windowStart
         self.windowEnd = windowEnd
         guard let rate = config.rate, target > 0 else { return }
-        let share = rate * Double(target) / Double(max(1, config.connections))
-        pacer = RatePacer(ratePerSecond: share, start: loadStart)
+        let share = Double(target) / Double(max(1, config.connections))
+        if let stages = config.stages {
+            stagePacer = StagePacer(stages: stages, share: share, start: loadStart)
+        } else {
+            pacer = RatePacer(ratePerSecond: rate * share, start: loadStart)
+        }
         nextPaceAt = loadStart
         pacerTimer = PacerTimer(loop: loop) { [unowned self] in
             pace(now: Deadline.now().uptimeNanoseconds)
@@ -437,7 +449,23 @@ final class LoopWorker: @unchecked Sendable {
     /// next one. With no room anywhere the backlog waits for a reply (and its latency keeps growing).
     func pace(now: UInt64) {
         // A connection that fails while it sends may call back in here: the loop below carries on instead.
-        guard !stopping, !pacing, var schedule = pacer else { return }
+        guard !stopping, !pacing else { return }
+        guard var schedule = pacer else { return paceStages(now: now) }
+        pace(&schedule, now: now)
+        pacer = schedule
+    }
+
+    /// ``pace(now:)`` with `--stages`: out of line, so the constant rate's code stays as compact as it was.
+    @inline(never)
+    private func paceStages(now: UInt64) {
+        guard var schedule = stagePacer else { return }
+        pace(&schedule, now: now)
+        stagePacer = schedule
+    }
+
+    /// ``pace(now:)`` with `schedule`: specialized for each kind, so the constant rate's stays a plain value.
+    @inline(__always)
+    private func pace<Schedule: ArrivalSchedule>(_ schedule: inout Schedule, now: UInt64) {
         pacing = true
         defer { pacing = false }
         var blocked = false
@@ -450,7 +478,6 @@ final class LoopWorker: @unchecked Sendable {
             paceNow = now
             connection.sendPaced(intended: intended)
         }
-        pacer = schedule
         nextPaceAt = schedule.nextIntendedTime
         // The timer fires no sooner than 50 µs from now (the kernel's default timer slack lets it be that late
         // anyway), so at high rates one wakeup sends a batch instead of one request. The requests keep their
@@ -481,11 +508,13 @@ final class LoopWorker: @unchecked Sendable {
     func finish() -> WorkerFinal {
         let result = WorkerFinal(snapshot: snapshot, histogram: histogram, serviceHistogram: serviceHistogram,
                                  handshakeHistogram: handshakeHistogram, errors: errors, firstError: firstError,
-                                 windowCompleted: windowCompleted, windowBytes: windowBytes, datagrams: datagrams)
+                                 windowCompleted: windowCompleted, windowBytes: windowBytes, datagrams: datagrams,
+                                 urls: urls)
         stopping = true
         pacerTimer?.close()
         pacerTimer = nil
         pacer = nil
+        stagePacer = nil
         nextPaceAt = .max
         for connection in connections { connection.stop() }
         return result

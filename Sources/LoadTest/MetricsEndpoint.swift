@@ -60,7 +60,9 @@ final class MetricsEndpoint: GCDAsyncSocketDelegate, @unchecked Sendable {
 
     /// The exposition text: counters over the whole run, the open connections, and the latency histogram of
     /// the measuring window so far as cumulative `le` buckets in seconds.
-    static func text(config: LoadConfig, totals: WorkerSnapshot, errors: ErrorCounts, histogram: Histogram?) -> String {
+    /// `targetRate` is the open-loop rate now (with `--stages` it moves; default: `--rate`).
+    static func text(config: LoadConfig, totals: WorkerSnapshot, errors: ErrorCounts, histogram: Histogram?,
+                     targetRate: Double? = nil) -> String {
         var labels = "mode=\"\(config.mode == .demo ? "echo" : config.mode.rawValue)\""
         if let id = config.runID { labels += ",id=\"\(escape(id))\"" }
         var s = ""
@@ -76,7 +78,7 @@ final class MetricsEndpoint: GCDAsyncSocketDelegate, @unchecked Sendable {
         metric("loadtest_connections_open", "gauge", "Connections open now.", [("{\(labels)}", "\(totals.open)")])
         metric("loadtest_connections_established_total", "counter", "Connections established.", [("{\(labels)}", "\(totals.established)")])
         metric("loadtest_connections_failed_total", "counter", "Connections that could not be opened.", [("{\(labels)}", "\(totals.failed)")])
-        if let rate = config.rate {
+        if let rate = targetRate ?? config.rate {
             metric("loadtest_target_rate", "gauge", "The open-loop rate asked for, requests per second.", [("{\(labels)}", "\(rate)")])
         }
         let h = histogram ?? Histogram()

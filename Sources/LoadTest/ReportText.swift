@@ -92,7 +92,8 @@ package enum ReportText {
             let pipeline = r.pipeline.map { "pipeline \($0)" } ?? "mixed pipelines"
             what = "echo \(size), \(pipeline)"
         }
-        let loop = r.targetRate.map { ", open loop at \(fixed($0, 0))/s" } ?? (r.mode == "idle" ? "" : ", closed loop")
+        var loop = r.targetRate.map { ", open loop at \(fixed($0, 0))/s" } ?? (r.mode == "idle" ? "" : ", closed loop")
+        if let stages = r.stages, let rate = r.targetRate { loop = ", open loop in \(count(stages.count, "stage")), \(fixed(rate, 0))/s mean target" }
         lines.append("")
         lines.append("loadtest \(r.mode) → \(r.target): \(what)\(loop)\(r.id.map { " [\($0)]" } ?? "")")
         let sources = r.sources > 1 ? ", merged from \(r.sources) results" : ""
@@ -137,8 +138,10 @@ package enum ReportText {
         if let cpu = r.serverCPUSeconds, let per = r.serverMicrosecondsPerRequest {
             lines.append("  server CPU: \(fixed(cpu, 2)) s over the window, \(fixed(per, 2)) µs per request")
         }
-        if let memory = r.serverMemoryLine { lines.append(memory) }
+        if let server = r.serverProcess { lines += serverProcess(server, connectionsOpen: r.connectionsOpen) }
         if let server = r.serverLoops { lines += serverLoops(server) }
+        if let stages = r.stages { lines += self.stages(stages) }
+        if let urls = r.urls { lines += self.urls(urls) }
         if r.errors.total == 0 {
             lines.append("  errors: none")
         } else {
@@ -147,6 +150,7 @@ package enum ReportText {
             if let first = r.errors.first { lines.append("    first: \(first)") }
         }
         for warning in r.warnings ?? [] { lines.append("  warning: \(warning)") }
+        if let thresholds = r.thresholds { lines += self.thresholds(thresholds) }
         return lines.joined(separator: "\n")
     }
 }

@@ -32,8 +32,11 @@ final class RunExtras {
     var isActive: Bool { log != nil || metrics != nil }
 
     /// One second of the run ended at `end` (ns); `histogram` is the window's so far (nil before the window).
-    func tick(windowStart: UInt64, end: UInt64, histogram: Histogram?, totals: WorkerSnapshot, errors: ErrorCounts) {
-        metrics?.publish(MetricsEndpoint.text(config: config, totals: totals, errors: errors, histogram: histogram))
+    /// `targetRate`: the open-loop target over that second.
+    func tick(windowStart: UInt64, end: UInt64, histogram: Histogram?, totals: WorkerSnapshot, errors: ErrorCounts,
+              targetRate: Double? = nil) {
+        metrics?.publish(MetricsEndpoint.text(config: config, totals: totals, errors: errors, histogram: histogram,
+                                              targetRate: targetRate))
         guard let log, let histogram, end > windowStart else { return }
         let start = previousEnd ?? windowStart
         log.add(start: LoadRunner.wallClock(at: start), end: LoadRunner.wallClock(at: end),

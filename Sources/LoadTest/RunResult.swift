@@ -111,10 +111,12 @@ package struct RunResult: Codable, Sendable, Equatable {
         package var warmup: Bool
         /// With `--server-pid`: the server's resident memory at the end of the sample, MiB.
         package var serverRSSMiB: Double?
+        /// Open loop: the target rate over the sample (with `--stages`, its mean over the sample's time).
+        package var targetRate: Double?
 
         enum CodingKeys: String, CodingKey {
             case t, requestsPerSecond = "requests_per_second", mibPerSecond = "mib_per_second", connections, errors, warmup
-            case serverRSSMiB = "server_rss_mib"
+            case serverRSSMiB = "server_rss_mib", targetRate = "target_rate"
         }
 
         /// A sample.
@@ -173,8 +175,6 @@ package struct RunResult: Codable, Sendable, Equatable {
     /// With `--server-pid`: the server's CPU seconds (user + system) over the window, and per request.
     var serverCPUSeconds: Double?
     var serverMicrosecondsPerRequest: Double?
-    /// With `--server-pid`: the server's resident memory before the connections were opened, MiB.
-    var serverRSSBeforeMiB: Double?
     /// The client loops' CPU seconds (user + system) over the window, and per request: the generator's own cost.
     var clientCPUSeconds: Double?
     var clientMicrosecondsPerRequest: Double?
@@ -200,6 +200,14 @@ package struct RunResult: Codable, Sendable, Equatable {
     package var serverLoops: ServerLoops?
     /// What the reader should know about the figures (a rate not reached, windows that do not line up, …).
     package var warnings: [String]?
+    /// `--threshold`: each one's outcome (see Thresholds.swift).
+    package var thresholds: [ThresholdOutcome]?
+    /// `--stages`: each stage's figures (see StageRecorder.swift).
+    package var stages: [StageFigures]?
+    /// HTTP with several `--url`s: each one's figures (see URLBreakdown.swift).
+    package var urls: [URLFigures]?
+    /// With `--server-pid`: the server's memory over the run (see ServerSideStats.swift).
+    package var serverProcess: ServerProcess?
 
     /// With `--server-metrics`: the server's loops over the measured window, from its metrics page scraped as
     /// the window began and as it ended.
@@ -299,7 +307,6 @@ package struct RunResult: Codable, Sendable, Equatable {
         case histogram, timeline, sources
         case serverCPUSeconds = "server_cpu_s"
         case serverMicrosecondsPerRequest = "server_us_per_request"
-        case serverRSSBeforeMiB = "server_rss_before_mib"
         case clientCPUSeconds = "client_cpu_s"
         case clientMicrosecondsPerRequest = "client_us_per_request"
         case id
@@ -313,6 +320,7 @@ package struct RunResult: Codable, Sendable, Equatable {
         case tlsHandshakeHistogram = "tls_handshake_histogram"
         case datagrams, warnings
         case serverLoops = "server_loops"
+        case thresholds, stages, urls, serverProcess = "server_process"
     }
 
     /// The result's latency histogram.
@@ -417,6 +425,10 @@ package struct RunResult: Codable, Sendable, Equatable {
         let sources = Set(results.map { $0.serverLoops?.source ?? "" })
         if sources.count != 1 || sources.first == "" { merged.serverLoops = nil }
         mergeWindows(results, into: &merged)
+        merged.stages = mergeStages(results)
+        merged.urls = mergeURLs(results)
+        merged.serverProcess = nil
+        merged.thresholds = nil  // checked again on the merged figures
         return merged
     }
 }

@@ -63,7 +63,10 @@ package enum SVGChart {
         var parts = [ReportText.count(r.connections, r.mode == "connect" ? "churn slot" : "connection")]
         if let size = r.messageSize, r.mode == "echo" { parts.append("\(size) B") }
         if let pipeline = r.pipeline, pipeline > 1 { parts.append("pipeline \(pipeline)") }
-        parts.append(r.targetRate.map { "open loop at \(ReportText.fixed($0, 0))/s" } ?? "closed loop")
+        parts.append(r.targetRate.map { rate in
+            r.stages.map { "open loop in \(ReportText.count($0.count, "stage")) (\(ReportText.fixed(rate, 0))/s mean)" }
+                ?? "open loop at \(ReportText.fixed(rate, 0))/s"
+        } ?? "closed loop")
         parts.append("\(ReportText.fixed(r.durationSeconds, 1)) s measured")
         if r.sources > 1 { parts.append("merged from \(r.sources) results") }
         if let start = r.windowStart { parts.append(utcDate(start)) }
@@ -151,16 +154,21 @@ package enum SVGChart {
         let byteMode = result.mode == "stream"
         let title = byteMode ? "Throughput over time (MiB/s)"
             : result.mode == "connect" ? "Throughput over time (connections/s)" : "Throughput over time (requests/s)"
-        return timePlot(result, top: top, title: title,
-                        values: result.timeline.map { byteMode ? $0.mibPerSecond : $0.requestsPerSecond }, color: "#2ca02c")
+        // Open loop (requests, not bytes): the target rate beside the achieved one, dashed.
+        let target = byteMode || !result.timeline.contains(where: { $0.targetRate != nil })
+            ? nil : result.timeline.map { $0.targetRate ?? 0 }
+        return timePlot(result, top: top, title: title + (target == nil ? "" : ", target dashed"),
+                        values: result.timeline.map { byteMode ? $0.mibPerSecond : $0.requestsPerSecond }, color: "#2ca02c",
+                        target: target)
     }
 
-    /// A per-second series over the run's timeline, the warm-up shaded.
-    private static func timePlot(_ result: RunResult, top: Double, title: String, values: [Double], color: String) -> String {
+    /// A per-second series over the run's timeline, the warm-up shaded; `target`, a second series drawn dashed.
+    private static func timePlot(_ result: RunResult, top: Double, title: String, values: [Double], color: String,
+                                 target: [Double]? = nil) -> String {
         let samples = result.timeline
         let x0 = margin.left, y0 = top + margin.top
         let w = width - margin.left - margin.right, h = plotHeight
-        let maxY = niceCeiling(values.max() ?? 1)
+        let maxY = niceCeiling(max(values.max() ?? 1, target?.max() ?? 0))
         let maxT = max(1, samples.last?.t ?? 1)
         var s = "<g>\n"
         s += text(x0, top + 22, title, bold: true)
@@ -181,16 +189,23 @@ package enum SVGChart {
             t += step
         }
         s += yTicks(x0, y0, w, h, maxY)
-        if !samples.isEmpty {
+        // --stages: a thin line where each stage begins, numbered (a jump of 0 s takes no line of its own).
+        for (i, stage) in (result.stages ?? []).enumerated() where stage.durationSeconds > 0 && stage.startSeconds > 0 && stage.startSeconds < maxT {
+            let x = x0 + w * stage.startSeconds / maxT
+            s += line(x, y0, x, y0 + h, stroke: "#ccc")
+            s += text(x + 3, y0 + 12, "\(i + 1)", color: "#999")
+        }
+        for (series, dash) in [(values, ""), (target, " stroke-dasharray=\"6 4\"")] {
+            guard let series else { continue }
             var path: [String] = ["\(fmt(x0)),\(fmt(y0 + h))"]
             var previousT = 0.0
-            for (sample, value) in zip(samples, values) {
+            for (sample, value) in zip(samples, series) {
                 let y = y0 + h - h * min(value, maxY) / maxY
                 path.append("\(fmt(x0 + w * previousT / maxT)),\(fmt(y))")
                 path.append("\(fmt(x0 + w * sample.t / maxT)),\(fmt(y))")
                 previousT = sample.t
             }
-            s += "<polyline fill=\"none\" stroke=\"\(color)\" stroke-width=\"2\" points=\"\(path.joined(separator: " "))\"/>\n"
+            s += "<polyline fill=\"none\" stroke=\"\(dash.isEmpty ? color : "#555")\" stroke-width=\"2\"\(dash) points=\"\(path.joined(separator: " "))\"/>\n"
         }
         s += "</g>\n"
         return s

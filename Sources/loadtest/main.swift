@@ -93,7 +93,7 @@ case .help:
     LoadRunner.printLine(CommandLineParser.usage)
     exit(0)
 
-case .merge(let inputs, let json, let svg, let quiet, let mixed):
+case .merge(let inputs, let json, let svg, let quiet, let mixed, let thresholds):
     checkOutputPaths([json, svg])
     var results: [RunResult] = []
     for path in inputs {
@@ -111,19 +111,20 @@ case .merge(let inputs, let json, let svg, let quiet, let mixed):
             exit(2)
         }
     }
-    let merged: RunResult
+    var merged: RunResult
     do {
         merged = try RunResult.merge(results, allowMixed: mixed)
     } catch {
         complain("\(error)")
         exit(2)
     }
+    merged.checkThresholds(Threshold.forMerge(given: thresholds, results: results))
     if json == "-" || svg == "-" {
         if !quiet { printToStandardError(ReportText.report(merged)) }
     } else if !quiet || json == nil {
         LoadRunner.printLine(ReportText.report(merged))
     }
-    exit(writeOutputs(merged, json: json, svg: svg) ? 0 : 1)
+    exit(ExitStatus.of(merged, wroteOutputs: writeOutputs(merged, json: json, svg: svg), countErrors: false))
 
 case .run(let config):
     checkOutputPaths([config.jsonPath, config.svgPath, config.hdrLogPath])
@@ -146,5 +147,5 @@ case .run(let config):
         LoadRunner.printLine(ReportText.report(result))
     }
     let wrote = writeOutputs(result, json: config.jsonPath, svg: config.svgPath)
-    exit(wrote && result.errors.total == 0 ? 0 : 1)
+    exit(ExitStatus.of(result, wroteOutputs: wrote))
 }

@@ -46,13 +46,14 @@ final class RunEdgeTests: XCTestCase {
         let result = try shortRun(.idle, port: server.port, connections: 50, duration: 0.5) {
             $0.serverPID = getpid()
         }
-        XCTAssertNotNil(result.serverRSSBeforeMiB)
+        XCTAssertNotNil(result.serverProcess?.rssBeforeMiB)
         let report = ReportText.report(result)
-        XCTAssertTrue(report.contains("server memory: "), report)
-        XCTAssertTrue(report.contains("MiB before the connections were opened: "), report)
-        XCTAssertTrue(report.contains("KiB per open connection"), report)
+        XCTAssertTrue(report.contains("server memory (pid \(getpid())): resident "), report)
+        XCTAssertTrue(report.contains(" before the connections"), report)
+        XCTAssertTrue(report.contains("with 50 connections open: "), report)
+        XCTAssertTrue(report.contains(" KiB each"), report)
         let decoded = try RunResult.decode(try result.jsonData())
-        XCTAssertEqual(decoded.serverRSSBeforeMiB, result.serverRSSBeforeMiB)
+        XCTAssertEqual(decoded.serverProcess, result.serverProcess)
     }
 
     /// Ctrl-C while the connections wait for `--start-at`: nothing was measured, so no figures (no warm-up

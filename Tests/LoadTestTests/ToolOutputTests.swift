@@ -55,12 +55,8 @@ final class ToolOutputTests: XCTestCase {
         config.metrics = MetricsAddress(host: "127.0.0.1", port: 0)
         config.runID = "m1"
         let runner = LoadRunner(config: config, output: { lines.add($0) })
-        let finished = DispatchSemaphore(value: 0)
-        let outcome = LockedBox<Result<RunResult, any Error>>()
-        Thread.detachNewThread {
-            outcome.value = Result { try runner.run() }
-            finished.signal()
-        }
+        let run = BackgroundRun(runner)
+        let finished = run.finished, outcome = run.outcome
         defer {
             runner.interrupt()
             XCTAssertEqual(finished.wait(timeout: .now() + 30), .success)
@@ -122,6 +118,19 @@ final class LineCollector: @unchecked Sendable {
         while true {
             if let line = lock.withLock({ lines.first { $0.contains(text) } }) { return line }
             if added.wait(timeout: deadline) == .timedOut { return nil }
+        }
+    }
+}
+
+/// A run on a thread of its own: wait on `finished` (bounded), then read `outcome`.
+final class BackgroundRun: Sendable {
+    let finished = DispatchSemaphore(value: 0)
+    let outcome = LockedBox<Result<RunResult, any Error>>()
+
+    init(_ runner: LoadRunner) {
+        Thread.detachNewThread { [finished, outcome] in
+            outcome.value = Result { try runner.run() }
+            finished.signal()
         }
     }
 }

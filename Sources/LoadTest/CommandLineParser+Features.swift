@@ -1,0 +1,70 @@
+/// The options that shape the load and judge it: arrival-rate stages, thresholds and HTTP response checks.
+extension CommandLineParser {
+    /// Handles the options of load shapes, criteria and checks (`--stages`, `--threshold`, `--expect-*`); false
+    /// for any other flag.
+    static func parseFeatureOption(
+        _ flag: String, into config: inout LoadConfig, value: () throws(ArgumentError) -> String
+    ) throws(ArgumentError) -> Bool {
+        switch flag {
+        case "--threshold":
+            config.thresholds.append(try threshold(try value()))
+        case "--stages":
+            config.stages = try ArrivalStages.parse(try value())
+        case "--expect-status":
+            try config.checks.expectStatuses(try value())
+        case "--expect-body":
+            let text = try value()
+            guard !text.isEmpty else { throw ArgumentError("--expect-body needs a substring the body must contain") }
+            config.checks.body = Array(text.utf8)
+        case "--expect-length":
+            config.checks.length = try count(flag, try value(), range: 0...Int(Int32.max))
+        default:
+            return false
+        }
+        return true
+    }
+
+    /// A `--threshold`, its mistake as a command-line error.
+    static func threshold(_ text: String) throws(ArgumentError) -> Threshold {
+        do {
+            return try Threshold.parse(text)
+        } catch {
+            throw ArgumentError("--threshold: \(error)")
+        }
+    }
+
+    /// Refuses what these options cannot do, and derives the run's rate and length from `--stages`. `given`
+    /// holds the flags on the command line.
+    static func checkFeatureOptions(_ config: inout LoadConfig, given: Set<String>) throws(ArgumentError) {
+        if config.mode != .http && config.checks != ResponseChecks() {
+            throw ArgumentError("--expect-status, --expect-body and --expect-length apply to http mode")
+        }
+        if let stages = config.stages {
+            guard config.mode != .idle else { throw ArgumentError("--stages applies to echo, http, stream, connect and udp modes") }
+            for flag in ["--rate", "-r", "--duration", "-d", "--warmup"] where given.contains(flag) {
+                throw ArgumentError("--stages sets the rate and the time (the first stage is the warm-up): leave out \(flag)")
+            }
+            config.rate = stages.meanRate
+            config.duration = stages.duration
+            config.warmup = 0
+        }
+        for threshold in config.thresholds {
+            switch threshold.scope {
+            case .url(let path)?:
+                let paths = config.http.paths.isEmpty ? [config.path] : config.http.paths
+                guard config.mode == .http, paths.contains(path) else {
+                    throw ArgumentError("--threshold '\(threshold.text)': \(path) is not one of the --url paths (\(paths.joined(separator: ", ")))")
+                }
+            case .stage(let n)?:
+                guard let count = config.stages?.stages.count, n <= count else {
+                    throw ArgumentError("--threshold '\(threshold.text)': there is no stage \(n) (--stages has \(config.stages?.stages.count ?? 0))")
+                }
+            case nil: break
+            }
+        }
+        if let latency = config.thresholds.first(where: \.isLatency),
+           config.mode == .idle || (config.mode == .stream && config.stages == nil && config.rate == nil) {
+            throw ArgumentError("--threshold '\(latency.text)': \(config.mode.rawValue) mode \(config.mode == .idle ? "sends no requests" : "measures no latency in closed loop (only MiB/s)")")
+        }
+    }
+}

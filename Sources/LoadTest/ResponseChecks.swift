@@ -1,0 +1,93 @@
+/// What an HTTP response must be to count as a success: its status (`--expect-status 200,204`; by default
+/// any 2xx), and, when asked, its body (`--expect-body SUBSTRING`, `--expect-length BYTES`). A status that is
+/// not expected is an `http_status` error; a body that fails a check is a `check` error. Either way the
+/// response still counts as a request (with its latency), as a non-2xx one always has.
+///
+/// Checked on the connection's loop for every response, so the checks are plain values: a bit per status
+/// code, the substring's bytes, no allocation.
+package struct ResponseChecks: Sendable, Equatable {
+    /// One bit per status code 0...1023.
+    private var statusBits = [UInt64](repeating: 0, count: 16)
+    /// No `--expect-status`: any 2xx, checked by two comparisons as before there were checks.
+    private var any2xx = true
+    /// The statuses as given (`200,204`), nil for the default (2xx).
+    package private(set) var statusText: String?
+    /// A substring the body must contain.
+    package var body: [UInt8]?
+    /// The body length a response must have, bytes.
+    package var length: Int?
+
+    /// Any 2xx status, no body check.
+    package init() {
+        for status in 200...299 { set(status) }
+    }
+
+    private mutating func set(_ status: Int) { statusBits[status >> 6] |= 1 << UInt64(status & 63) }
+
+    /// Whether `status` is expected.
+    @inline(__always)
+    func accepts(status: Int) -> Bool {
+        if any2xx { return status >= 200 && status <= 299 }
+        guard status >= 0 && status < 1024 else { return false }
+        return statusBits.withUnsafeBufferPointer { $0[status >> 6] & (1 << UInt64(status & 63)) != 0 }
+    }
+
+    /// Whether the body must be looked at.
+    var inspectsBody: Bool { body != nil || length != nil }
+
+    /// Whether a body passes the checks.
+    func passes(body bytes: UnsafeRawBufferPointer) -> Bool {
+        if let length, bytes.count != length { return false }
+        if let body { return Self.contains(bytes, body) }
+        return true
+    }
+
+    /// Why a body of `count` bytes failed (for the first error's text).
+    func failure(bodyBytes count: Int, path: String) -> String {
+        if let length, count != length { return "response to \(path): body of \(count) bytes, expected \(length) (--expect-length)" }
+        return "response to \(path): body (\(count) bytes) does not contain '\(String(decoding: body ?? [], as: UTF8.self))' (--expect-body)"
+    }
+
+    /// Whether `needle` occurs in `haystack` (a first-byte scan, then a compare).
+    static func contains(_ haystack: UnsafeRawBufferPointer, _ needle: [UInt8]) -> Bool {
+        guard !needle.isEmpty else { return true }
+        guard haystack.count >= needle.count else { return false }
+        let first = needle[0]
+        return needle.withUnsafeBufferPointer { n in
+            var i = 0
+            let last = haystack.count - n.count
+            while i <= last {
+                if haystack[i] == first {
+                    var j = 1
+                    while j < n.count && haystack[i + j] == n[j] { j += 1 }
+                    if j == n.count { return true }
+                }
+                i += 1
+            }
+            return false
+        }
+    }
+
+    /// Parses `--expect-status`: codes (`200`), ranges (`200-299`) and classes (`2xx`), comma-separated.
+    mutating func expectStatuses(_ text: String) throws(ArgumentError) {
+        let problem = ArgumentError("--expect-status takes status codes, ranges or classes separated by commas (200,204 or 200-299 or 2xx,301), not '\(text)'")
+        var bits = [UInt64](repeating: 0, count: 16)
+        swap(&bits, &statusBits)
+        for part in text.split(separator: ",", omittingEmptySubsequences: false).map({ String($0).trimmed.lowercased() }) {
+            var range: ClosedRange<Int>
+            if part.count == 3, part.hasSuffix("xx"), let digit = Int(part.prefix(1)), (1...5).contains(digit) {
+                range = digit * 100...digit * 100 + 99
+            } else if let dash = part.firstIndex(of: "-"), let low = Int(part[..<dash]), let high = Int(part[part.index(after: dash)...]), low <= high {
+                range = low...high
+            } else if let code = Int(part) {
+                range = code...code
+            } else {
+                throw problem
+            }
+            guard range.lowerBound >= 100 && range.upperBound <= 999 else { throw problem }
+            for status in range { set(status) }
+        }
+        statusText = text
+        any2xx = false
+    }
+}
