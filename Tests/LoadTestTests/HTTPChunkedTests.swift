@@ -95,4 +95,26 @@ final class HTTPChunkedTests: XCTestCase {
             XCTAssertTrue("\(error)".contains("chunk size line"), "\(error)")
         }
     }
+
+    /// `--expect-body` and `--expect-length` read a chunked body as its chunks joined: a substring that spans
+    /// two chunks passes, one only in a chunk-size line or a trailer fails, and the length is the data's.
+    func testBodyChecksSeeTheChunkedBodyJoined() throws {
+        let response = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+            + "5;ext=abc\r\nhello\r\n6\r\n world\r\n0\r\nX-Trailer: zzz\r\n\r\n"
+        let server = try FixedResponseHTTPServer(response)
+        defer { XCTAssertNoThrow(try server.stop()) }
+        for (body, length, passes) in [("lo wo", 11, true), ("abc", nil, false), ("zzz", nil, false), ("hello", 10, false)] as [(String, Int?, Bool)] {
+            let result = try shortRun(.http, port: server.port, connections: 1, duration: 0.2) {
+                $0.hostHeader = "127.0.0.1:\(server.port)"
+                $0.checks.body = Array(body.utf8)
+                $0.checks.length = length
+            }
+            XCTAssertGreaterThan(result.requests + result.errors.total, 0, body)
+            if passes {
+                XCTAssertEqual(result.errors.total, 0, "\(body): \(result.errors)")
+            } else {
+                XCTAssertGreaterThan(result.errors.byKind["check"] ?? 0, 0, "\(body): \(result.errors)")
+            }
+        }
+    }
 }
