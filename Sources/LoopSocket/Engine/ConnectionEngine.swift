@@ -9,7 +9,7 @@ import Glibc
 /// `GCDAsyncSocket` with a handler of its own).
 ///
 /// It owns the descriptor, the read and write queues, the prebuffer, the timers and the pump, and knows
-/// nothing of either face: what it has to tell goes through the sink methods (`ConnectionEngine+Sink.swift`),
+/// nothing of either face: what it has to tell goes through the sink methods (below, and `ConnectionEvent`),
 /// which the face overrides. It has no public members and no public initialiser: use ``GCDAsyncSocket`` or
 /// ``AsyncSocket``.
 ///
