@@ -56,7 +56,7 @@ extension LoopMetrics {
         kinds("epoll_loop_socket_bytes_sent_total", "counter", "Bytes sent, on the wire (TLS as ciphertext).") {
             "\($0.bytesSent)"
         }
-        family("epoll_loop_connections_accepted_total", "counter", "Stream connections accepted by listeners on the loop.") {
+        family("epoll_loop_connections_accepted_total", "counter", "Accepted stream connections run by the loop.") {
             "\($0.sockets.stream.accepted)"
         }
         family("epoll_loop_connections_connected_total", "counter", "Stream connections the loop's sockets connected.") {

@@ -17,7 +17,7 @@ public struct SocketCounts: Sendable, Equatable {
     public struct Kind: Sendable, Equatable {
         /// Connections (or, for datagrams, sockets) open on the loop now: a gauge.
         public var open: Int = 0
-        /// Connections a listener on this loop accepted (streams only).
+        /// Accepted connections that run on this loop (a listener spreads them over its group; streams only).
         public var accepted: UInt64 = 0
         /// Connections this loop's sockets connected (streams), or sockets bound (datagrams).
         public var started: UInt64 = 0
