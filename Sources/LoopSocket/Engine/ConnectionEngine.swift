@@ -10,7 +10,7 @@ import Glibc
 ///
 /// It owns the descriptor, the read and write queues, the prebuffer, the timers and the pump, and knows
 /// nothing of either face: what it has to tell goes through the sink methods (below, and `ConnectionEvent`),
-/// which the face overrides. It has no public members and no public initialiser: use ``GCDAsyncSocket`` or
+/// which the face overrides. Its one public member is ``eventLoop`` (every socket's), and it has no public initialiser: use ``GCDAsyncSocket`` or
 /// ``AsyncSocket``.
 ///
 /// Why a base class and not an object of its own that the face holds: an idle connection is 450 bytes of
