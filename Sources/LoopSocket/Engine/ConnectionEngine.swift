@@ -10,8 +10,8 @@ import Glibc
 ///
 /// It owns the descriptor, the read and write queues, the prebuffer, the timers and the pump, and knows
 /// nothing of either face: what it has to tell goes through the sink methods (below, and `ConnectionEvent`),
-/// which the face overrides. Its one public member is ``eventLoop`` (every socket's), and it has no public initialiser: use ``GCDAsyncSocket`` or
-/// ``AsyncSocket``.
+/// which the face overrides. Its one public member is ``eventLoop`` (every socket's), and it has no public
+/// initialiser: use ``GCDAsyncSocket`` or ``AsyncSocket``.
 ///
 /// Why a base class and not an object of its own that the face holds: an idle connection is 450 bytes of
 /// heap, and a second object would add its header and a pointer each way (16 to 32 bytes per connection) and
