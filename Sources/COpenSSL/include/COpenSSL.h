@@ -63,8 +63,13 @@ void lsock_ctx_set_manual_trust(SSL_CTX *ctx, int server);
 int lsock_ctx_set_sni(SSL_CTX *ctx, const char *const *names, SSL_CTX *const *contexts, int count);
 /// The server's ALPN preference list, in wire format (length-prefixed names).
 int lsock_ctx_set_alpn_server(SSL_CTX *ctx, const uint8_t *wire, size_t length);
-/// `SSL_CTX_set_session_cache_mode` and the session id context (macro and function).
-void lsock_ctx_set_server_session_cache(SSL_CTX *ctx, int enabled, const uint8_t *sid_ctx, unsigned int sid_length);
+/// `SSL_CTX_set_session_cache_mode`, the TLS 1.3 tickets sent per handshake (none when not `enabled`) and the
+/// session id context (macros and functions).
+void lsock_ctx_set_server_session_cache(SSL_CTX *ctx, int enabled, size_t tickets, const uint8_t *sid_ctx,
+                                        unsigned int sid_length);
+/// Builds the current certificate's chain once (`SSL_CTX_build_cert_chain`) and turns off OpenSSL's building
+/// it again at every handshake (`SSL_MODE_NO_AUTO_CHAIN`). 1 if built, 0 if auto chain stays on.
+int lsock_ctx_build_chain(SSL_CTX *ctx);
 /// `SSL_CTX_sess_number` (a macro): how many sessions the context's internal cache holds.
 long lsock_ctx_session_count(SSL_CTX *ctx);
 /// Adds an extra chain certificate (`SSL_CTX_add1_chain_cert`, a macro).

@@ -62,11 +62,16 @@ final class TLSContext: @unchecked Sendable {
             throw TLSError(.badConfiguration, "A TLS server needs an identity (kCFStreamSSLCertificates)")
         }
         try loadTrustRoots()
+        if let identity = c.identity, identity.certificates.count == 1, c.extraChainCertificates.isEmpty {
+            // A leaf without a chain: build once what OpenSSL would otherwise build at every handshake.
+            _ = lsock_ctx_build_chain(ctx)
+        }
         try configureVerification(isServer: isServer)
         try configureALPN(isServer: isServer)
         if isServer {
+            guard c.sessionTickets >= 0 else { throw TLSError(.badConfiguration, "Invalid sessionTickets \(c.sessionTickets)") }
             let sid = Array("loopsocket".utf8)
-            lsock_ctx_set_server_session_cache(ctx, c.sessionResumption ? 1 : 0, sid, UInt32(sid.count))
+            lsock_ctx_set_server_session_cache(ctx, c.sessionResumption ? 1 : 0, c.sessionTickets, sid, UInt32(sid.count))
             try configureServerNames()
         }
     }
