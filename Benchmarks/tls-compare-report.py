@@ -29,6 +29,7 @@ TITLES = {
     "full": ("New connection per request, 16 × openssl s_time -new (full handshakes)", "µs/connection", "connections/s"),
     "plain": ("Plaintext hello, keep-alive, wrk -t1 -c100", "µs/request", "requests/s"),
     "idle": ("Idle TLS connections after the handshake", "RSS B/connection", "malloc B/connection"),
+    "idlereq": ("Idle TLS keep-alive connections after one request each", "RSS B/connection", "malloc B/connection"),
     "idleplain": ("Idle plain TCP connections (the same client without TLS)", "RSS B/connection", "malloc B/connection"),
 }
 
@@ -42,7 +43,7 @@ def fmt(v, digits=1):
     return "-" if v is None else f"{v:,.{digits}f}"
 
 
-for case in ["keepalive", "close", "full", "idle", "plain", "idleplain"]:
+for case in ["keepalive", "close", "full", "idle", "idlereq", "plain", "idleplain"]:
     if case not in by:
         continue
     title, first, second = TITLES[case]

@@ -17,6 +17,8 @@
 #              request: server CPU µs per connection
 #   idle       heap per idle TLS connection after its handshake: tls-idle-client.py opens N connections,
 #              VmRSS (and glibc malloc in-use bytes, read with gdb) before and after, divided by N
+#   idlereq    the same after one keep-alive request on each connection (tls-idle-client.py --request): an
+#              idle keep-alive connection, which may hold buffers a fresh one does not
 #   plain      plaintext http-hello and nginx, keep-alive, wrk -t1 -c100, for reference
 #   idleplain  the idle case over plain TCP (ours and nginx), the part of the idle figure that is not TLS
 #
@@ -28,7 +30,7 @@
 #   --quick            3 s windows, 1 round
 #   --duration S       measured window per run (default 10)
 #   --rounds N         rounds (default 2)
-#   --only LIST        cases, comma-separated (default all): keepalive close full idle plain idleplain
+#   --only LIST        cases, comma-separated (default all): keepalive close full idle idlereq plain idleplain
 #   --servers LIST     only these servers, comma-separated (ours nginx nio ours-plain nginx-plain); without
 #                      nio, nio-https-server is neither built nor needed
 #   --idle N           connections in the idle case (default 2000)
@@ -54,7 +56,7 @@ OUT=""
 BUILD=1
 REPORT_ONLY=""
 IDLE_CONNECTIONS=2000
-ALL_CASES="keepalive close full idle plain idleplain"
+ALL_CASES="keepalive close full idle idlereq plain idleplain"
 ARGS_TEXT="$*"
 
 while [ $# -gt 0 ]; do
@@ -135,7 +137,7 @@ CLK_TCK="$(getconf CLK_TCK)"
 servers_of() {
     local all name
     case "$1" in
-        keepalive|close|full|idle) all="ours nginx nio" ;;
+        keepalive|close|full|idle|idlereq) all="ours nginx nio" ;;
         plain|idleplain) all="ours-plain nginx-plain" ;;
         *) echo "tls-compare.sh: unknown case $1" >&2; exit 2 ;;
     esac
@@ -257,6 +259,7 @@ measure_idle() { # case server round port tag
     local case_="$1" server="$2" round="$3" port="$4" tag="$5" rss0 rss1 heap0 heap1 fd0 fd1 c ready="" i
     local -a plain=()
     [ "$case_" = idleplain ] && plain=(--plain)
+    [ "$case_" = idlereq ] && plain=(--request)
     # One connection first, so that what every server sets up on its first connection is not counted.
     timeout 10 taskset -c 1 python3 "$BENCH_DIR/tls-idle-client.py" --port "$port" --connections 1 --hold 0.1 "${plain[@]}" \
         </dev/null >/dev/null 2>&1 || true
@@ -296,7 +299,7 @@ measure() { # case server round
     case "$case_" in
         keepalive|close|plain) measure_wrk "$case_" "$server" "$round" "$port" "$tag" ;;
         full) measure_full "$case_" "$server" "$round" "$port" "$tag" ;;
-        idle|idleplain) measure_idle "$case_" "$server" "$round" "$port" "$tag" ;;
+        idle|idlereq|idleplain) measure_idle "$case_" "$server" "$round" "$port" "$tag" ;;
     esac
     kill -0 "$SERVER_PID" 2>/dev/null || log "  $tag: the server died (see $OUT/$tag.server.log)"
     stop_server

@@ -2,13 +2,14 @@
 """tls-idle-client.py: opens N TLS connections to 127.0.0.1:PORT, completes each handshake, then holds them
 idle (nothing sent) for tls-compare.sh's heap-per-idle-connection case.
 
-    tls-idle-client.py --port P --connections 2000 [--parallel 32] [--hold 120] [--plain]
+    tls-idle-client.py --port P --connections 2000 [--parallel 32] [--hold 120] [--plain] [--request]
 
 Prints "ready N" (N handshakes completed) on standard output once every connection has finished its handshake
 or failed, then holds them until standard input closes, SIGTERM, or --hold seconds pass, and exits. Each
 handshake is a full one (a new SSLContext session cache is never reused); certificates are not verified
 (the server is the local one under test). --plain opens plain TCP connections instead, for the same
-figure without TLS. Exits 1 if any connection failed.
+figure without TLS. --request sends one keep-alive HTTP request on each connection and reads its response
+before holding it (an idle keep-alive connection rather than a fresh one). Exits 1 if any connection failed.
 """
 import argparse
 import asyncio
@@ -17,12 +18,18 @@ import ssl
 import sys
 
 
-async def open_one(port, context, gate, held, failures):
+async def open_one(port, context, gate, held, failures, request):
     async with gate:
         try:
             reader, writer = await asyncio.wait_for(
                 asyncio.open_connection("127.0.0.1", port, ssl=context,
                                         server_hostname="localhost" if context else None), 30)
+            if request:
+                writer.write(b"GET / HTTP/1.1\r\nHost: localhost\r\n\r\n")
+                head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 30)
+                length = next((int(line.split(b":", 1)[1]) for line in head.split(b"\r\n")
+                               if line.lower().startswith(b"content-length:")), 0)
+                await asyncio.wait_for(reader.readexactly(length), 30)
             held.append((reader, writer))
         except Exception as error:  # noqa: BLE001 - every failure is counted and the first one printed
             if not failures:
@@ -37,6 +44,7 @@ async def main():
     parser.add_argument("--parallel", type=int, default=32)
     parser.add_argument("--hold", type=float, default=120)
     parser.add_argument("--plain", action="store_true")
+    parser.add_argument("--request", action="store_true")
     args = parser.parse_args()
 
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
@@ -47,7 +55,7 @@ async def main():
         context = None
     gate = asyncio.Semaphore(args.parallel)
     held, failures = [], []
-    await asyncio.gather(*(open_one(args.port, context, gate, held, failures) for _ in range(args.connections)))
+    await asyncio.gather(*(open_one(args.port, context, gate, held, failures, args.request) for _ in range(args.connections)))
     # Let the server's post-handshake messages (TLS 1.3 session tickets) arrive and be read.
     await asyncio.sleep(0.5)
     versions = {w.get_extra_info("ssl_object").version() if not args.plain else "plain" for _, w in held}

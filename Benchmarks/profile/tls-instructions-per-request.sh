@@ -7,14 +7,15 @@
 #     Benchmarks/profile/tls-instructions-per-request.sh nio       # nio-https-server
 #     Benchmarks/profile/tls-instructions-per-request.sh ours-plain
 #
-# Runs the server under `valgrind --tool=callgrind` twice, driven by wrk for 4 s and for 10 s, and divides the
+# Runs the server under `valgrind --tool=callgrind` twice, driven by wrk for 4 s and for 10 s (SHORT, LONG), and divides the
 # difference in instructions by the difference in requests wrk completed: start-up, the 100 handshakes and
 # shutdown cancel out. The longer run is also profiled in a steady window alone (callgrind_control dumps
-# a part 3 s in and another 8 s in; the second is the window) and the top functions by inclusive cost are printed as
+# a part 30% of the way in and another at 80%; the second is the window) and the top functions by inclusive cost are printed as
 # instructions per request (share of the window × the per-request figure). Uses a throw-away ECDSA P-256
 # certificate; Swift symbols are demangled with `swift demangle` when it is there. Binaries: ROOT_BUILD (../../.build-compare) and BENCH_BUILD (../.build-peers), release.
 #
-# Environment: TOP (15), PORT (19443), KEEP (a directory to keep the callgrind files in), DRIVE:
+# Environment: TOP (15), PORT (19443), KEEP (a directory to keep the callgrind files in), SHORT and LONG (the two
+# runs' seconds, 4 and 10; a loaded machine may need 10 and 20 for keep-alive), DRIVE:
 #   keepalive (default)  wrk -t1 -c100: per request
 #   close                wrk -t1 -c16 -H 'Connection: close': per connection (wrk resumes TLS 1.3 sessions)
 #   full                 16 × openssl s_time -new -www /: per connection, full handshakes
@@ -27,6 +28,8 @@ BENCH_BUILD="${BENCH_BUILD:-$HERE/../.build-peers}"
 PORT="${PORT:-19443}"
 TOP="${TOP:-15}"
 DRIVE="${DRIVE:-keepalive}"
+SHORT="${SHORT:-4}"  # seconds of the two runs; longer where a loaded machine leaves the short one no time
+LONG="${LONG:-10}"   # past its 100 handshakes under valgrind
 TMP="$(mktemp -d /tmp/tls-ir.XXXXXX)"
 VG_PID=""
 trap '[ -z "$VG_PID" ] || kill -KILL "$VG_PID" 2>/dev/null || true; rm -rf "$TMP"' EXIT
@@ -72,9 +75,9 @@ run() { # seconds out -> "instructions requests"
     for _ in $(seq 300); do ss -Htln "sport = :$PORT" | grep -q . && break; sleep 0.2; done
     drive "$seconds" &
     local w=$!
-    if [ "$seconds" -ge 10 ]; then
-        sleep 3; callgrind_control -d "$VG_PID" >/dev/null   # part 1: start-up, handshakes, 3 s
-        sleep 5; callgrind_control -d "$VG_PID" >/dev/null   # part 2: the steady window
+    if [ "$seconds" -ge "$LONG" ]; then
+        sleep $((LONG * 3 / 10)); callgrind_control -d "$VG_PID" >/dev/null   # part 1: start-up, handshakes
+        sleep $((LONG / 2)); callgrind_control -d "$VG_PID" >/dev/null        # part 2: the steady window
     fi
     wait "$w" || true
     kill -TERM "$VG_PID" 2>/dev/null || true
@@ -94,15 +97,15 @@ run() { # seconds out -> "instructions requests"
     done
     echo "$total $requests"
 }
-a=($(run 4 "$TMP/callgrind.short"))
-b=($(run 10 "$TMP/callgrind.long"))
+a=($(run "$SHORT" "$TMP/callgrind.short"))
+b=($(run "$LONG" "$TMP/callgrind.long"))
 PER="$(python3 -c 'import sys; a,b,c,d=map(int,sys.argv[1:5]); print(round((c-a)/(d-b)))' "${a[@]}" "${b[@]}")"
 UNIT=request; [ "$DRIVE" = keepalive ] || UNIT=connection
-echo "$SERVER ($DRIVE): $PER instructions per $UNIT ($((b[1] - a[1])) ${UNIT}s between a 4 s and a 10 s run; totals ${a[0]} / ${a[1]} and ${b[0]} / ${b[1]})"
+echo "$SERVER ($DRIVE): $PER instructions per $UNIT ($((b[1] - a[1])) ${UNIT}s between a $SHORT s and a $LONG s run; totals ${a[0]} / ${a[1]} and ${b[0]} / ${b[1]})"
 WINDOW="$(ls "$TMP"/callgrind.long.2 2>/dev/null || true)"
 if [ -n "$WINDOW" ]; then
     echo
-    echo "steady window (3 s to 8 s of the 10 s run), top $TOP by inclusive cost below the event loop's own frames"
+    echo "steady window ($((LONG * 3 / 10)) s to $((LONG * 3 / 10 + LONG / 2)) s of the $LONG s run), top $TOP by inclusive cost below the event loop's own frames"
     echo "(those under 99% of the window), as instructions per $UNIT:"
     DEMANGLE=(cat)
     command -v swift >/dev/null 2>&1 && DEMANGLE=(swift demangle --simplified)

@@ -197,7 +197,7 @@ extension ConnectionEngine {
 
     private func decrypt(_ tls: TLSConnection, intoPrebufferOnly: Bool) {
         let plaintext = context.tlsPlaintextBuffer
-        while lifecycle == .open {
+        while lifecycle == .open && tls.hasInput {
             let count = Int(SSL_read(tls.ssl, plaintext.baseAddress, Int32(plaintext.count)))
             if count > 0 {
                 let bytes = UnsafeRawBufferPointer(rebasing: plaintext[0..<count])

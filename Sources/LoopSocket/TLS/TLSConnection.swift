@@ -74,6 +74,12 @@ final class TLSConnection {
     /// Ciphertext waits to be sent.
     var hasOutput: Bool { raw.pointee.out_len > raw.pointee.out_sent }
 
+    /// OpenSSL has something to read: input given to ``withInput(_:_:)`` that it has not taken, or bytes it
+    /// holds (a record read but not returned). Without either, `SSL_read` could only answer WANT_READ, and
+    /// would first allocate its 17 KB read buffer (which `SSL_MODE_RELEASE_BUFFERS` frees only after a record)
+    /// and keep it while the connection idles.
+    var hasInput: Bool { raw.pointee.in_len > 0 || SSL_has_pending(ssl) == 1 }
+
     /// The unsent ciphertext.
     var output: UnsafeRawBufferPointer {
         UnsafeRawBufferPointer(start: raw.pointee.out! + raw.pointee.out_sent, count: raw.pointee.out_len - raw.pointee.out_sent)
@@ -192,17 +198,34 @@ final class TLSConnection {
 
     /// What the handshake negotiated.
     var info: TLSConnectionInfo {
-        var alpnBuffer = [CChar](repeating: 0, count: 256)
-        let alpnLength = lsock_ssl_alpn(ssl, &alpnBuffer, Int32(alpnBuffer.count))
+        let alpn = withUnsafeTemporaryAllocation(of: CChar.self, capacity: 256) { buffer -> String? in
+            let length = Int(lsock_ssl_alpn(ssl, buffer.baseAddress, Int32(buffer.count)))
+            guard length > 0 else { return nil }
+            return String(decoding: UnsafeRawBufferPointer(start: buffer.baseAddress, count: length), as: UTF8.self)
+        }
         let version = TLSVersion(rawValue: Int(SSL_version(ssl))) ?? .v1_2
         return TLSConnectionInfo(
             version: version,
-            cipher: SSL_get_current_cipher(ssl).flatMap { SSL_CIPHER_get_name($0) }.map { String(cString: $0) } ?? "",
-            alpn: alpnLength > 0 ? String(decoding: alpnBuffer.prefix(Int(alpnLength)).map { UInt8(bitPattern: $0) }, as: UTF8.self) : nil,
+            cipher: SSL_get_current_cipher(ssl).map(Self.cipherName) ?? "",
+            alpn: alpn,
             serverName: isServer ? lsock_ssl_server_name(ssl).map { String(cString: $0) } : serverName,
             sessionResumed: SSL_session_reused(ssl) == 1,
             peerCertificates: peerCertificates)
     }
+
+    /// OpenSSL's name of a cipher suite, one `String` per suite for the process: every connection's info
+    /// shares it, where a name made per connection is a heap allocation each (the names are longer than
+    /// the 15 bytes a `String` holds inline). `SSL_CIPHER`s are OpenSSL's static tables, so their
+    /// addresses are the keys.
+    private static func cipherName(_ cipher: OpaquePointer) -> String {
+        let key = UInt(bitPattern: Int(bitPattern: UnsafeRawPointer(cipher)))
+        if let name = cipherNames.withLock({ $0[key] }) { return name }
+        let name = SSL_CIPHER_get_name(cipher).map { String(cString: $0) } ?? ""
+        cipherNames.withLock { $0[key] = name }
+        return name
+    }
+
+    private static let cipherNames = Locked<[UInt: String]>([:])
 }
 
 /// What a TLS handshake negotiated, readable once a socket is secure (``GCDAsyncSocket/tlsInfo``).
