@@ -238,6 +238,29 @@ final class TLSHandshakeTests: TLSTestCase {
         }
     }
 
+    /// `sessionTickets` is the number of TLS 1.3 tickets a handshake issues: with none, a client has nothing to
+    /// resume with; a negative number is refused when the context is built.
+    func testSessionTicketsSetting() throws {
+        var invalid = TLSConfiguration.server(identity: try Self.identity())
+        invalid.sessionTickets = -1
+        XCTAssertThrowsError(try invalid.validate()) { XCTAssertEqual(($0 as? TLSError)?.code, .badConfiguration) }
+        var serverTLS = TLSConfiguration.server(identity: try Self.identity())
+        serverTLS.sessionTickets = 0
+        let serverDelegate = makeDelegate("server")
+        let server = try makeTLSEchoServer(serverDelegate, serverTLS)
+        let clientTLS = Self.client { $0.maximumVersion = .v1_3 }
+        for round in 0..<2 {
+            let delegate = makeDelegate("client \(round)")
+            let client = try connectTLSClient(delegate, port: server.localPort, clientTLS)
+            client.write(Data("x".utf8), withTimeout: -1, tag: 0)
+            client.readData(toLength: 1, withTimeout: testTimeout, tag: 0)
+            delegate.waitForReadBytes(1)
+            XCTAssertEqual(client.tlsInfo?.sessionResumed, false, "round \(round)")
+            client.disconnect()
+            delegate.waitForDisconnect(of: client)
+        }
+    }
+
     func testPKCS12Identity() throws {
         let data = try Data(contentsOf: URL(fileURLWithPath: TestCertificates.path("server.p12")))
         XCTAssertThrowsError(try TLSIdentity(pkcs12: data, password: "wrong"))
