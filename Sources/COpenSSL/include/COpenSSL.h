@@ -52,7 +52,8 @@ SSL_SESSION *lsock_tls_take_session(lsock_tls *tls);
 // MARK: Contexts
 
 /// A context with the loop's callbacks installed: server name selection (when `server`), the client
-/// session hook, renegotiation off, buffers released while idle, partial writes enabled.
+/// session hook, renegotiation off, buffers released while idle, partial writes enabled, the TLS 1.3 suites
+/// with AES-128-GCM first.
 SSL_CTX *lsock_ctx_new(int server);
 /// `SSL_CTX_set_min_proto_version` / `max` (macros).
 int lsock_ctx_set_versions(SSL_CTX *ctx, int min_version, int max_version);

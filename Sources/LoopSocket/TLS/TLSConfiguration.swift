@@ -105,7 +105,9 @@ public struct TLSConfiguration: Hashable, Sendable {
     public var handshakeTimeout: Duration = .seconds(10)
     /// OpenSSL cipher list for TLS 1.2 (`ECDHE+AESGCM:...`); nil keeps OpenSSL's secure default.
     public var cipherList: String?
-    /// OpenSSL cipher suites for TLS 1.3 (`TLS_AES_128_GCM_SHA256:...`); nil keeps OpenSSL's default.
+    /// OpenSSL cipher suites for TLS 1.3 (`TLS_AES_128_GCM_SHA256:...`); nil keeps OpenSSL's three with
+    /// AES-128-GCM first (`TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256`;
+    /// OpenSSL's own order puts AES-256-GCM first).
     public var cipherSuites: String?
     /// Certificates sent after ``identity``'s own chain (from `kCFStreamSSLCertificates`).
     var extraChainCertificates: [TLSCertificate] = []

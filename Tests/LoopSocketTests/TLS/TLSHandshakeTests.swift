@@ -219,12 +219,7 @@ final class TLSHandshakeTests: TLSTestCase {
         for (index, version) in [TLSVersion.v1_3, .v1_2].enumerated() {
             let clientTLS = Self.client { $0.maximumVersion = version }
             for round in 0..<2 {
-                let delegate = makeDelegate("client \(version) \(round)")
-                let client = try connectTLSClient(delegate, port: server.localPort, clientTLS)
-                // The TLS 1.3 ticket arrives after the handshake: one round trip takes it in.
-                client.write(Data("x".utf8), withTimeout: -1, tag: 0)
-                client.readData(toLength: 1, withTimeout: testTimeout, tag: 0)
-                delegate.waitForReadBytes(1)
+                let (client, delegate) = try connectWithOneRoundTrip("client \(version) \(round)", port: server.localPort, clientTLS)
                 XCTAssertEqual(client.tlsInfo?.sessionResumed, round == 1, "\(version) round \(round)")
                 let accepted = serverDelegate.waitForAccepts(index * 2 + round + 1).last
                 let stored = try onLoop(server.eventLoop) { () -> Int? in
@@ -250,15 +245,24 @@ final class TLSHandshakeTests: TLSTestCase {
         let server = try makeTLSEchoServer(serverDelegate, serverTLS)
         let clientTLS = Self.client { $0.maximumVersion = .v1_3 }
         for round in 0..<2 {
-            let delegate = makeDelegate("client \(round)")
-            let client = try connectTLSClient(delegate, port: server.localPort, clientTLS)
-            client.write(Data("x".utf8), withTimeout: -1, tag: 0)
-            client.readData(toLength: 1, withTimeout: testTimeout, tag: 0)
-            delegate.waitForReadBytes(1)
+            let (client, delegate) = try connectWithOneRoundTrip("client \(round)", port: server.localPort, clientTLS)
             XCTAssertEqual(client.tlsInfo?.sessionResumed, false, "round \(round)")
             client.disconnect()
             delegate.waitForDisconnect(of: client)
         }
+    }
+
+    /// A TLS client to an echo server on `port` after one byte's round trip, which also takes in the TLS 1.3
+    /// ticket the server sends after the handshake.
+    private func connectWithOneRoundTrip(
+        _ name: String, port: UInt16, _ configuration: TLSConfiguration
+    ) throws -> (GCDAsyncSocket, RecordingDelegate) {
+        let delegate = makeDelegate(name)
+        let client = try connectTLSClient(delegate, port: port, configuration)
+        client.write(Data("x".utf8), withTimeout: -1, tag: 0)
+        client.readData(toLength: 1, withTimeout: testTimeout, tag: 0)
+        delegate.waitForReadBytes(1)
+        return (client, delegate)
     }
 
     func testPKCS12Identity() throws {
