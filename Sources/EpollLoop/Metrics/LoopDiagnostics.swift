@@ -59,7 +59,8 @@ package final class RateLimiter: Sendable {
         state.withLock { state in
             var entry = state[key] ?? (0, 0)
             defer { state[key] = entry }
-            guard entry.last == 0 || now - entry.last >= intervalNanoseconds else {
+            // `now` is read before the lock: another thread may have stored a later one meanwhile.
+            guard entry.last == 0 || (now > entry.last && now - entry.last >= intervalNanoseconds) else {
                 entry.heldBack += 1
                 return nil
             }
