@@ -105,4 +105,13 @@ final class StallDetectorTests: XCTestCase {
         XCTAssertEqual(limiter.admit("other", now: 40), 0, "each category has its own allowance")
         XCTAssertEqual(limiter.admit("stall", now: 1_000_000_010), 2, "says how many it held back")
     }
+
+    /// Reports from several loops at once: a time read before the limiter's lock can be older than the one
+    /// another thread stored meanwhile. It is held back, not a trap.
+    func testDefaultHandlerTakesATimeOlderThanTheLastOne() {
+        let limiter = RateLimiter(intervalNanoseconds: 1_000_000_000)
+        XCTAssertEqual(limiter.admit("tls", now: 5_000_000_000), 0)
+        XCTAssertNil(limiter.admit("tls", now: 4_999_999_000))
+        XCTAssertEqual(limiter.admit("tls", now: 6_000_000_000), 1)
+    }
 }
