@@ -28,6 +28,9 @@ extension ConnectionEngine {
         guard reads.front({ $0.isStartTLS }) == true, writes.front({ $0.isStartTLS }) == true else { return }
         let marker = reads.removeFirst()
         writes.removeFirst()
+        // The markers grew the queues for one operation each: an idle TLS connection keeps only what it uses.
+        reads.shrinkToFit()
+        writes.shrinkToFit()
         transport = .plain
         guard case .startTLS(let start) = marker.kind else { return }
         let connection: TLSConnection

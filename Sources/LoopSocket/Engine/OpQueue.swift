@@ -118,14 +118,38 @@ struct OpQueue<Element>: ~Copyable {
     }
 
     private mutating func grow() {
-        let grown = Swift.max(1, capacity * 2)  // 1 first: an idle connection's one queued read
-        let new = Self.allocate(grown)
+        resize(to: Swift.max(1, capacity * 2))  // 1 first: an idle connection's one queued read
+    }
+
+    /// The slots the storage has room for (for tests and footprint accounting).
+    var storageCapacity: Int { capacity }
+
+    /// Gives back the storage a one-off burst grew (startTLS's marker beside a read, in both queues): down
+    /// to the smallest power of two that holds what is queued, or none for an empty queue. A long-lived
+    /// idle connection then keeps only what it uses; the next append grows it again.
+    mutating func shrinkToFit() {
+        guard capacity > 0 else { return }
+        guard count > 0 else {
+            Self.release(storage!)
+            storage = nil
+            capacity = 0
+            head = 0
+            return
+        }
+        var fitted = 1
+        while fitted < count { fitted *= 2 }
+        if fitted < capacity { resize(to: fitted) }
+    }
+
+    /// Moves the queued elements, front first, into new storage of `newCapacity` (at least `count`) slots.
+    private mutating func resize(to newCapacity: Int) {
+        let new = Self.allocate(newCapacity)
         if let storage {
             for i in 0..<count { (new + i).moveInitialize(from: storage + slot(i), count: 1) }
             Self.release(storage)
         }
         storage = new
-        capacity = grown
+        capacity = newCapacity
         head = 0
     }
 

@@ -17,6 +17,24 @@ final class OpQueueTests: XCTestCase {
         Tracked.live = 0
     }
 
+    func testShrinkToFitKeepsOrderAndGivesBackStorage() {
+        var queue = OpQueue<Tracked>()
+        for i in 0..<5 { queue.append(Tracked(i)) }
+        XCTAssertEqual(queue.storageCapacity, 8)
+        for i in 0..<3 { XCTAssertEqual(queue.removeFirst().value, i) }
+        queue.shrinkToFit()
+        XCTAssertEqual(queue.storageCapacity, 2, "the two left, rounded up to a power of two")
+        XCTAssertEqual(queue.front { $0.value }, 3)
+        queue.append(Tracked(5))
+        XCTAssertEqual((0..<3).map { i in queue.at(i) { $0.value } }, [3, 4, 5], "order kept across the move")
+        while !queue.isEmpty { _ = queue.removeFirst() }
+        queue.shrinkToFit()
+        XCTAssertEqual(queue.storageCapacity, 0, "an empty queue keeps none")
+        queue.append(Tracked(6))
+        XCTAssertEqual(queue.storageCapacity, 1, "and grows again from one")
+        XCTAssertEqual(Tracked.live, 1)
+    }
+
     func testFIFOAcrossWrapAndGrowth() {
         var queue = OpQueue<Tracked>()
         var next = 0

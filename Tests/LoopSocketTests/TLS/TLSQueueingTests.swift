@@ -174,6 +174,24 @@ extension TLSQueueingTests {
         }
     }
 
+    /// startTLS's markers grow both queues by one operation; once the handshake has taken them, an idle TLS
+    /// connection keeps storage only for what it has queued (its one read), not for the markers.
+    func testAnIdleTLSConnectionKeepsNoQueueStorageForTheMarkers() throws {
+        let serverDelegate = makeDelegate("server")
+        let server = try makeTLSEchoServer(serverDelegate, .server(identity: try Self.identity()))
+        let client = try connectTLSClient(makeDelegate("client"), port: server.localPort, Self.client())
+        defer { client.disconnect() }
+        serverDelegate.waitFor("the server's side secured") { if case .secured = $0 { return true } else { return false } }
+        let child = serverDelegate.accepted[0]
+        let queues = try onLoop(child.eventLoop) {
+            (child.reads.count, child.reads.storageCapacity, child.writes.count, child.writes.storageCapacity)
+        }
+        XCTAssertEqual(queues.0, 1, "the echo server's read")
+        XCTAssertEqual(queues.1, 1, "room for that read only")
+        XCTAssertEqual(queues.2, 0)
+        XCTAssertEqual(queues.3, 0, "no storage kept for the write queue's marker")
+    }
+
     /// An accepted socket (which pauses reads while its writes back up) queues a plaintext read, startTLS and
     /// a reply larger than its high water mark: the read ahead of the marker must still complete, or the
     /// handshake, and with it the reply, would wait forever.
