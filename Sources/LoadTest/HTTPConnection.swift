@@ -27,8 +27,8 @@ final class HTTPConnection: GCDAsyncSocketDelegate, PacedConnection, SweptConnec
     private var nextReceive: UInt64 = 0
     /// A chunked body's bytes so far (size lines, chunks, trailers), counted as received.
     private var chunkedBytes = 0
-    /// A chunked body's bytes so far, kept only when a check reads the body.
-    private var chunkedBody = Data()
+    /// A chunked body checked as it arrives, when a check reads the body (``ResponseChecks/BodyScan``).
+    private var chunkedScan = ResponseChecks.BodyScan()
     /// A head (tag 1) or body (tag 2; chunked: tags 3 to 5) read is queued.
     private var readQueued = false
     private var pendingHead: HTTPResponseHead?
@@ -184,7 +184,9 @@ final class HTTPConnection: GCDAsyncSocketDelegate, PacedConnection, SweptConnec
             guard data.withUnsafeBytes({ HTTPChunkLine.endsChunk($0) }) else {
                 return badChunk(sock, "a chunk was not followed by CRLF")
             }
-            if inspectsBody { chunkedBody.append(data.dropLast(2)) }  // kept only for --expect-body/-length
+            if inspectsBody {
+                data.withUnsafeBytes { chunkedScan.feed(UnsafeRawBufferPointer(rebasing: $0.dropLast(2)), needle: checks.body) }
+            }
             sock.readData(to: Self.lineEnd, withTimeout: timeout, maxLength: HTTPChunkLine.maxLineLength, tag: 3)
         default:
             guard data.withUnsafeBytes({ HTTPChunkLine.endsTrailers($0) }) else {
@@ -192,16 +194,16 @@ final class HTTPConnection: GCDAsyncSocketDelegate, PacedConnection, SweptConnec
                 return
             }
             pendingHead = nil
-            let body = chunkedBody
-            chunkedBody = Data()
+            let scan = chunkedScan
+            chunkedScan = ResponseChecks.BodyScan()
             complete(sock, head: head, bodyBytes: chunkedBytes, headBytes: pendingHeadBytes,
-                     bodyPasses: !inspectsBody || body.withUnsafeBytes { checks.passes(body: $0) })
+                     bodyPasses: !inspectsBody || scan.passes(checks))
         }
     }
 
     private func badChunk(_ sock: GCDAsyncSocket, _ message: String) {
         pendingHead = nil
-        chunkedBody = Data()
+        chunkedScan = ResponseChecks.BodyScan()
         worker.recordError(.badResponse, message)
         sock.disconnect()
     }

@@ -42,6 +42,43 @@ package struct ResponseChecks: Sendable, Equatable {
         return true
     }
 
+    /// A body that arrives in pieces (a chunked one), checked as it comes: it keeps the bytes counted and, for
+    /// `--expect-body`, only the last `needle.count - 1` bytes, so that a match across two pieces is seen,
+    /// never the body itself (a server may stream one without end).
+    struct BodyScan {
+        /// Body bytes so far (chunk data, without the chunked framing).
+        private(set) var bytes = 0
+        private var found = false
+        private var tail: [UInt8] = []
+
+        /// Takes the next piece of the body.
+        mutating func feed(_ piece: UnsafeRawBufferPointer, needle: [UInt8]?) {
+            bytes += piece.count
+            guard let needle, !found, !needle.isEmpty else { return }
+            let keep = needle.count - 1
+            // Across the seam: the kept tail followed by the start of this piece.
+            var seam = tail
+            seam.append(contentsOf: piece.prefix(keep))
+            if seam.withUnsafeBytes({ ResponseChecks.contains($0, needle) }) || ResponseChecks.contains(piece, needle) {
+                found = true
+                tail = []
+                return
+            }
+            let end = Array(piece.suffix(keep))
+            tail = end.count == keep ? end : Array((tail + end).suffix(keep))
+        }
+
+        /// The bytes kept between pieces: at most the needle's length less one.
+        var keptBytes: Int { tail.count }
+
+        /// Whether the whole body passes `checks` (call once it has all been fed).
+        func passes(_ checks: ResponseChecks) -> Bool {
+            if let length = checks.length, bytes != length { return false }
+            if let needle = checks.body, !needle.isEmpty { return found }
+            return true
+        }
+    }
+
     /// Why a body of `count` bytes failed (for the first error's text).
     func failure(bodyBytes count: Int, path: String) -> String {
         if let length, count != length { return "response to \(path): body of \(count) bytes, expected \(length) (--expect-length)" }

@@ -117,4 +117,31 @@ final class HTTPChunkedTests: XCTestCase {
             }
         }
     }
+
+    /// A chunked body is checked piece by piece: a needle split over pieces (down to a byte each) is found,
+    /// the length is the data's, and what is kept between pieces never exceeds the needle (a server may
+    /// stream a chunked body without end).
+    func testBodyScanFindsANeedleAcrossPiecesAndKeepsOnlyItsLength() {
+        var checks = ResponseChecks()
+        checks.body = Array("needle".utf8)
+        func scan(_ pieces: [String]) -> ResponseChecks.BodyScan {
+            var scan = ResponseChecks.BodyScan()
+            for piece in pieces {
+                Array(piece.utf8).withUnsafeBytes { scan.feed($0, needle: checks.body) }
+                XCTAssertLessThanOrEqual(scan.keptBytes, 5)
+            }
+            return scan
+        }
+        XCTAssertTrue(scan(["a needle here"]).passes(checks))
+        XCTAssertTrue(scan(["a nee", "dle"]).passes(checks))
+        XCTAssertTrue(scan(["n", "e", "e", "d", "l", "e"]).passes(checks))
+        XCTAssertTrue(scan(["xxn", "", "ee", "dlexx"]).passes(checks))
+        XCTAssertFalse(scan(["needl", "x", "e"]).passes(checks))
+        XCTAssertFalse(scan([]).passes(checks))
+        XCTAssertEqual(scan(Array(repeating: "0123456789", count: 1_000)).bytes, 10_000)
+        checks.body = nil
+        checks.length = 7
+        XCTAssertTrue(scan(["abc", "defg"]).passes(checks))
+        XCTAssertFalse(scan(["abc", "def"]).passes(checks))
+    }
 }
