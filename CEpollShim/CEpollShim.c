@@ -110,6 +110,12 @@ CEPOLL_SWIFTCC void *cepoll_task_current(void) {
     return swift_task_getCurrent();
 }
 
+// The slow half of `cepoll_tsan_acquire_current_task`, reached only when ThreadSanitizer's runtime is linked.
+void cepoll_tsan_acquire_current_task_slow(void) {
+    void *task = swift_task_getCurrent();
+    if (task != NULL) __tsan_acquire(task);
+}
+
 // MARK: datagrams (GCDAsyncUdpSocket)
 
 _Static_assert(sizeof(cepoll_mmsghdr) == sizeof(struct mmsghdr), "cepoll_mmsghdr has mmsghdr's layout");

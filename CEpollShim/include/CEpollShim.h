@@ -183,4 +183,34 @@ static inline uint64_t cepoll_counter_load(const uint64_t *counters, int slot) {
     return __atomic_load_n(&counters[slot], __ATOMIC_RELAXED);
 }
 
+// MARK: ThreadSanitizer hand-off annotations
+//
+// A value made on a loop thread reaches a task through a continuation's resume, whose ordering lives in the
+// Swift concurrency runtime: not built with ThreadSanitizer, so the sanitizer cannot see it and reports the
+// task's first use of the value as a race. The library therefore releases the resumed task's address before
+// every resume and acquires it where its own code continues after the await.
+//
+// Whether the process runs under ThreadSanitizer is known only at run time here: the Swift compiler's C
+// importer does not see `-fsanitize=thread` (`__has_feature(thread_sanitizer)` is false in these inline
+// functions even in a sanitizer build). So the sanitizer's entry points are weak references: null, and the
+// annotations a not-taken branch, unless the sanitizer's runtime is linked in.
+
+extern void __tsan_acquire(void *address) __attribute__((weak));
+extern void __tsan_release(void *address) __attribute__((weak));
+
+/// Acquires the running task's address, under ThreadSanitizer (defined in CEpollShim.c).
+void cepoll_tsan_acquire_current_task_slow(void);
+
+/// Under ThreadSanitizer, publishes this thread's writes so far to whoever acquires `task` next: called with
+/// a continuation's task just before resuming it. Otherwise nothing.
+static inline void cepoll_tsan_release(const void *task) {
+    if (__builtin_expect(__tsan_release != 0, 0)) __tsan_release((void *)task);
+}
+
+/// Under ThreadSanitizer, makes the writes released for the running task visible to it: called by the task
+/// right after a continuation resumed it. Otherwise nothing.
+static inline void cepoll_tsan_acquire_current_task(void) {
+    if (__builtin_expect(__tsan_acquire != 0, 0)) cepoll_tsan_acquire_current_task_slow();
+}
+
 #endif

@@ -79,7 +79,7 @@ final class AcceptQueue: @unchecked Sendable {
             state.waiting.append(connection)
             return nil
         }
-        consumer?.resume(returning: connection)
+        consumer?.handOff(returning: connection)
     }
 
     /// Ends the sequence: the consumer gets the queued connections, then `nil`, or `error` once.
@@ -94,7 +94,7 @@ final class AcceptQueue: @unchecked Sendable {
             return consumer
         }
         guard let consumer else { return }
-        if let error { consumer.resume(throwing: error) } else { consumer.resume(returning: nil) }
+        if let error { consumer.handOff(throwing: error) } else { consumer.handOff(returning: nil) }
     }
 
     /// Whether a consumer is waiting in `next` (for tests).
@@ -106,6 +106,7 @@ final class AcceptQueue: @unchecked Sendable {
     /// continuation that waiting needs: each costs the task's status-record lock, twice.
     nonisolated(nonsending) func next() async throws -> AsyncSocket? {
         if !Task.isCancelled, let connection = state.withLock({ $0.takeQueued() }) { return connection }
+        defer { HandOff.received() }
         return try await withCancellationHandler {
             try await withUnsafeThrowingContinuation { (continuation: UnsafeContinuation<AsyncSocket?, any Error>) in
                 let ready: Result<AsyncSocket?, any Error>? = state.withLock { state in
@@ -122,7 +123,7 @@ final class AcceptQueue: @unchecked Sendable {
                     state.consumer = continuation
                     return nil
                 }
-                if let ready { continuation.resume(with: ready) }
+                if let ready { continuation.handOff(with: ready) }
             }
         } onCancel: {
             cancel()
@@ -141,7 +142,7 @@ final class AcceptQueue: @unchecked Sendable {
             defer { state.consumer = nil }
             return (state.consumer, dropped)
         }
-        consumer?.resume(returning: nil)
+        consumer?.handOff(returning: nil)
         for connection in dropped { connection.socket.disconnect() }
         onCancel()
     }

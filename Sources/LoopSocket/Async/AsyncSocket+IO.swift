@@ -81,19 +81,20 @@ extension AsyncSocket {
     @usableFromInline nonisolated(nonsending) func waitUntilWritable() async throws {
         let handler = self.handler
         let idBox = PendingCancellation<UInt32>()
+        defer { HandOff.received() }
         try await withCancellationHandler {
             try await withUnsafeThrowingContinuation { (continuation: UnsafeContinuation<Void, any Error>) in
                 let box = UncheckedSendable(continuation)
                 let queued = socket.onLoop {
-                    if let failure = handler.failure { return box.value.resume(throwing: failure) }
-                    if handler.isWritable { return box.value.resume() }
-                    if idBox.cancelled { return box.value.resume(throwing: CancellationError()) }
+                    if let failure = handler.failure { return box.value.handOff(throwing: failure) }
+                    if handler.isWritable { return box.value.handOff() }
+                    if idBox.cancelled { return box.value.handOff(throwing: CancellationError()) }
                     let id = handler.nextWaiterID
                     handler.nextWaiterID &+= 1
                     idBox.id = id
                     handler.writableWaiters.append((id, box.value))
                 }
-                if !queued { continuation.resume(throwing: GCDAsyncSocketError.loopShutDown) }
+                if !queued { continuation.handOff(throwing: GCDAsyncSocketError.loopShutDown) }
             }
         } onCancel: {
             socket.onLoop {
@@ -144,6 +145,9 @@ extension AsyncSocket {
     }
 
     /// Queues the read with id `id` and suspends until its operation resumes it.
+    ///
+    /// No ``HandOff/received()`` after it: the loop resumes this task on its own thread (the task runs on the
+    /// loop), so the sanitizer sees the ordering without help.
     @inline(__always) nonisolated(nonsending) private func queueReadAndWait(_ kind: ReadOp.Kind, maxLength: Int, id: UInt32) async throws -> Data {
         let socket = self.socket
         return try await _unsafeInheritExecutor_withUnsafeThrowingContinuation { (continuation: ReadContinuation) in
@@ -156,6 +160,7 @@ extension AsyncSocket {
     nonisolated(nonsending) private func readFromOtherThread(_ kind: ReadOp.Kind, maxLength: Int) async throws -> Data {
         let socket = self.socket
         let cancellation = PendingCancellation<UInt32>()
+        defer { HandOff.received() }
         return try await withCancellationHandler {
             try await withUnsafeThrowingContinuation { (continuation: ReadContinuation) in
                 socket.postAsyncRead(kind, maxLength: maxLength, cancellation: cancellation, continuation: continuation)

@@ -36,17 +36,18 @@ extension AsyncSocket {
 
     /// Queues `startTLS` on the loop and waits for `socketDidSecure` (or the close that ends it).
     private func queueStartTLSAndWait(_ configuration: TLSConfiguration) async throws {
+        defer { HandOff.received() }
         try await withUnsafeThrowingContinuation { (continuation: UnsafeContinuation<Void, any Error>) in
             let box = UncheckedSendable(continuation)
             let queued = socket.onLoop { [socket, handler] in
-                if let failure = handler.failure { return box.value.resume(throwing: failure) }
+                if let failure = handler.failure { return box.value.handOff(throwing: failure) }
                 if !socket.isPlaintext || handler.secureContinuation != nil {
-                    return box.value.resume(throwing: TLSError(.badConfiguration, "TLS was already started on this connection"))
+                    return box.value.handOff(throwing: TLSError(.badConfiguration, "TLS was already started on this connection"))
                 }
                 handler.secureContinuation = box.value
                 socket.startTLS(configuration)
             }
-            if !queued { continuation.resume(throwing: GCDAsyncSocketError.loopShutDown) }
+            if !queued { continuation.handOff(throwing: GCDAsyncSocketError.loopShutDown) }
         }
     }
 

@@ -88,19 +88,22 @@ public final class AsyncSocket: Sendable {
         let socket = GCDAsyncSocket(delegate: handler, delegateQueue: nil, loop: loop, group: group)
         socket.options = options
         socket.autoDisconnectOnClosedReadStream = false  // end of stream is a nil read; writing may go on
-        try await withCancellationHandler {
-            try await withUnsafeThrowingContinuation { (continuation: UnsafeContinuation<Void, any Error>) in
-                // Set before connect starts; the loop reads it only after (the start is queued behind this).
-                handler.connectContinuation = continuation
-                do {
-                    try start(socket)
-                } catch {
-                    handler.connectContinuation = nil
-                    continuation.resume(throwing: error)
+        do {
+            defer { HandOff.received() }
+            try await withCancellationHandler {
+                try await withUnsafeThrowingContinuation { (continuation: UnsafeContinuation<Void, any Error>) in
+                    // Set before connect starts; the loop reads it only after (the start is queued behind this).
+                    handler.connectContinuation = continuation
+                    do {
+                        try start(socket)
+                    } catch {
+                        handler.connectContinuation = nil
+                        continuation.handOff(throwing: error)
+                    }
                 }
+            } onCancel: {
+                socket.disconnect()
             }
-        } onCancel: {
-            socket.disconnect()
         }
         if Task.isCancelled {
             socket.disconnect()
@@ -157,6 +160,7 @@ public final class AsyncSocket: Sendable {
     nonisolated(nonsending) private func closeAndWait(
         _ start: @escaping @Sendable (GCDAsyncSocket, AsyncSocketHandler) -> Void
     ) async throws {
+        defer { HandOff.received() }
         try await withUnsafeThrowingContinuation { (continuation: UnsafeContinuation<Void, any Error>) in
             let box = UncheckedSendable(continuation)
             let queued = socket.onLoop { [socket, handler] in
@@ -164,7 +168,7 @@ public final class AsyncSocket: Sendable {
                 handler.closeWaiters.append(box.value)
                 start(socket, handler)
             }
-            if !queued { continuation.resume(throwing: GCDAsyncSocketError.loopShutDown) }
+            if !queued { continuation.handOff(throwing: GCDAsyncSocketError.loopShutDown) }
         }
     }
 
@@ -180,9 +184,10 @@ public final class AsyncSocket: Sendable {
     /// Runs `body` on the loop: inline when already there, else queued and awaited.
     nonisolated(nonsending) func onLoopThrowing<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
         if eventLoop.inEventLoop { return try body() }
+        defer { HandOff.received() }
         return try await withUnsafeThrowingContinuation { (continuation: UnsafeContinuation<T, any Error>) in
-            let queued = socket.onLoop { continuation.resume(with: Result { try body() }) }
-            if !queued { continuation.resume(throwing: GCDAsyncSocketError.loopShutDown) }
+            let queued = socket.onLoop { continuation.handOff(with: Result { try body() }) }
+            if !queued { continuation.handOff(throwing: GCDAsyncSocketError.loopShutDown) }
         }
     }
 }

@@ -115,7 +115,7 @@ final class AsyncSocketHandler: GCDAsyncSocketDelegate, @unchecked Sendable {
     func socketDidSecure(_ sock: GCDAsyncSocket) {
         if let continuation = secureContinuation {
             secureContinuation = nil
-            continuation.resume()
+            continuation.handOff()
         }
         if let handOut {
             self.handOut = nil
@@ -128,7 +128,7 @@ final class AsyncSocketHandler: GCDAsyncSocketDelegate, @unchecked Sendable {
         guard isWritable else { return }
         let waiters = writableWaiters
         writableWaiters = []
-        for waiter in waiters { waiter.continuation.resume() }
+        for waiter in waiters { waiter.continuation.handOff() }
     }
 
     func socket(_ sock: GCDAsyncSocket, didFailToWriteDataWithTag tag: Int, error: any Error) {
@@ -142,7 +142,7 @@ final class AsyncSocketHandler: GCDAsyncSocketDelegate, @unchecked Sendable {
         resumeConnect(error)
         if let continuation = secureContinuation {
             secureContinuation = nil
-            continuation.resume(throwing: error)
+            continuation.handOff(throwing: error)
         }
         if handOut != nil {
             handOut = nil
@@ -150,7 +150,7 @@ final class AsyncSocketHandler: GCDAsyncSocketDelegate, @unchecked Sendable {
         }
         let waiters = writableWaiters
         writableWaiters = []
-        for waiter in waiters { waiter.continuation.resume(throwing: error) }
+        for waiter in waiters { waiter.continuation.handOff(throwing: error) }
         sock.eventLoop.cancelOnLoop(closeTimer)
         closeTimer = .invalid
         let closing = closeWaiters
@@ -171,7 +171,7 @@ final class AsyncSocketHandler: GCDAsyncSocketDelegate, @unchecked Sendable {
     func resumeConnect(_ error: (any Error)?) {
         guard let continuation = connectContinuation else { return }
         connectContinuation = nil
-        if let error { continuation.resume(throwing: error) } else { continuation.resume() }
+        if let error { continuation.handOff(throwing: error) } else { continuation.handOff() }
     }
 
     /// Closes the connection, failing what is still queued, if it is still open after `timeout` (the bound
@@ -185,12 +185,12 @@ final class AsyncSocketHandler: GCDAsyncSocketDelegate, @unchecked Sendable {
 
     /// Resumes a close waiter: with the error of the dropped writes, if the close dropped some.
     func resumeCloseWaiter(_ waiter: UnsafeContinuation<Void, any Error>) {
-        if let droppedWrites { waiter.resume(throwing: droppedWrites) } else { waiter.resume() }
+        if let droppedWrites { waiter.handOff(throwing: droppedWrites) } else { waiter.handOff() }
     }
 
     /// Stops waiting for writability (cancellation): the waiter throws `CancellationError`.
     func cancelWritableWaiter(_ id: UInt32) {
         guard let i = writableWaiters.firstIndex(where: { $0.id == id }) else { return }
-        writableWaiters.remove(at: i).continuation.resume(throwing: CancellationError())
+        writableWaiters.remove(at: i).continuation.handOff(throwing: CancellationError())
     }
 }

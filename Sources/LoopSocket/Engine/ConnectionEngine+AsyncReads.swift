@@ -27,7 +27,7 @@ extension ConnectionEngine {
     private func postQueuedAsyncRead(_ kind: ReadOp.Kind, maxLength: Int, id: UInt32, continuation: ReadContinuation) {
         let box = UncheckedSendable(ReadOp(kind: kind, maxLength: maxLength, tag: 0, timeout: -1, id: id, continuation: continuation))
         let queued = onLoop { [self] in enqueueAsyncRead(box.value) }
-        if !queued { return continuation.resume(throwing: GCDAsyncSocketError.loopShutDown) }
+        if !queued { return continuation.handOff(throwing: GCDAsyncSocketError.loopShutDown) }
         if Task.isCancelled { onLoop { [self] in cancelRead(id: id) } }
     }
 
@@ -39,13 +39,13 @@ extension ConnectionEngine {
     ) {
         let box = UncheckedSendable(ReadOp(kind: kind, maxLength: maxLength, tag: 0, timeout: -1, id: 0, continuation: continuation))
         let queued = onLoop { [self] in
-            if cancellation.cancelled { return continuation.resume(throwing: CancellationError()) }
+            if cancellation.cancelled { return continuation.handOff(throwing: CancellationError()) }
             var op = box.value
             op.id = reserveOpID()
             cancellation.id = op.id
             enqueueAsyncRead(op)
         }
-        if !queued { continuation.resume(throwing: GCDAsyncSocketError.loopShutDown) }
+        if !queued { continuation.handOff(throwing: GCDAsyncSocketError.loopShutDown) }
     }
 
     /// Completes a read from the prebuffer at once when possible (no read queued ahead of it, the socket
@@ -71,7 +71,7 @@ extension ConnectionEngine {
     /// Queues an `async` read with the id it was given, or fails it at once if the socket is not connected.
     func enqueueAsyncRead(_ op: consuming ReadOp) {
         guard lifecycle != .idle, ending == .none else {
-            op.continuation?.resume(throwing: GCDAsyncSocketError(.closedError, "The socket is closed"))
+            op.continuation?.handOff(throwing: GCDAsyncSocketError(.closedError, "The socket is closed"))
             return
         }
         // A pump is needed only if there is something to feed the read (bytes buffered or signalled) or

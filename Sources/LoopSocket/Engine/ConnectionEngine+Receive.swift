@@ -263,7 +263,7 @@ extension ConnectionEngine {
     /// Delivers a read's outcome: to its `async` waiter, or to the delegate (and the caller's buffer).
     func finishRead(_ op: borrowing ReadOp, with result: Result<Data, any Error>) {
         if let continuation = op.continuation {
-            continuation.resume(with: result)
+            continuation.handOff(with: result)
             return
         }
         switch result {
@@ -288,7 +288,7 @@ extension ConnectionEngine {
             if keepingStartTLS && op.isStartTLS {
                 kept.append(op)
             } else {
-                op.continuation?.resume(throwing: error)
+                op.continuation?.handOff(throwing: error)
             }
         }
         for op in kept { reads.append(op) }
@@ -303,7 +303,7 @@ extension ConnectionEngine {
         if wasFront && !op.buffer.isEmpty {
             pending.insert(contentsOf: op.buffer, at: pendingStart)
         }
-        op.continuation?.resume(throwing: CancellationError())
+        op.continuation?.handOff(throwing: CancellationError())
         if wasFront { requestPump() }
         return true
     }

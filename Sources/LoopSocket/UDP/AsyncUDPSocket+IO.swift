@@ -19,11 +19,12 @@ extension AsyncUDPSocket {
             }
         }
         let cancellation = PendingCancellation<UInt64>()
+        defer { HandOff.received() }
         return try await withCancellationHandler {
             try await withUnsafeThrowingContinuation { (continuation: UnsafeContinuation<Datagram?, any Error>) in
                 let box = UncheckedSendable(continuation)
                 let queued = socket.onLoop { handler.waitForDatagram(box.value, socket, cancellation) }
-                if !queued { continuation.resume(throwing: GCDAsyncUdpSocketError.loopShutDown) }
+                if !queued { continuation.handOff(throwing: GCDAsyncUdpSocketError.loopShutDown) }
             }
         } onCancel: {
             socket.onLoop {
@@ -57,13 +58,14 @@ extension AsyncUDPSocket {
         try Task.checkCancellation()
         let socket = self.socket, handler = self.handler
         let cancellation = PendingCancellation<Int>()
+        defer { HandOff.received() }
         try await withCancellationHandler {
             try await withUnsafeThrowingContinuation { (continuation: UnsafeContinuation<Void, any Error>) in
                 let box = UncheckedSendable(continuation)
                 let queued = socket.onLoop {
                     if let tag = handler.registerSend(box.value, cancellation) { start(socket, tag) }
                 }
-                if !queued { continuation.resume(throwing: GCDAsyncUdpSocketError.loopShutDown) }
+                if !queued { continuation.handOff(throwing: GCDAsyncUdpSocketError.loopShutDown) }
             }
         } onCancel: {
             socket.onLoop {

@@ -92,6 +92,7 @@ public final class AsyncUDPSocket: Sendable {
     ///   socket is already connected; `closedError` if the socket is closed, before or while it waits.
     public func connect(host: String, port: UInt16) async throws {
         let socket = self.socket, handler = self.handler
+        defer { HandOff.received() }
         try await withUnsafeThrowingContinuation { (continuation: UnsafeContinuation<Void, any Error>) in
             let box = UncheckedSendable(continuation)
             let queued = socket.onLoop {
@@ -102,7 +103,7 @@ public final class AsyncUDPSocket: Sendable {
                     handler.udpSocket(socket, didNotConnect: error)
                 }
             }
-            if !queued { continuation.resume(throwing: GCDAsyncUdpSocketError.loopShutDown) }
+            if !queued { continuation.handOff(throwing: GCDAsyncUdpSocketError.loopShutDown) }
         }
     }
 
@@ -110,6 +111,7 @@ public final class AsyncUDPSocket: Sendable {
     /// queued fail with `closedError`.
     public func close() async {
         let socket = self.socket, handler = self.handler
+        defer { HandOff.received() }
         await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
             let box = UncheckedSendable(continuation)
             let queued = socket.onLoop {
@@ -117,17 +119,18 @@ public final class AsyncUDPSocket: Sendable {
                 handler.finish(nil)  // a socket without a descriptor reports no close
                 handler.waitForClose(box.value)
             }
-            if !queued { continuation.resume() }
+            if !queued { continuation.handOff() }
         }
     }
 
     /// Runs `body` on the socket's loop (inline when already there), without blocking the calling thread.
     func onLoop(_ body: @escaping @Sendable () throws -> Void) async throws {
         if eventLoop.inEventLoop { return try body() }
+        defer { HandOff.received() }
         try await withUnsafeThrowingContinuation { (continuation: UnsafeContinuation<Void, any Error>) in
             let box = UncheckedSendable(continuation)
-            let queued = socket.onLoop { box.value.resume(with: Result { try body() }) }
-            if !queued { continuation.resume(throwing: GCDAsyncUdpSocketError.loopShutDown) }
+            let queued = socket.onLoop { box.value.handOff(with: Result { try body() }) }
+            if !queued { continuation.handOff(throwing: GCDAsyncUdpSocketError.loopShutDown) }
         }
     }
 }

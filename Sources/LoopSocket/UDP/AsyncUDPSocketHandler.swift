@@ -68,11 +68,11 @@ final class AsyncUDPSocketHandler: GCDAsyncUdpSocketDelegate, @unchecked Sendabl
     /// Completes `continuation` now (a waiting item, or the end after a close) or keeps it until one comes.
     func waitForDatagram(_ continuation: UnsafeContinuation<Datagram?, any Error>, _ socket: GCDAsyncUdpSocket,
                          _ cancellation: PendingCancellation<UInt64>) {
-        if cancellation.cancelled { return continuation.resume(throwing: CancellationError()) }
+        if cancellation.cancelled { return continuation.handOff(throwing: CancellationError()) }
         if let item = takeBuffered(socket) { return Self.resume(continuation, with: item) }
         if closed { return Self.resumeAtEnd(continuation, closeError) }
         guard receiver == nil else {
-            return continuation.resume(throwing: GCDAsyncUdpSocketError(.badConfigError,
+            return continuation.handOff(throwing: GCDAsyncUdpSocketError(.badConfigError,
                 "Another task is already receiving from this socket: an AsyncUDPSocket has one receiver at a time"))
         }
         let id = nextWaiterID
@@ -84,7 +84,7 @@ final class AsyncUDPSocketHandler: GCDAsyncUdpSocketDelegate, @unchecked Sendabl
     func cancelReceive(_ id: UInt64) {
         guard let receiver, receiver.id == id else { return }
         self.receiver = nil
-        receiver.continuation.resume(throwing: CancellationError())
+        receiver.continuation.handOff(throwing: CancellationError())
     }
 
     private func arrived(_ item: Item, on socket: GCDAsyncUdpSocket) {
@@ -104,14 +104,14 @@ final class AsyncUDPSocketHandler: GCDAsyncUdpSocketDelegate, @unchecked Sendabl
 
     private static func resume(_ continuation: UnsafeContinuation<Datagram?, any Error>, with item: Item) {
         switch item {
-        case .datagram(let datagram): continuation.resume(returning: datagram)
-        case .failure(let error): continuation.resume(throwing: error)
+        case .datagram(let datagram): continuation.handOff(returning: datagram)
+        case .failure(let error): continuation.handOff(throwing: error)
         }
     }
 
     /// After a close: nil (the end of the datagrams), or the error that closed the socket.
     private static func resumeAtEnd(_ continuation: UnsafeContinuation<Datagram?, any Error>, _ error: GCDAsyncUdpSocketError?) {
-        if let error { continuation.resume(throwing: error) } else { continuation.resume(returning: nil) }
+        if let error { continuation.handOff(throwing: error) } else { continuation.handOff(returning: nil) }
     }
 
     // MARK: Sending
@@ -119,11 +119,11 @@ final class AsyncUDPSocketHandler: GCDAsyncUdpSocketDelegate, @unchecked Sendabl
     /// Registers `continuation` for the next send and returns its tag; nil (after failing it) once closed.
     func registerSend(_ continuation: UnsafeContinuation<Void, any Error>, _ cancellation: PendingCancellation<Int>) -> Int? {
         if cancellation.cancelled {
-            continuation.resume(throwing: CancellationError())
+            continuation.handOff(throwing: CancellationError())
             return nil
         }
         if closed {
-            continuation.resume(throwing: closeError ?? GCDAsyncUdpSocketError.closed)
+            continuation.handOff(throwing: closeError ?? GCDAsyncUdpSocketError.closed)
             return nil
         }
         let tag = nextTag
@@ -135,7 +135,7 @@ final class AsyncUDPSocketHandler: GCDAsyncUdpSocketDelegate, @unchecked Sendabl
 
     /// Stops waiting for send `tag` (its datagram stays queued and is still sent).
     func cancelSend(_ tag: Int) {
-        senders.removeValue(forKey: tag)?.resume(throwing: CancellationError())
+        senders.removeValue(forKey: tag)?.handOff(throwing: CancellationError())
     }
 
     // MARK: Connecting and closing
@@ -146,11 +146,11 @@ final class AsyncUDPSocketHandler: GCDAsyncUdpSocketDelegate, @unchecked Sendabl
     /// for ever (the socket reports one outcome, and the close resumes only what the slot holds).
     func waitForConnect(_ continuation: UnsafeContinuation<Void, any Error>) -> Bool {
         if closed {
-            continuation.resume(throwing: closeError ?? GCDAsyncUdpSocketError.closed)
+            continuation.handOff(throwing: closeError ?? GCDAsyncUdpSocketError.closed)
             return false
         }
         guard connectWaiter == nil else {
-            continuation.resume(throwing: GCDAsyncUdpSocketError(.badConfigError,
+            continuation.handOff(throwing: GCDAsyncUdpSocketError(.badConfigError,
                 "Another connect(host:port:) on this socket is still waiting for its outcome: connect once at a time"))
             return false
         }
@@ -159,7 +159,7 @@ final class AsyncUDPSocketHandler: GCDAsyncUdpSocketDelegate, @unchecked Sendabl
     }
 
     func waitForClose(_ continuation: UnsafeContinuation<Void, Never>) {
-        if closed { return continuation.resume() }
+        if closed { return continuation.handOff() }
         closeWaiters.append(continuation)
     }
 
@@ -174,12 +174,12 @@ final class AsyncUDPSocketHandler: GCDAsyncUdpSocketDelegate, @unchecked Sendabl
         }
         let waiting = senders
         senders.removeAll()
-        for continuation in waiting.values { continuation.resume(throwing: error ?? GCDAsyncUdpSocketError.closed) }
-        connectWaiter?.resume(throwing: error ?? GCDAsyncUdpSocketError.closed)
+        for continuation in waiting.values { continuation.handOff(throwing: error ?? GCDAsyncUdpSocketError.closed) }
+        connectWaiter?.handOff(throwing: error ?? GCDAsyncUdpSocketError.closed)
         connectWaiter = nil
         let closeWaiters = self.closeWaiters
         self.closeWaiters.removeAll()
-        for continuation in closeWaiters { continuation.resume() }
+        for continuation in closeWaiters { continuation.handOff() }
     }
 
     // MARK: GCDAsyncUdpSocketDelegate
@@ -194,22 +194,22 @@ final class AsyncUDPSocketHandler: GCDAsyncUdpSocketDelegate, @unchecked Sendabl
     }
 
     func udpSocket(_ sock: GCDAsyncUdpSocket, didSendDataWithTag tag: Int) {
-        senders.removeValue(forKey: tag)?.resume()
+        senders.removeValue(forKey: tag)?.handOff()
     }
 
     func udpSocket(_ sock: GCDAsyncUdpSocket, didNotSendDataWithTag tag: Int, dueToError error: (any Error)?) {
         let error = error as? GCDAsyncUdpSocketError ?? GCDAsyncUdpSocketError(.otherError, error.map { "\($0)" } ?? "Send failed")
-        senders.removeValue(forKey: tag)?.resume(throwing: error)
+        senders.removeValue(forKey: tag)?.handOff(throwing: error)
     }
 
     func udpSocket(_ sock: GCDAsyncUdpSocket, didConnectToAddress address: Data) {
-        connectWaiter?.resume()
+        connectWaiter?.handOff()
         connectWaiter = nil
     }
 
     func udpSocket(_ sock: GCDAsyncUdpSocket, didNotConnect error: (any Error)?) {
         let error = error as? GCDAsyncUdpSocketError ?? GCDAsyncUdpSocketError(.otherError, error.map { "\($0)" } ?? "Connect failed")
-        connectWaiter?.resume(throwing: error)
+        connectWaiter?.handOff(throwing: error)
         connectWaiter = nil
     }
 
