@@ -48,6 +48,7 @@ public struct ServerArguments: Sendable {
                 ("", ":PORT listens on 127.0.0.1"),
                 ("--stall-ms N", "report callbacks that hold a loop longer than N ms (default: off)"),
                 ("--help, -h", "print this text"),
+                ("--version", "print the version"),
             ]
             let synopsis = "usage: \(name) [--port P] [--host H] [--loops N]" + (tls ? " [--tls-cert FILE --tls-key FILE]" : "")
                 + (reusePort ? " [--reuse-port]" : "") + " [--metrics HOST:PORT] [--stall-ms N]"
@@ -127,6 +128,9 @@ public struct ServerArguments: Sendable {
                 result.stallThreshold = .milliseconds(ms)
             case "--help", "-h":
                 announce(usage.text)
+                exit(0)
+            case "--version":
+                announce("\(usage.name) \(EpollLoopVersion.current)")
                 exit(0)
             default:
                 fail("unknown option \(flag) (try --help)")

@@ -17,6 +17,8 @@ package enum Command: Sendable, Equatable {
                thresholds: [Threshold] = [])
     /// Print the usage text.
     case help
+    /// Print the version.
+    case version
 }
 
 /// Parses `loadtest`'s arguments by hand (the package depends on no argument parser). Never traps: every
@@ -99,6 +101,7 @@ package enum CommandLineParser {
           --tls-server-name N the name to send (SNI) and verify (default: --host)
           --quiet             no progress lines; with --json - or --svg -, no report either  [-q]
           --help                                                                     [-h]
+          --version           print loadtest's version
 
         Exit status: 0 success; 1 errors counted (unless an errors threshold judged them) or an output
         not written; 2 the run could not start; 99 a threshold failed.
@@ -112,6 +115,7 @@ package enum CommandLineParser {
             rest = rest.dropFirst()
             if first == "merge" { return try parseMerge(rest) }
             if first == "help" { return .help }
+            if first == "version" { return .version }
             guard let parsed = LoadMode(rawValue: first), parsed != .demo else {
                 throw ArgumentError("unknown mode '\(first)': use echo, stream, connect, idle, http, udp or merge (or --help)")
             }
@@ -140,6 +144,8 @@ package enum CommandLineParser {
             switch flag {
             case "--help", "-h":
                 return .help
+            case "--version":
+                return .version
             case "--host":
                 let host = try value(flag)
                 guard !host.isEmpty else { throw ArgumentError("--host needs an address") }
@@ -280,6 +286,8 @@ package enum CommandLineParser {
                 thresholds.append(try threshold(v))
             case "--help", "-h":
                 return .help
+            case "--version":
+                return .version
             default:
                 if arg.hasPrefix("-") { throw ArgumentError("unknown option '\(arg)' for merge (try --help)") }
                 inputs.append(arg)

@@ -1,6 +1,7 @@
 // loadtest: a load generator on the project's event loops. `loadtest` alone runs the demo: an in-process echo
 // server driven by 1,000 ping-pong connections for 10 s. See `loadtest --help`.
 import Dispatch
+import EpollLoop
 import FoundationEssentials
 import Glibc
 import LoadTest
@@ -91,6 +92,10 @@ do {
 switch command {
 case .help:
     LoadRunner.printLine(CommandLineParser.usage)
+    exit(0)
+
+case .version:
+    LoadRunner.printLine("loadtest \(EpollLoopVersion.current)")
     exit(0)
 
 case .merge(let inputs, let json, let svg, let quiet, let mixed, let thresholds):

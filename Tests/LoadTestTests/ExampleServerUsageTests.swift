@@ -2,6 +2,8 @@ import Foundation
 import Glibc
 import XCTest
 
+import EpollLoop
+
 /// The example servers' command lines as a newcomer meets them: `--help` is usage text, an option a server
 /// cannot honour is refused, the port is optional (a free one, printed), and the UDP server does not slip
 /// onto a port another process holds.
@@ -26,6 +28,17 @@ final class ExampleServerUsageTests: XCTestCase {
                 XCTAssertGreaterThan(line?.count ?? 0, 30, "\(option) is explained")
             }
             if name == "udp-echo-server" { XCTAssertFalse(run.output.contains("--tls"), run.output) }
+        }
+    }
+
+    /// `--version` prints the program's name and the package's one version, and exits 0; `--help` lists it.
+    func testEachServerAndLoadtestPrintTheVersion() throws {
+        for name in Self.servers + ["loadtest"] {
+            let run = try ChildProcess.run(ChildProcess.product(name), ["--version"])
+            XCTAssertEqual(run.status, 0, name)
+            XCTAssertEqual(run.output, "\(name) \(EpollLoopVersion.current)\n", name)
+            let help = try ChildProcess.run(ChildProcess.product(name), ["--help"])
+            XCTAssertTrue(help.output.contains("--version"), "\(name) --help names --version")
         }
     }
 
