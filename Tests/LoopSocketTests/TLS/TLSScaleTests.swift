@@ -104,6 +104,9 @@ final class TLSScaleTests: TLSTestCase {
 
         var serverTLS = TLSConfiguration.server(identity: try Self.identity())
         serverTLS.sessionResumption = false  // every connection a full handshake
+        // Scale, not timeouts, is under test: a batch of 500 handshakes on one loop under ThreadSanitizer, on a
+        // busy 2-core machine, outlasted the default 10 s (the batch wait below bounds the test anyway).
+        serverTLS.handshakeTimeout = .seconds(30)
         let serverDelegate = TLSCountingDelegate(serverTLS: serverTLS)
         addTeardown { serverDelegate.reset() }
         let server = makeSocket(serverDelegate)
@@ -150,6 +153,7 @@ final class TLSScaleTests: TLSTestCase {
         let clientTLS = Self.client {
             $0.serverName = "localhost"
             $0.sessionResumption = false
+            $0.handshakeTimeout = .seconds(30)
         }
         var clients: [GCDAsyncSocket] = []
         clients.reserveCapacity(n)
