@@ -338,7 +338,11 @@ def svg(summary, meta):
            f'{meta.get("duration_s", "?")} s windows</text>']
     # Legend
     x = 10
+    present = {server for _, servers in panels for server in servers}
+    present |= {server[:-5] for server in present if server.endswith("-http")}
     for key in ("c", "ours", "ours-async", "nio", "nio-async", "nginx"):
+        if key not in present:
+            continue
         name = {"c": "C reference", "ours": "ours (delegate)", "ours-async": "ours (async)", "nio": "SwiftNIO",
                 "nio-async": "NIOAsyncChannel", "nginx": "nginx"}[key]
         out.append(f'<rect x="{x}" y="52" width="12" height="12" fill="{COLORS[key]}"/>')

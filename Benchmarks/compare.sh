@@ -143,7 +143,10 @@ make -s -C "$C_BIN" echo_server http_server loadgen >"$OUT/build-c.log" 2>&1 || 
 
 NIO_BINS=()
 [ "$USE_NIO" = 1 ] && NIO_BINS=("$BENCH_BIN/nio-echo-server" "$BENCH_BIN/nio-async-echo-server" "$BENCH_BIN/nio-http-server")
-for bin in "$ROOT_BIN/echo-server" "$ROOT_BIN/async-echo-server" "$ROOT_BIN/http-hello" "$ROOT_BIN/loadtest" \
+# loadgen needs no loadtest.
+DRIVER_BIN="$ROOT_BIN/loadtest"
+[ "$DRIVER" = loadgen ] && DRIVER_BIN="$ROOT_BIN/echo-server"
+for bin in "$ROOT_BIN/echo-server" "$ROOT_BIN/async-echo-server" "$ROOT_BIN/http-hello" "$DRIVER_BIN" \
            ${NIO_BINS[@]+"${NIO_BINS[@]}"}; do
     [ -x "$bin" ] || { echo "compare.sh: missing $bin (run without --no-build)" >&2; exit 1; }
 done

@@ -192,15 +192,18 @@ def render_servers(results, name, command):
     rounds = figures.get("rounds")
     extra = f"{rounds} round{'s' if rounds != 1 else ''} of {figures.get('duration_s')} s windows, servers alternating"
     out = "\n".join(lines) + "\n\n" + run_line(result, extra) + "\n"
-    per_round = []
+    rounds_table = []
     for scenario in scenarios:
+        cells = []
         for column in columns:
             entry = summary.get((scenario, server_of(column, scenario)))
-            if entry and len(entry["costs"]) > 1:
-                values = ", ".join(f"{v:,.0f}" if v >= 100 else f"{v:.2f}" for v in entry["costs"])
-                per_round.append(f"{report.TITLES[scenario]}, {column[0]}: {values}")
-    if per_round:
-        out += "\nEvery round (the table gives the medians):\n\n" + "\n".join(f"- {p}" for p in per_round) + "\n"
+            costs = entry["costs"] if entry else []
+            cells.append(", ".join(f"{v:,.0f}" if entry["unit"] == "B/conn" or v >= 100 else f"{v:.2f}" for v in costs))
+        rounds_table.append("| " + " | ".join([report.TITLES[scenario]] + cells) + " |")
+    if any(len(summary[k]["costs"]) > 1 for k in summary):
+        out += ("\nEvery round, in order (the table above gives the medians):\n\n| scenario | " +
+                " | ".join(c[0] for c in columns) + " |\n| --- |" + " --- |" * len(columns) + "\n" +
+                "\n".join(rounds_table) + "\n")
     return out
 
 
@@ -304,7 +307,7 @@ def main():
         if svg is not None and svg != current_svg:
             stale.append("docs/benchmarks-servers.svg")
         if stale:
-            print(f"render-docs.py: {' and '.join(stale)} differ from Benchmarks/results; "
+            print(f"render-docs.py: {' and '.join(stale)} out of date with Benchmarks/results; "
                   "run `python3 Benchmarks/render-docs.py` and commit the result", file=sys.stderr)
             sys.exit(1)
         print("render-docs.py: docs/benchmarks.md and its chart match Benchmarks/results")
