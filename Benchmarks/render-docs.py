@@ -191,7 +191,10 @@ def render_servers(results, name, command):
                                         [cost_text(e) for e in entries] + [ratio]) + " |")
     rounds = figures.get("rounds")
     extra = f"{rounds} round{'s' if rounds != 1 else ''} of {figures.get('duration_s')} s windows, servers alternating"
-    out = "\n".join(lines) + "\n\n" + run_line(result, extra) + "\n"
+    out = "\n".join(lines) + "\n\n" + run_line(result, extra)
+    if "--no-nio" in result["command"].split():
+        out += " The SwiftNIO peers were left out of this run (`--no-nio`)."
+    out += "\n"
     rounds_table = []
     for scenario in scenarios:
         cells = []
