@@ -68,5 +68,5 @@ for conns in sorted({c for c, _ in rows}):
     print(f"  {conns:>5} connections: loadgen {entry['loadgen']['rate']:,.0f}/s  loadtest {entry['loadtest']['rate']:,.0f}/s  "
           f"loadtest ÷ loadgen {entry['ratio']:.2f} (rounds {', '.join(f'{r:.2f}' for r in ratios)})")
 print("recorded", recorder.record("loadtest-vs-loadgen", sys.argv[2].strip(), figures,
-                                  driver="the C echo_server as the server", started=sys.argv[3]))
+                                  driver="loadgen and loadtest in turn, against the C echo_server", started=sys.argv[3]))
 PY

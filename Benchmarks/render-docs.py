@@ -112,9 +112,10 @@ INSTRUCTION_ROWS = [
 def render_instructions(results):
     lines = ["| server | 64 B echo round trip (10 connections) | churned connection (16 in parallel) "
              "| echoed UDP datagram (100 flows / 1,000 flows) |", "| --- | ---: | ---: | ---: |"]
-    used = []
+    used, names = [], []
 
     def figure(name):
+        names.append(name)
         result = results.get(name)
         if result is None:
             return None
@@ -130,11 +131,12 @@ def render_instructions(results):
     if not used:
         return missing("Benchmarks/profile/instructions-per-roundtrip.sh .build-compare/release/echo-server --loops 1")
     dates = sorted(when(r) for r in used)
+    order = {name: i for i, name in enumerate(names)}
     out = "\n".join(lines) + "\n\n"
     out += (f"Runs: {dates[0]} to {dates[-1]}, each server alone under callgrind, driven by the C `loadgen` "
             "(`udpgen` for UDP); every count divides the difference between a 2 s and a 5 s run by the operations "
             "done between them. The commands, from the repository root:\n\n```sh\n")
-    for result in sorted(used, key=lambda r: r["name"]):
+    for result in sorted(used, key=lambda r: order[r["name"]]):
         out += result["command"] + "\n"
     return out + "```\n"
 
@@ -164,6 +166,13 @@ def cost_text(entry):
     return text
 
 
+def ratio_text(ours, peer, unit):
+    """ours ÷ peer from the medians, or nothing (idle memory: a difference of bytes is not a ratio)."""
+    if not ours or not peer or not ours.get("cost") or not peer.get("cost") or unit == "B/conn":
+        return ""
+    return f"{ours['cost'] / peer['cost']:.2f}"
+
+
 def render_servers(results, name, command):
     result = results.get(name)
     if result is None:
@@ -176,19 +185,20 @@ def render_servers(results, name, command):
         return column[2] if scenario == "http" else column[1]
 
     columns = [c for c in SERVER_COLUMNS if any((s, server_of(c, s)) in summary for s in scenarios)]
-    header = ["scenario", "unit"] + [c[0] for c in columns] + ["ours ÷ C"]
-    lines = ["| " + " | ".join(header) + " |", "| --- | --- |" + " ---: |" * (len(columns) + 1)]
+    with_nginx = any(k[1] == "nginx" for k in summary)
+    header = ["scenario", "unit"] + [c[0] for c in columns] + ["ours ÷ C"] + (["ours ÷ nginx"] if with_nginx else [])
+    lines = ["| " + " | ".join(header) + " |", "| --- | --- |" + " ---: |" * (len(header) - 2)]
     for scenario in scenarios:
         entries = [summary.get((scenario, server_of(c, scenario))) for c in columns]
         unit = next((e["unit"] for e in entries if e), "")
         ours = summary.get((scenario, "ours-http" if scenario == "http" else "ours"))
         c = summary.get((scenario, "c-http" if scenario == "http" else "c"))
-        if ours and c and ours.get("cost") and c.get("cost") and unit != "B/conn":
-            ratio = f"{ours['cost'] / c['cost']:.2f}"
-        else:
-            ratio = ""
-        lines.append("| " + " | ".join([report.TITLES[scenario], UNIT_TEXT.get(unit, unit)] +
-                                        [cost_text(e) for e in entries] + [ratio]) + " |")
+        ratios = [ratio_text(ours, c, unit)]
+        if with_nginx:
+            ratios.append(ratio_text(ours, summary.get((scenario, "nginx")), unit))
+        unit_text = "µs per request" if scenario == "http" else UNIT_TEXT.get(unit, unit)
+        lines.append("| " + " | ".join([report.TITLES[scenario], unit_text] +
+                                        [cost_text(e) for e in entries] + ratios) + " |")
     rounds = figures.get("rounds")
     extra = f"{rounds} round{'s' if rounds != 1 else ''} of {figures.get('duration_s')} s windows, servers alternating"
     out = "\n".join(lines) + "\n\n" + run_line(result, extra)

@@ -69,5 +69,5 @@ for flows in sorted({f for f, _ in rows}):
         name: {"rate": statistics.median(rows[(flows, name)]), "rounds": rows[(flows, name)], "lost": lost[(flows, name)]}
         for name in ("udpgen", "loadtest") if (flows, name) in rows}
 print("recorded", recorder.record("udp-loadtest-vs-udpgen", sys.argv[2].strip(), figures,
-                                  driver="the C udp_echo_server as the server", started=sys.argv[3]))
+                                  driver="udpgen and loadtest in turn, against the C udp_echo_server", started=sys.argv[3]))
 PY
