@@ -2,8 +2,8 @@
 # compare.sh: our servers beside SwiftNIO, the C reference and nginx, measured with loadtest or the C loadgen.
 #
 # Builds (release) echo-server, async-echo-server, http-hello and loadtest (root package), nio-echo-server,
-# nio-async-echo-server and nio-http-server (this package), and the C reference servers (copied to a temp
-# dir and built with make). Then, round after round, runs every server of every scenario in turn, the server
+# nio-async-echo-server and nio-http-server (this package, unless --no-nio), and the C reference servers
+# (Benchmarks/c-reference, built with make). Then, round after round, runs every server of every scenario in turn, the server
 # pinned to core 0 and loadtest (one loop) pinned to core 1, and prints one table of server CPU µs per
 # operation (utime+stime of the server over the measured window / operations: the primary figure) and
 # operations per second, plus an SVG chart. With --driver loadgen the load comes from the independent C
