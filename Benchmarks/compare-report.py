@@ -1,15 +1,18 @@
 #!/usr/bin/env python3
 """The table and chart of a Benchmarks/compare.sh run.
 
-    python3 Benchmarks/compare-report.py RESULTS_DIR [--svg FILE]
+    python3 Benchmarks/compare-report.py RESULTS_DIR [--svg FILE] [--record NAME]
 
 Reads every per-run JSON in RESULTS_DIR (loadtest --json output or, with --driver loadgen, loadgen's RESULT
-line as the same fields, tagged by compare.sh, and the idle-memory samples), takes the median over rounds of each (scenario, server), and prints one Markdown table (server CPU
-µs per operation, the primary figure, and operations per second), the checks against issue 4's and issue 5's
-targets, and a per-run detail table (RESULTS_DIR/details.md). Writes an SVG bar chart of server µs per
-operation per server per scenario.
+line as the same fields, tagged by compare.sh, and the idle-memory samples), takes the median over rounds of
+each (scenario, server), and prints one Markdown table (server CPU µs per operation, the primary figure, and
+operations per second), the project's targets, and a per-run detail table (RESULTS_DIR/details.md). Writes
+an SVG bar chart of server µs per operation per server per scenario. With --record NAME, also records the
+medians and every round's figure as Benchmarks/results/NAME.json (record-result.py), which
+docs/benchmarks.md and docs/benchmarks-servers.svg are rendered from (render-docs.py).
 """
 import glob
+import importlib.util
 import json
 import os
 import statistics
@@ -187,7 +190,7 @@ def table(summary, meta):
 
 
 def checks(summary):
-    """Issue 4's and 5's targets, from the medians."""
+    """The project's targets, from the medians."""
     out = []
 
     def cost(scenario, server):
@@ -237,30 +240,30 @@ def checks(summary):
         out.append(f"- async echo vs NIOAsyncChannel at 100 connections: {asynchronous:.2f} vs {nio_async:.2f} µs/op "
                    f"({nio_async / asynchronous:.2f}x), round trips/s {ra or 0:,.0f} vs {rate('e64_100', 'nio-async') or 0:,.0f}: "
                    f"{verdict(asynchronous < nio_async)}")
-    out.extend(issue14_targets(cost))
+    out.extend(ratio_targets(cost))
     return "\n".join(out)
 
 
-def issue14_targets(cost):
-    """Issue 14's targets: ratios to the C reference and to the delegate server, and idle bytes."""
+def ratio_targets(cost):
+    """Ratios to the C reference and to the delegate server, and idle bytes."""
     out = []
     for scenario in ("e64_100", "e64_1000", "e64_5000", "e16k", "connect"):
         c = cost(scenario, "c")
         for server, name in (("ours", "echo-server"), ("ours-async", "async-echo-server")):
             ours = cost(scenario, server)
             if ours and c and (server == "ours" or scenario == "connect"):
-                out.append(f"- issue 14, {TITLES[scenario]}: {name} {ours / c:.2f}x the C reference's CPU per op "
+                out.append(f"- {TITLES[scenario]}: {name} {ours / c:.2f}x the C reference's CPU per op "
                            f"({ours:.2f} vs {c:.2f}; target <= 1.10x): {'MET' if ours <= c * 1.10 else 'MISSED'}")
     for scenario in ("e64_1000", "e64_5000"):
         delegate, asynchronous = cost(scenario, "ours"), cost(scenario, "ours-async")
         if delegate and asynchronous:
-            out.append(f"- issue 14, {TITLES[scenario]}: async-echo-server {asynchronous / delegate:.2f}x echo-server's CPU "
+            out.append(f"- {TITLES[scenario]}: async-echo-server {asynchronous / delegate:.2f}x echo-server's CPU "
                        f"per op ({asynchronous:.2f} vs {delegate:.2f}; target <= 1.15x): "
                        f"{'MET' if asynchronous <= delegate * 1.15 else 'MISSED'}")
     for server, name, limit in (("ours", "echo-server", 500), ("ours-async", "async-echo-server", 2048)):
         idle = cost("idle", server)
         if idle is not None:
-            out.append(f"- issue 14, idle: {name} {idle:,.0f} B per idle connection (target <= {limit:,}): "
+            out.append(f"- idle: {name} {idle:,.0f} B per idle connection (target <= {limit:,}): "
                        f"{'MET' if idle <= limit else 'MISSED'}")
     return out
 
@@ -279,6 +282,33 @@ def details(runs):
             (run.get("errors") or {}).get("total", 0),
             run["compare"].get("loadavg", "").split(" ")[0], run["_file"]))
     return "\n".join(lines)
+
+
+def record(summary, meta, name):
+    """Records the run's medians as Benchmarks/results/NAME.json; returns the path."""
+    spec = importlib.util.spec_from_file_location("record_result", os.path.join(os.path.dirname(os.path.abspath(__file__)), "record-result.py"))
+    recorder = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(recorder)
+    scenarios = {}
+    for (scenario, server), entry in summary.items():
+        scenarios.setdefault(scenario, {})[server] = {
+            "cost": entry["cost"], "unit": entry["unit"], "rate": entry["rate"], "rate_unit": entry["rate_unit"],
+            "rounds": entry["costs"], "errors": entry["errors"]}
+    figures = {key: meta.get(key) for key in ("driver", "duration_s", "warmup_s", "rounds", "swift", "nginx",
+                                              "loadavg_start")}
+    figures["scenarios"] = scenarios
+    return recorder.record(name, meta.get("command", "Benchmarks/compare.sh"), figures,
+                           driver="the C loadgen" if meta.get("driver") == "loadgen" else "loadtest (1 loop)",
+                           started=meta.get("date"))
+
+
+def summary_from_record(figures):
+    """The summary `record` stored, keyed by (scenario, server) again (for render-docs.py)."""
+    summary = {}
+    for scenario, servers in figures["scenarios"].items():
+        for server, entry in servers.items():
+            summary[(scenario, server)] = dict(entry, costs=entry["rounds"])
+    return summary
 
 
 def svg(summary, meta):
@@ -308,7 +338,11 @@ def svg(summary, meta):
            f'{meta.get("duration_s", "?")} s windows</text>']
     # Legend
     x = 10
+    present = {server for _, servers in panels for server in servers}
+    present |= {server[:-5] for server in present if server.endswith("-http")}
     for key in ("c", "ours", "ours-async", "nio", "nio-async", "nginx"):
+        if key not in present:
+            continue
         name = {"c": "C reference", "ours": "ours (delegate)", "ours-async": "ours (async)", "nio": "SwiftNIO",
                 "nio-async": "NIOAsyncChannel", "nginx": "nginx"}[key]
         out.append(f'<rect x="{x}" y="52" width="12" height="12" fill="{COLORS[key]}"/>')
@@ -358,12 +392,14 @@ def main():
     print()
     print(table(summary, meta))
     print()
-    print("Targets (issues 4, 5 and 14):")
+    print("Targets:")
     print(checks(summary))
     with open(os.path.join(directory, "details.md"), "w") as f:
         f.write(details(runs) + "\n")
     with open(svg_path, "w") as f:
         f.write(svg(summary, meta))
+    if "--record" in args:
+        print("recorded", record(summary, meta, args[args.index("--record") + 1]))
     print()
     print(f"Per-run figures: {os.path.join(directory, 'details.md')}; chart: {svg_path}")
 

@@ -2,15 +2,16 @@
 # compare.sh: our servers beside SwiftNIO, the C reference and nginx, measured with loadtest or the C loadgen.
 #
 # Builds (release) echo-server, async-echo-server, http-hello and loadtest (root package), nio-echo-server,
-# nio-async-echo-server and nio-http-server (this package), and the C reference servers (copied to a temp
-# dir and built with make). Then, round after round, runs every server of every scenario in turn, the server
+# nio-async-echo-server and nio-http-server (this package, unless --no-nio), and the C reference servers
+# (Benchmarks/c-reference, built with make). Then, round after round, runs every server of every scenario in turn, the server
 # pinned to core 0 and loadtest (one loop) pinned to core 1, and prints one table of server CPU µs per
 # operation (utime+stime of the server over the measured window / operations: the primary figure) and
 # operations per second, plus an SVG chart. With --driver loadgen the load comes from the independent C
-# load generator (../shared/reference/c-echo/loadgen, built with the C servers) instead of loadtest, measured
+# load generator (Benchmarks/c-reference/loadgen, built with the C servers) instead of loadtest, measured
 # the same way (server on core 0, loadgen on core 1, server CPU from /proc/PID/stat over loadgen's window).
 # The machine is noisy: servers alternate within each round and the table shows the median over rounds;
-# compare ratios.
+# compare ratios. The medians (and every round's figure) are recorded as Benchmarks/results/NAME.json
+# (servers-loadtest or servers-loadgen unless --record NAME), which docs/benchmarks.md is rendered from.
 #
 #     Benchmarks/compare.sh                 # full run: 10 s windows, 3 rounds (about 20 minutes)
 #     Benchmarks/compare.sh --quick         # 3 s windows, 1 round, to iterate
@@ -29,6 +30,9 @@
 #   --no-build         use the binaries already built
 #   --build-only       build everything, measure nothing
 #   --no-nginx         leave nginx out even if installed
+#   --no-nio           leave the SwiftNIO peers out (and do not build the Benchmarks package)
+#   --record NAME      record the medians as Benchmarks/results/NAME.json (default servers-DRIVER)
+#   --no-record        record nothing (a trial run)
 #   --driver D         loadtest (default) or loadgen (the C load generator; it speaks no HTTP, so the http
 #                      scenario is left out; its pingpong/stream/churn/idle modes drive the other scenarios)
 #   --report DIR       only print the table and chart of an earlier run's DIR
@@ -39,7 +43,7 @@ set -euo pipefail
 
 BENCH_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 ROOT_DIR="$(cd "$BENCH_DIR/.." && pwd)"
-C_REF_DIR="${C_REF_DIR:-$ROOT_DIR/../shared/reference/c-echo}"
+C_REF_DIR="${C_REF_DIR:-$BENCH_DIR/c-reference}"
 ROOT_BUILD="${ROOT_BUILD:-$ROOT_DIR/.build-compare}"
 BENCH_BUILD="${BENCH_BUILD:-$BENCH_DIR/.build-peers}"
 
@@ -51,6 +55,9 @@ OUT=""
 SVG=""
 BUILD=1
 USE_NGINX=1
+USE_NIO=1
+RECORD=""
+NO_RECORD=0
 REPORT_ONLY=""
 BUILD_ONLY=0
 IDLE_CONNECTIONS=10000
@@ -70,6 +77,9 @@ while [ $# -gt 0 ]; do
         --no-build) BUILD=0 ;;
         --build-only) BUILD_ONLY=1 ;;
         --no-nginx) USE_NGINX=0 ;;
+        --no-nio) USE_NIO=0 ;;
+        --record) RECORD="$2"; shift ;;
+        --no-record) NO_RECORD=1 ;;
         --driver) DRIVER="$2"; shift ;;
         --report) REPORT_ONLY="$2"; shift ;;
         -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
@@ -114,7 +124,7 @@ trap 'echo "compare.sh: interrupted" >&2; exit 130' INT TERM
 
 ROOT_BIN="$ROOT_BUILD/release"
 BENCH_BIN="$BENCH_BUILD/release"
-C_BIN="$TMP/c-echo"
+C_BIN="$C_REF_DIR"
 
 if [ "$BUILD" = 1 ]; then
     for product in echo-server async-echo-server http-hello loadtest; do
@@ -122,25 +132,28 @@ if [ "$BUILD" = 1 ]; then
         (cd "$ROOT_DIR" && swift build -c release -Xcc -gdwarf-4 --scratch-path "$ROOT_BUILD" --product "$product" >"$OUT/build-$product.log" 2>&1) \
             || { tail -30 "$OUT/build-$product.log" >&2; exit 1; }
     done
-    for product in nio-echo-server nio-async-echo-server nio-http-server; do
+    for product in $( [ "$USE_NIO" = 1 ] && echo nio-echo-server nio-async-echo-server nio-http-server); do
         log "building $product (Benchmarks package, release)"
         (cd "$BENCH_DIR" && swift build -c release --scratch-path "$BENCH_BUILD" --product "$product" >"$OUT/build-$product.log" 2>&1) \
             || { tail -30 "$OUT/build-$product.log" >&2; exit 1; }
     done
 fi
 log "building the C reference in $C_BIN"
-cp -r "$C_REF_DIR" "$C_BIN"
-chmod -R u+w "$C_BIN"
 make -s -C "$C_BIN" echo_server http_server loadgen >"$OUT/build-c.log" 2>&1 || { cat "$OUT/build-c.log" >&2; exit 1; }
 
-for bin in "$ROOT_BIN/echo-server" "$ROOT_BIN/async-echo-server" "$ROOT_BIN/http-hello" "$ROOT_BIN/loadtest" \
-           "$BENCH_BIN/nio-echo-server" "$BENCH_BIN/nio-async-echo-server" "$BENCH_BIN/nio-http-server"; do
+NIO_BINS=()
+[ "$USE_NIO" = 1 ] && NIO_BINS=("$BENCH_BIN/nio-echo-server" "$BENCH_BIN/nio-async-echo-server" "$BENCH_BIN/nio-http-server")
+# loadgen needs no loadtest.
+DRIVER_BIN="$ROOT_BIN/loadtest"
+[ "$DRIVER" = loadgen ] && DRIVER_BIN="$ROOT_BIN/echo-server"
+for bin in "$ROOT_BIN/echo-server" "$ROOT_BIN/async-echo-server" "$ROOT_BIN/http-hello" "$DRIVER_BIN" \
+           ${NIO_BINS[@]+"${NIO_BINS[@]}"}; do
     [ -x "$bin" ] || { echo "compare.sh: missing $bin (run without --no-build)" >&2; exit 1; }
 done
 LOADTEST="$ROOT_BIN/loadtest"
 LOADGEN="$C_BIN/loadgen"
 if [ "$BUILD_ONLY" = 1 ]; then
-    log "built; binaries in $ROOT_BIN, $BENCH_BIN and $C_BIN (removed at exit)"
+    log "built; binaries in $ROOT_BIN, $BENCH_BIN and $C_BIN"
     exit 0
 fi
 
@@ -159,17 +172,19 @@ fi
 # ---------------------------------------------------------------------------------------------------------
 # Servers
 
-# Scenario -> servers measured in it (in the order they alternate).
+# Scenario -> servers measured in it (in the order they alternate). The async server is measured beside the
+# delegate one wherever a connection's cost differs between them: many connections, churn, idle memory.
 servers_of() {
+    local servers
     case "$1" in
-        e64_100|e64_1000) echo "c ours ours-async nio nio-async" ;;
-        # Issue 14 holds the async server to the delegate one at 5,000 connections and in churn too.
-        e64_5000|connect) echo "c ours ours-async nio" ;;
-        e64_1|e16k|stream) echo "c ours nio" ;;
-        idle) echo "c ours ours-async nio nio-async" ;;
-        http) echo "c-http ours-http nio-http${NGINX:+ nginx}" ;;
+        e64_100|e64_1000|idle) servers="c ours ours-async nio nio-async" ;;
+        e64_5000|connect) servers="c ours ours-async nio" ;;
+        e64_1|e16k|stream) servers="c ours nio" ;;
+        http) servers="c-http ours-http nio-http${NGINX:+ nginx}" ;;
         *) echo "compare.sh: unknown scenario $1" >&2; exit 2 ;;
     esac
+    [ "$USE_NIO" = 1 ] || servers="$(echo " $servers " | sed 's/ nio[a-z-]*//g; s/^ *//; s/ *$//')"
+    echo "$servers"
 }
 
 # start_server NAME PORT LOG: starts it pinned to core 0, waits until it listens.
@@ -363,7 +378,7 @@ EOF
     echo "{"
     echo "  \"date\": \"$(date -u +%Y-%m-%dT%H:%M:%SZ)\","
     echo "  \"command\": \"Benchmarks/compare.sh${ARGS_TEXT:+ $ARGS_TEXT}\","
-    echo "  \"commit\": \"$(git -C "$ROOT_DIR" rev-parse --short HEAD 2>/dev/null || echo unknown)\","
+    echo "  \"commit\": \"$(git -C "$ROOT_DIR" rev-parse HEAD 2>/dev/null || echo unknown)\","
     echo "  \"dirty\": $( [ -n "$(git -C "$ROOT_DIR" status --porcelain -- Sources 2>/dev/null)" ] && echo true || echo false),"
     echo "  \"nproc\": $(nproc),"
     echo "  \"cpu\": \"$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)\","
@@ -388,4 +403,6 @@ for round in $(seq 1 "$ROUNDS"); do
 done
 echo "$(cat /proc/loadavg)" >"$OUT/loadavg-end.txt"
 
-python3 "$BENCH_DIR/compare-report.py" "$OUT" --svg "$SVG"
+RECORD_ARGS=()
+[ "$NO_RECORD" = 1 ] || RECORD_ARGS=(--record "${RECORD:-servers-$DRIVER}")
+python3 "$BENCH_DIR/compare-report.py" "$OUT" --svg "$SVG" ${RECORD_ARGS[@]+"${RECORD_ARGS[@]}"}

@@ -2,18 +2,21 @@
 # Server CPU per echoed datagram: udp-echo-server (one loop) beside the C yardstick udp_echo_server and
 # SwiftNIO's DatagramBootstrap echo (nio-udp-echo-server, when built), driven by udpgen. Server pinned to core
 # 0, udpgen to core 1; servers alternate within each round (the machine is shared); ROUNDS rounds (3), then
-# the median per server and its ratio to C.
+# the median per server and its ratio to C, recorded as Benchmarks/results/udp-servers.json.
 #
 #     Benchmarks/udp-compare.sh [SECONDS] [FLOWS...]     (defaults: 5 s; 100 1000 flows; 64-byte datagrams)
 #
-# Needs `swift build -c release --product udp-echo-server`, `make` in ../shared/reference/c-echo (or C_ECHO
-# pointing at a built copy), and for the SwiftNIO peer `swift build -c release --product nio-udp-echo-server`
-# in Benchmarks/ (or NIO_UDP_ECHO_SERVER).
+# Needs `swift build -c release --product udp-echo-server` (or UDP_ECHO_SERVER pointing at a build), and for
+# the SwiftNIO peer `swift build -c release --product nio-udp-echo-server` in Benchmarks/ (or
+# NIO_UDP_ECHO_SERVER); builds the C reference (Benchmarks/c-reference, or C_ECHO) with make.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+COMMAND="Benchmarks/udp-compare.sh $*"
+STARTED=$(date -u +%Y-%m-%dT%H:%M:%SZ)
 SECS=${1:-5}; shift || true
 FLOWS=("${@:-100 1000}"); FLOWS=(${FLOWS[@]})
-REF=${C_ECHO:-../shared/reference/c-echo}
+REF=${C_ECHO:-Benchmarks/c-reference}
+make -s -C "$REF" udp_echo_server udpgen
 SWIFT_SERVER=${UDP_ECHO_SERVER:-.build/release/udp-echo-server}
 NIO_SERVER=${NIO_UDP_ECHO_SERVER:-Benchmarks/.build/release/nio-udp-echo-server}
 ROUNDS=${ROUNDS:-3}
@@ -52,8 +55,11 @@ for flows in "${FLOWS[@]}"; do
     done
 done | tee "$RESULTS"
 echo "medians (µs of server CPU per datagram; ratio to C; datagrams lost per window):"
-python3 - "$RESULTS" <<'PY'
-import re, statistics, sys
+python3 - "$RESULTS" "$COMMAND" "$STARTED" "$SECS" "$ROUNDS" <<'PY'
+import importlib.util, re, statistics, sys
+spec = importlib.util.spec_from_file_location("record_result", "Benchmarks/record-result.py")
+recorder = importlib.util.module_from_spec(spec); spec.loader.exec_module(recorder)
+figures = {"seconds": float(sys.argv[4]), "rounds": int(sys.argv[5]), "flows": {}}
 rows = {}
 for line in open(sys.argv[1]):
     m = re.match(r"(\S+)\s+flows=(\d+)\s+rps=\d+\s+server_cpu_us_per_dgram=([\d.]+)\s+lost=(\S*)", line)
@@ -65,5 +71,10 @@ for flows in sorted({f for f, _ in rows}):
         values = [x for x, _ in rows[(flows, name)]]
         lost = ",".join(l for _, l in rows[(flows, name)])
         print(f"  flows={flows:<5} {name:<20} {statistics.median(values):.2f} ({statistics.median(values) / c:.2f}x C)  lost {lost}")
+        figures["flows"].setdefault(str(flows), {})[name] = {
+            "cost": statistics.median(values), "unit": "µs/datagram", "rounds": values,
+            "lost": [int(l or 0) for _, l in rows[(flows, name)]]}
+print("recorded", recorder.record("udp-servers", sys.argv[2].strip(), figures, driver="the C udpgen",
+                                  started=sys.argv[3]))
 PY
 rm -f /tmp/udp-compare-server.$$ /tmp/udp-compare-gen.$$ "$RESULTS"

@@ -2,17 +2,21 @@
 # The datagram rate `loadtest udp` (one loop) drives against the C udp_echo_server, beside the independent C
 # generator udpgen: both closed loop with one 64-byte datagram in flight per flow, the server pinned to core 0
 # and the generator to core 1, the two generators alternating within each round (the machine is shared);
-# ROUNDS rounds (3), then the median rate of each and loadtest's share of udpgen's.
+# ROUNDS rounds (3), then the median rate of each and loadtest's share of udpgen's, recorded as
+# Benchmarks/results/udp-loadtest-vs-udpgen.json.
 #
 #     Benchmarks/udp-loadtest-vs-udpgen.sh [SECONDS] [FLOWS...]     (defaults: 5 s; 100 1000 flows)
 #
-# Needs `swift build -c release --product loadtest` (or LOADTEST pointing at a build) and `make` in
-# ../shared/reference/c-echo (or C_ECHO pointing at a built copy).
+# Needs `swift build -c release --product loadtest` (or LOADTEST pointing at a build); builds the C reference
+# (Benchmarks/c-reference, or C_ECHO) with make.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+COMMAND="Benchmarks/udp-loadtest-vs-udpgen.sh $*"
+STARTED=$(date -u +%Y-%m-%dT%H:%M:%SZ)
 SECS=${1:-5}; shift || true
 FLOWS=("${@:-100 1000}"); FLOWS=(${FLOWS[@]})
-REF=${C_ECHO:-../shared/reference/c-echo}
+REF=${C_ECHO:-Benchmarks/c-reference}
+make -s -C "$REF" udp_echo_server udpgen
 LOADTEST=${LOADTEST:-.build/release/loadtest}
 ROUNDS=${ROUNDS:-3}
 RESULTS=$(mktemp /tmp/udp-lt-results.XXXXXX)
@@ -46,14 +50,24 @@ for flows in "${FLOWS[@]}"; do
     done
 done | tee "$RESULTS"
 echo "medians (datagrams/s echoed; loadtest as a share of udpgen; load average $(cut -d' ' -f1-3 /proc/loadavg)):"
-python3 - "$RESULTS" <<'PY'
-import re, statistics, sys
-rows = {}
+python3 - "$RESULTS" "$COMMAND" "$STARTED" "$SECS" "$ROUNDS" <<'PY'
+import importlib.util, re, statistics, sys
+spec = importlib.util.spec_from_file_location("record_result", "Benchmarks/record-result.py")
+recorder = importlib.util.module_from_spec(spec); spec.loader.exec_module(recorder)
+rows, lost = {}, {}
 for line in open(sys.argv[1]):
     m = re.match(r"(\S+) flows=(\d+) rps=([\d.]+) lost=(\S*)", line)
-    if m: rows.setdefault((int(m[2]), m[1]), []).append(float(m[3]))
+    if m:
+        rows.setdefault((int(m[2]), m[1]), []).append(float(m[3]))
+        lost.setdefault((int(m[2]), m[1]), []).append(int(m[4] or 0))
+figures = {"seconds": float(sys.argv[4]), "rounds": int(sys.argv[5]), "flows": {}}
 for flows in sorted({f for f, _ in rows}):
     g = statistics.median(rows.get((flows, "udpgen"), [float("nan")]))
     l = statistics.median(rows.get((flows, "loadtest"), [float("nan")]))
     print(f"  flows={flows:<5} udpgen {g:,.0f}/s  loadtest udp {l:,.0f}/s  ({l / g * 100:.0f}% of udpgen)")
+    figures["flows"][str(flows)] = {
+        name: {"rate": statistics.median(rows[(flows, name)]), "rounds": rows[(flows, name)], "lost": lost[(flows, name)]}
+        for name in ("udpgen", "loadtest") if (flows, name) in rows}
+print("recorded", recorder.record("udp-loadtest-vs-udpgen", sys.argv[2].strip(), figures,
+                                  driver="udpgen and loadtest in turn, against the C udp_echo_server", started=sys.argv[3]))
 PY

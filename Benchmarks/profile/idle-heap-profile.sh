@@ -19,7 +19,7 @@ valgrind --tool=massif --massif-out-file="$TMP/massif.out" --depth=12 --threshol
     "$TMP/server" --port "$PORT" --loops 1 >"$TMP/server.log" 2>&1 &
 pid=$!
 for _ in $(seq 150); do grep -q listening "$TMP/server.log" && break; sleep 0.2; done
-"$TMP/c-echo/loadgen" idle 127.0.0.1 "$PORT" "$CONNS" 8 >/dev/null 2>&1 &
+"$C_BIN/loadgen" idle 127.0.0.1 "$PORT" "$CONNS" 8 >/dev/null 2>&1 &
 sleep 6  # connections opened (loadgen ramps them in well under a second) and held; massif samples the peak
 kill -INT "$pid"; wait "$pid" 2>/dev/null || true
 peak=$(ms_print "$TMP/massif.out" | grep -o "[0-9]* (peak)" | cut -d' ' -f1)

@@ -1,0 +1,338 @@
+#!/usr/bin/env python3
+"""Renders docs/benchmarks.md's tables and docs/benchmarks-servers.svg from the recorded runs.
+
+    python3 Benchmarks/render-docs.py            # rewrite the generated regions and the chart
+    python3 Benchmarks/render-docs.py --check    # exit 1 (with a diff) if the docs differ from the results
+
+The benchmark scripts record each run as Benchmarks/results/NAME.json (record-result.py): the figures, the
+command, the date, the commit and the machine. docs/benchmarks.md holds regions
+
+    <!-- BEGIN generated: NAME -->
+    ...
+    <!-- END generated -->
+
+whose content this script owns: every figure in them comes from one result file, with the run's date,
+command and driver beside it, so a figure is measured once and written down once. Text outside the regions
+is left alone. Python 3 standard library only; CI runs it with --check.
+"""
+import difflib
+import glob
+import importlib.util
+import json
+import os
+import re
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+RESULTS = os.path.join(HERE, "results")
+DOC = os.path.join(ROOT, "docs", "benchmarks.md")
+SVG = os.path.join(ROOT, "docs", "benchmarks-servers.svg")
+REGION = re.compile(r"(<!-- BEGIN generated: ([\w-]+) -->\n)(.*?)(<!-- END generated -->)", re.S)
+
+
+def load_module(name, file):
+    spec = importlib.util.spec_from_file_location(name, os.path.join(HERE, file))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+report = load_module("compare_report", "compare-report.py")
+
+
+def load_results():
+    results = {}
+    for path in sorted(glob.glob(os.path.join(RESULTS, "*.json"))):
+        with open(path) as f:
+            results[os.path.basename(path)[:-5]] = json.load(f)
+    return results
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Formatting
+
+
+def when(result):
+    """The run's date and time, e.g. 2026-11-27 04:31 UTC (when it started, if recorded)."""
+    stamp = result.get("started") or result["date"]
+    return stamp[:10] + " " + stamp[11:16] + " UTC"
+
+
+def count(value):
+    return "" if value is None else f"{value:,.0f}"
+
+
+def missing(command):
+    return f"_Not recorded yet: run `{command}`._\n"
+
+
+def run_line(result, extra=""):
+    """What a table comes from: date, machine load, driver, command."""
+    load = result["machine"].get("loadavg_at_end")
+    text = f"Run: {when(result)}"
+    if result.get("driver"):
+        text += f", driven by {result['driver']}"
+    if extra:
+        text += f", {extra}"
+    if load:
+        text += f"; load average at the end {load.split()[0]}"
+    return text + f"; `{result['command']}`."
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Regions
+
+
+def render_machine(results):
+    machines = {}
+    for result in results.values():
+        m = result["machine"]
+        machines.setdefault((m["cpu"], m["nproc"], m["kernel"]), []).append(result)
+    lines = ["| CPU | cores (`nproc`) | kernel | runs |", "| --- | ---: | --- | ---: |"]
+    for (cpu, nproc, kernel), runs in sorted(machines.items()):
+        lines.append(f"| {cpu} | {nproc} | {kernel} | {len(runs)} |")
+    toolchains = sorted({r["figures"].get("swift") for r in results.values() if r["figures"].get("swift")})
+    nginx = sorted({r["figures"].get("nginx") for r in results.values() if r["figures"].get("nginx") not in (None, "none")})
+    out = "\n".join(lines) + "\n"
+    if toolchains:
+        out += "\nToolchain: " + "; ".join(toolchains) + " (release builds)."
+    if nginx:
+        out += " nginx: " + ", ".join(nginx) + " (Debian's `nginx-light`, one worker)."
+    return out + "\n" if toolchains or nginx else out
+
+
+INSTRUCTION_ROWS = [
+    ("C reference (`echo_server`; `udp_echo_server`)", "echo_server", "udp_echo_server"),
+    ("ours (`echo-server`; `udp-echo-server`)", "echo-server", "udp-echo-server"),
+    ("ours, async (`async-echo-server`)", "async-echo-server", None),
+]
+
+
+def render_instructions(results):
+    lines = ["| server | 64 B echo round trip (10 connections) | churned connection (16 in parallel) "
+             "| echoed UDP datagram (100 flows / 1,000 flows) |", "| --- | ---: | ---: | ---: |"]
+    used, names = [], []
+
+    def figure(name):
+        names.append(name)
+        result = results.get(name)
+        if result is None:
+            return None
+        used.append(result)
+        return result["figures"]["instructions"]
+
+    for title, tcp, udp in INSTRUCTION_ROWS:
+        roundtrip = figure(f"instructions-roundtrip-{tcp}-10x64")
+        connection = figure(f"instructions-connection-{tcp}")
+        datagram = [figure(f"instructions-datagram-{udp}-{flows}flows") for flows in (100, 1000)] if udp else []
+        udp_text = " / ".join(count(d) if d is not None else "–" for d in datagram) if any(d is not None for d in datagram) else ""
+        lines.append(f"| {title} | {count(roundtrip)} | {count(connection)} | {udp_text} |")
+    if not used:
+        return missing("Benchmarks/profile/instructions-per-roundtrip.sh .build-compare/release/echo-server --loops 1")
+    dates = sorted(when(r) for r in used)
+    order = {name: i for i, name in enumerate(names)}
+    out = "\n".join(lines) + "\n\n"
+    out += (f"Runs: {dates[0]} to {dates[-1]}, each server alone under callgrind, driven by the C `loadgen` "
+            "(`udpgen` for UDP); every count divides the difference between a 2 s and a 5 s run by the operations "
+            "done between them. The commands, from the repository root:\n\n```sh\n")
+    for result in sorted(used, key=lambda r: order[r["name"]]):
+        out += result["command"] + "\n"
+    return out + "```\n"
+
+
+SERVER_COLUMNS = [
+    ("C reference", "c", "c-http"),
+    ("ours", "ours", "ours-http"),
+    ("ours, async", "ours-async", None),
+    ("SwiftNIO", "nio", "nio-http"),
+    ("NIOAsyncChannel", "nio-async", None),
+    ("nginx (1 worker)", None, "nginx"),
+]
+UNIT_TEXT = {"µs/op": "µs per round trip", "µs/conn": "µs per connection", "µs/MiB": "µs per MiB",
+             "B/conn": "bytes per connection"}
+
+
+def cost_text(entry):
+    if entry is None or entry.get("cost") is None:
+        return ""
+    cost = entry["cost"]
+    text = f"{cost:,.0f}" if entry["unit"] == "B/conn" or cost >= 100 else f"{cost:.2f}"
+    rate = entry.get("rate")
+    if rate:
+        text += f" · {rate:,.0f} MiB/s" if entry.get("rate_unit") == "MiB/s" else f" · {rate / 1000:,.1f}k/s"
+    if entry.get("errors"):
+        text += f" ({entry['errors']} errors)"
+    return text
+
+
+def ratio_text(ours, peer, unit):
+    """ours ÷ peer from the medians, or nothing (idle memory: a difference of bytes is not a ratio)."""
+    if not ours or not peer or not ours.get("cost") or not peer.get("cost") or unit == "B/conn":
+        return ""
+    return f"{ours['cost'] / peer['cost']:.2f}"
+
+
+def render_servers(results, name, command):
+    result = results.get(name)
+    if result is None:
+        return missing(command)
+    figures = result["figures"]
+    summary = report.summary_from_record(figures)
+    scenarios = [s for s, _ in report.SCENARIOS if s in figures["scenarios"]]
+
+    def server_of(column, scenario):
+        return column[2] if scenario == "http" else column[1]
+
+    columns = [c for c in SERVER_COLUMNS if any((s, server_of(c, s)) in summary for s in scenarios)]
+    with_nginx = any(k[1] == "nginx" for k in summary)
+    header = ["scenario", "unit"] + [c[0] for c in columns] + ["ours ÷ C"] + (["ours ÷ nginx"] if with_nginx else [])
+    lines = ["| " + " | ".join(header) + " |", "| --- | --- |" + " ---: |" * (len(header) - 2)]
+    for scenario in scenarios:
+        entries = [summary.get((scenario, server_of(c, scenario))) for c in columns]
+        unit = next((e["unit"] for e in entries if e), "")
+        ours = summary.get((scenario, "ours-http" if scenario == "http" else "ours"))
+        c = summary.get((scenario, "c-http" if scenario == "http" else "c"))
+        ratios = [ratio_text(ours, c, unit)]
+        if with_nginx:
+            ratios.append(ratio_text(ours, summary.get((scenario, "nginx")), unit))
+        unit_text = "µs per request" if scenario == "http" else UNIT_TEXT.get(unit, unit)
+        lines.append("| " + " | ".join([report.TITLES[scenario], unit_text] +
+                                        [cost_text(e) for e in entries] + ratios) + " |")
+    rounds = figures.get("rounds")
+    extra = f"{rounds} round{'s' if rounds != 1 else ''} of {figures.get('duration_s')} s windows, servers alternating"
+    out = "\n".join(lines) + "\n\n" + run_line(result, extra)
+    if "--no-nio" in result["command"].split():
+        out += " The SwiftNIO peers were left out of this run (`--no-nio`)."
+    out += "\n"
+    rounds_table = []
+    for scenario in scenarios:
+        cells = []
+        for column in columns:
+            entry = summary.get((scenario, server_of(column, scenario)))
+            costs = entry["costs"] if entry else []
+            cells.append(", ".join(f"{v:,.0f}" if entry["unit"] == "B/conn" or v >= 100 else f"{v:.2f}" for v in costs))
+        rounds_table.append("| " + " | ".join([report.TITLES[scenario]] + cells) + " |")
+    if any(len(summary[k]["costs"]) > 1 for k in summary):
+        out += ("\nEvery round, in order (the table above gives the medians):\n\n| scenario | " +
+                " | ".join(c[0] for c in columns) + " |\n| --- |" + " --- |" * len(columns) + "\n" +
+                "\n".join(rounds_table) + "\n")
+    return out
+
+
+def render_udp_servers(results):
+    result = results.get("udp-servers")
+    if result is None:
+        return missing("Benchmarks/udp-compare.sh 5 100 1000")
+    names = [("c-udp_echo_server", "C reference"), ("udp-echo-server", "ours (`udp-echo-server`)"),
+             ("nio-udp-echo-server", "SwiftNIO")]
+    flows = result["figures"]["flows"]
+    used = [(key, title) for key, title in names if any(key in f for f in flows.values())]
+    lines = ["| flows | " + " | ".join(t for _, t in used) + " | ours ÷ C | datagrams lost |",
+             "| ---: |" + " ---: |" * (len(used) + 1) + " ---: |"]
+    for n in sorted(flows, key=int):
+        servers = flows[n]
+        cells = [f"{servers[k]['cost']:.2f}" if k in servers else "" for k, _ in used]
+        c, ours = servers.get("c-udp_echo_server"), servers.get("udp-echo-server")
+        ratio = f"{ours['cost'] / c['cost']:.2f}" if c and ours else ""
+        lost = sum(sum(s["lost"]) for s in servers.values())
+        lines.append(f"| {int(n):,} | " + " | ".join(cells) + f" | {ratio} | {lost} |")
+    extra = f"{result['figures']['rounds']} rounds of {result['figures']['seconds']:g} s, servers alternating"
+    return "\n".join(lines) + "\n\n" + run_line(result, extra) + "\n"
+
+
+def render_udp_generators(results):
+    result = results.get("udp-loadtest-vs-udpgen")
+    if result is None:
+        return missing("Benchmarks/udp-loadtest-vs-udpgen.sh 5 100 1000")
+    lines = ["| flows | `udpgen` | `loadtest udp --loops 1` | share of `udpgen` | datagrams lost |",
+             "| ---: | ---: | ---: | ---: | ---: |"]
+    for n, generators in sorted(result["figures"]["flows"].items(), key=lambda item: int(item[0])):
+        g, l = generators.get("udpgen"), generators.get("loadtest")
+        share = f"{l['rate'] / g['rate'] * 100:.0f}%" if g and l else ""
+        lost = sum(sum(x["lost"]) for x in generators.values())
+        lines.append(f"| {int(n):,} | {g['rate']:,.0f}/s | {l['rate']:,.0f}/s | {share} | {lost} |")
+    extra = f"{result['figures']['rounds']} rounds of {result['figures']['seconds']:g} s, generators alternating"
+    return "\n".join(lines) + "\n\n" + run_line(result, extra) + "\n"
+
+
+def render_tcp_generators(results):
+    result = results.get("loadtest-vs-loadgen")
+    if result is None:
+        return missing("Benchmarks/loadtest-vs-loadgen.sh 4 100 1000")
+    lines = ["| connections | `loadgen` | `loadtest echo --loops 1` | loadtest ÷ loadgen (median of the rounds' ratios) |",
+             "| ---: | ---: | ---: | ---: |"]
+    for n, generators in sorted(result["figures"]["connections"].items(), key=lambda item: int(item[0])):
+        g, l = generators["loadgen"], generators["loadtest"]
+        lines.append(f"| {int(n):,} | {g['rate']:,.0f}/s | {l['rate']:,.0f}/s | {generators['ratio']:.2f} |")
+    extra = f"{result['figures']['rounds']} rounds of {result['figures']['seconds']:g} s, generators alternating"
+    return "\n".join(lines) + "\n\n" + run_line(result, extra) + "\n"
+
+
+def svg_text(results):
+    """The chart of the loadgen-driven comparison (the table it sits under), or of the loadtest one."""
+    for name in ("servers-loadgen", "servers-loadtest"):
+        result = results.get(name)
+        if result is None:
+            continue
+        figures = result["figures"]
+        meta = {"rounds": figures.get("rounds"), "date": when(result), "cpu": result["machine"]["cpu"],
+                "kernel": result["machine"]["kernel"], "driver": figures.get("driver"),
+                "duration_s": figures.get("duration_s")}
+        return report.svg(report.summary_from_record(figures), meta)
+    return None
+
+
+RENDERERS = {
+    "machine": render_machine,
+    "instructions": render_instructions,
+    "servers-loadgen": lambda r: render_servers(r, "servers-loadgen", "Benchmarks/compare.sh --driver loadgen"),
+    "servers-loadtest": lambda r: render_servers(r, "servers-loadtest", "Benchmarks/compare.sh"),
+    "udp-servers": render_udp_servers,
+    "udp-generators": render_udp_generators,
+    "tcp-generators": render_tcp_generators,
+}
+
+
+def render(text, results):
+    def replace(match):
+        name = match.group(2)
+        if name not in RENDERERS:
+            raise SystemExit(f"render-docs.py: docs/benchmarks.md has an unknown region '{name}'")
+        return match.group(1) + RENDERERS[name](results) + match.group(4)
+    return REGION.sub(replace, text)
+
+
+def main():
+    check = "--check" in sys.argv[1:]
+    results = load_results()
+    with open(DOC) as f:
+        current = f.read()
+    rendered = render(current, results)
+    svg = svg_text(results)
+    current_svg = open(SVG).read() if os.path.exists(SVG) else None
+    if check:
+        stale = []
+        if rendered != current:
+            stale.append("docs/benchmarks.md")
+            sys.stdout.writelines(difflib.unified_diff(current.splitlines(True), rendered.splitlines(True),
+                                                       "docs/benchmarks.md", "rendered from Benchmarks/results"))
+        if svg is not None and svg != current_svg:
+            stale.append("docs/benchmarks-servers.svg")
+        if stale:
+            print(f"render-docs.py: {' and '.join(stale)} out of date with Benchmarks/results; "
+                  "run `python3 Benchmarks/render-docs.py` and commit the result", file=sys.stderr)
+            sys.exit(1)
+        print("render-docs.py: docs/benchmarks.md and its chart match Benchmarks/results")
+        return
+    if rendered != current:
+        with open(DOC, "w") as f:
+            f.write(rendered)
+    if svg is not None and svg != current_svg:
+        with open(SVG, "w") as f:
+            f.write(svg)
+    print("render-docs.py: rendered docs/benchmarks.md" + (" and docs/benchmarks-servers.svg" if svg else ""))
+
+
+if __name__ == "__main__":
+    main()
