@@ -303,12 +303,13 @@ func log(_ error: any Error) {}
 def split_sample(lines, start):
     """(imports, declarations, statements) of a block; the last two as (page line, text) pairs."""
     imports, declarations, statements = [], [], []
-    depth, in_declaration, pending = 0, False, []
+    depth, in_declaration, opened, pending = 0, False, False, []
     for n, line in enumerate(lines, start):
-        if in_declaration:
+        if in_declaration:  # until its body's braces balance (a signature may take several lines)
             declarations.append((n, line))
             depth += line.count("{") - line.count("}")
-            if depth <= 0:
+            opened = opened or "{" in line
+            if opened and depth <= 0:
                 in_declaration, depth = False, 0
             continue
         if re.match(r"^import\s+\w+", line):
@@ -321,7 +322,8 @@ def split_sample(lines, start):
             declarations.extend(pending + [(n, line)])
             pending = []
             depth = line.count("{") - line.count("}")
-            in_declaration = depth > 0 or "{" not in line
+            opened = "{" in line
+            in_declaration = depth > 0 or not opened
         else:
             statements.extend(pending + [(n, line)])
             pending = []
