@@ -5,7 +5,8 @@
     scripts/check-docs.py links flags      # only those (fast: no build)
     scripts/check-docs.py compile          # only the Swift samples
 
-links    every relative link and #anchor in README.md and docs/*.md resolves (GitHub's heading slugs).
+links    every relative link and #anchor in README.md and docs/*.md resolves (GitHub's heading slugs), and
+         every repository path the prose names in inline code (`Sources/...`, `Tests/...`, ...) exists.
 flags    every --flag the docs give loadtest or an example server is one its parser accepts (read from the
          parsers' sources, so no build is needed), and `--flag=value` appears only where it is accepted.
 compile  every ```swift block builds, in a package of its own (.build/doc-samples) that depends on this one
@@ -129,6 +130,12 @@ def check_links():
                     continue
                 if anchor and dest.suffix == ".md" and anchor not in anchors(dest):
                     problems.append(f"{where}: link to {target}: {rel(dest)} has no heading with the anchor #{anchor}")
+            for offset, line in enumerate(lines):
+                for path in re.findall(r"`((?:Sources|Tests|Benchmarks|CEpollShim|deploy|scripts|\.ci)/[^`\s]*)`", line):
+                    if "/.build" in path or path.startswith("Benchmarks/.build"):
+                        continue  # build products
+                    if not list(ROOT.glob(path.rstrip("/"))):
+                        problems.append(f"{rel(doc)}:{start + offset}: {path} does not exist in the repository")
     return problems
 
 
