@@ -147,10 +147,7 @@ SERVERS = ["echo-server", "async-echo-server", "http-hello", "udp-echo-server"]
 
 def quoted_cases(path):
     """Every string literal starting with '-' in a `case "..."[, "..."]` of a parser source."""
-    flags = set()
-    for m in re.finditer(r'case\s+((?:"-[^"]*"\s*,\s*)*"-[^"]*")', path.read_text(encoding="utf-8")):
-        flags.update(re.findall(r'"(-[^"]*)"', m.group(1)))
-    return flags
+    return quoted_cases_text(path.read_text(encoding="utf-8"))
 
 
 def accepted_flags():
