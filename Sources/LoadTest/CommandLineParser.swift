@@ -244,7 +244,7 @@ package enum CommandLineParser {
         }
         try checkFeatureOptions(&config, given: given)
         if config.rate != nil && config.mode == .idle {
-            throw ArgumentError("--rate applies to echo, http, stream and connect modes")
+            throw ArgumentError("--rate applies to echo, http, stream, connect and udp modes")
         }
         if config.rate != nil && config.mode == .stream && !sizeGiven { config.size = StreamConnection.chunk }
         try checkExtendedOptions(config)
