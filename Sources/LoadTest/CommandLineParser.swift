@@ -35,7 +35,7 @@ package enum CommandLineParser {
         With no arguments: start an echo server in-process on 127.0.0.1 (port 0) and drive 1,000
         connections of 64-byte ping-pong against it for 10 s (options below may change that).
 
-        Modes (against any server; --port is required):
+        Modes (against any server: --port P and --host H, or for http --url URL):
           echo      closed-loop ping-pong of --size bytes (--pipeline K in flight per connection)
           stream    bulk bytes both ways through an echo server, MiB/s
           connect   connection churn: connect, one 64-byte echo, close; connections/s
@@ -53,7 +53,7 @@ package enum CommandLineParser {
 
         Options:
           --host H            server address (default 127.0.0.1)
-          --port P            server port
+          --port P            server port                                           [-p]
           --url URL           http mode: http[s]://host[:port]/path; repeat for paths in rotation
           --method M          http mode: request method (default GET)                 [-X]
           --header 'N: v'     http mode: add a header line; repeatable                [-H]
@@ -65,17 +65,17 @@ package enum CommandLineParser {
           --connections N     connections (connect mode: parallel churn slots)      [-c]
           --size B            echo message size, 1 byte to 1 MiB (suffix k = KiB)   [-s]
           --pipeline K        requests in flight per connection (echo, http; udp: per flow)
-          --rate R            open loop: total requests per second (suffix k = 1000); stream mode:
+          --rate R            open loop: total requests per second (suffix k = 1000); stream mode:  [-r]
                               chunks of --size (default 64 KiB) per second; connect: connections/s
           --stages LIST       open loop that ramps and holds: DURATION:RATE,... such as 10s:1k,30s:20k,10s:0
                               (the rate moves linearly from each target to the next, from 0; replaces
                               --rate, --duration and --warmup); the report gives each stage's figures
-          --duration T        measured time: 10, 10s, 500ms, 2m (default 10 s)       [-d]
+          --duration T        measured time: 10, 10s, 500ms, 2m, 1h (default 10 s)   [-d]
           --warmup T          load before measuring starts (default 1 s)
           --ramp T            open the connections evenly over T (default: at once, 64 in flight)
           --max-connecting N  connects in flight while opening connections (default 64)
           --loops N           client event loops / threads (default: one per core)  [-l]
-          --timeout T         connect and reply timeout; 0: no reply timeout (default 10 s)
+          --timeout T         connect and reply timeout; 0: no reply timeout (default 10 s)  [-t]
           --close fin|rst     connect mode: how to close (default rst: no TIME_WAIT)
           --threshold T       pass/fail criterion, repeatable: p99<10ms, p(95)<200 (ms), mean<1ms, max<1s,
                               errors<0.1%, errors==0, rate>=50k, requests>=1000; a scope judges a part:
@@ -184,8 +184,9 @@ package enum CommandLineParser {
                 config.pipeline = try count(flag, try value(flag), range: 1...4096)
             case "--rate", "-r":
                 let text = try value(flag)
-                guard let rate = number(text), rate > 0, rate <= 1e9 else {
-                    throw ArgumentError("--rate takes requests per second, more than 0 (e.g. 50000 or 50k), not '\(text)'")
+                // An optional "/s", as --stages and --threshold take a rate (and vegeta's -rate=100/s).
+                guard let rate = number(text.hasSuffix("/s") ? String(text.dropLast(2)) : text), rate > 0, rate <= 1e9 else {
+                    throw ArgumentError("--rate takes requests per second, more than 0 (e.g. 50000, 50k or 50k/s), not '\(text)'")
                 }
                 config.rate = rate
             case "--duration", "-d":
@@ -249,7 +250,7 @@ package enum CommandLineParser {
         }
         try checkFeatureOptions(&config, given: given)
         if config.rate != nil && config.mode == .idle {
-            throw ArgumentError("--rate applies to echo, http, stream and connect modes")
+            throw ArgumentError("--rate applies to echo, http, stream, connect and udp modes")
         }
         if config.rate != nil && config.mode == .stream && !sizeGiven { config.size = StreamConnection.chunk }
         try checkExtendedOptions(config)

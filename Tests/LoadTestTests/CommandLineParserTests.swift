@@ -60,6 +60,8 @@ final class CommandLineParserTests: XCTestCase {
         guard let c = config(["echo", "--port=9000", "--rate=50k", "--connections=100"]) else { return }
         XCTAssertEqual(c.port, 9000)
         XCTAssertEqual(c.rate, 50_000)
+        // "/s" is optional, as in --stages and --threshold.
+        XCTAssertEqual(config(["echo", "--port", "9000", "-r", "2.5k/s"])?.rate, 2_500)
         XCTAssertTrue(c.isOpenLoop)
     }
 
