@@ -164,14 +164,14 @@ extension ConnectionEngine {
 
     private func trustDecided(_ tls: TLSConnection, _ trusted: Bool) {
         tls.decideTrust(trusted)
+        // A session of a refused peer is not offered again: the next connection makes a full handshake.
+        if !trusted { tls.forgetSession() }
         guard tls.handshakeFinished else {
             tls.state = .handshaking  // A client's paused handshake: its next step returns the answer to OpenSSL.
             requestPump()
             return
         }
         guard trusted else {
-            // A session of a refused peer is not offered again: the next connection makes a full handshake.
-            tls.forgetSession()
             closeWithError(TLSError(.trustRejected, "The delegate did not trust the peer's certificate"))
             return
         }

@@ -90,6 +90,12 @@ final class TLSResumptionTrustTests: TLSTestCase {
         XCTAssertEqual(refusingDelegate.waitForDisconnect(of: refusing)?.tlsError?.code, .trustRejected)
         XCTAssertEqual(trustQuestions(refusingDelegate).count, 1)
         XCTAssertFalse(refusingDelegate.events.contains { if case .secured = $0 { return true }; return false })
+
+        // The refused session was dropped: the next connection makes a full handshake.
+        let (next, nextDelegate) = try manualClient("after the refusal", port: server.localPort, settings, answer: true)
+        waitForSecure(nextDelegate, next)
+        XCTAssertEqual(next.tlsInfo?.sessionResumed, false)
+        XCTAssertEqual(trustQuestions(nextDelegate).count, 1)
     }
 
     /// A client resumes only when asked: not by default (typed or dictionary), and by
