@@ -70,7 +70,9 @@ extension ConnectionEngine {
         guard let name = configuration.serverName ?? config.connectHost ?? peer?.host else {
             throw TLSError(.badConfiguration, "No server name to verify: set kCFStreamSSLPeerName (serverName)")
         }
-        let key = configuration.sessionKey ?? Data("\(name):\(peer?.port ?? 0)".utf8)
+        // Resumption only when asked for (as GCDAsyncSocket's `GCDAsyncSocketSSLPeerID`).
+        let key = configuration.resumesSessions
+            ? TLSContext.sessionKey(name: name, port: peer?.port ?? 0, peerID: configuration.sessionKey) : nil
         return try TLSConnection(context: context, serverName: name, sessionKey: key)
     }
 
@@ -116,9 +118,11 @@ extension ConnectionEngine {
     }
 
     private func handshakeCompleted(_ tls: TLSConnection) {
-        tls.keepNewSession()
-        if tls.isServer && tls.context.configuration.manualTrustEvaluation {
-            // OpenSSL cannot pause a server's handshake for the answer: no application data moves until it comes.
+        if tls.awaitsTrustDecision {
+            // The delegate was not asked during the handshake: OpenSSL cannot pause a server's handshake for
+            // the answer, and a resumed handshake verifies no certificate at all (the session's chain was
+            // trusted by whichever connection made it). It is asked now, and no application data moves
+            // until it answers.
             askSinkForTrust(tls)
             return
         }
@@ -126,6 +130,8 @@ extension ConnectionEngine {
     }
 
     private func establish(_ tls: TLSConnection) {
+        // Only a trusted connection keeps a session for the next one (TLS 1.2's; TLS 1.3 tickets come later).
+        tls.keepNewSession()
         tls.state = .established
         eventLoop.countSocket(CEPOLL_TLS_HANDSHAKES)
         eventLoop.cancelOnLoop(tls.handshakeTimer)
@@ -158,8 +164,10 @@ extension ConnectionEngine {
 
     private func trustDecided(_ tls: TLSConnection, _ trusted: Bool) {
         tls.decideTrust(trusted)
-        guard tls.isServer else {
-            tls.state = .handshaking  // The next handshake step returns the answer to OpenSSL.
+        // A session of a refused peer is not offered again: the next connection makes a full handshake.
+        if !trusted { tls.forgetSession() }
+        guard tls.handshakeFinished else {
+            tls.state = .handshaking  // A client's paused handshake: its next step returns the answer to OpenSSL.
             requestPump()
             return
         }

@@ -23,8 +23,16 @@ public let GCDAsyncSocketSSLProtocolVersionMax = "GCDAsyncSocketSSLProtocolVersi
 public let GCDAsyncSocketSSLALPN = "GCDAsyncSocketSSLALPN"
 /// Cipher suites by their IANA numbers (an array of integers, as SecureTransport's `SSLCipherSuite`).
 public let GCDAsyncSocketSSLCipherSuites = "GCDAsyncSocketSSLCipherSuites"
-/// The key of the client session cache used for resumption (`Data`).
+/// Clients: resume sessions, keeping them apart by this key (`Data`) besides the server name and port.
+/// Without it (or ``LoopSocketTLSSessionResumption``) a client makes a full handshake every time, as on Apple.
 public let GCDAsyncSocketSSLPeerID = "GCDAsyncSocketSSLPeerID"
+/// This library's key: the trusted roots (``TLSConfiguration/trustRoots``), as an array of
+/// ``TLSCertificate``s (only these), a `String` path of a PEM bundle, or a ``TLSConfiguration/TrustRoots``.
+/// With `GCDAsyncSocketManuallyEvaluateTrust` they are what ``TLSTrust/evaluate()`` checks against.
+public let LoopSocketTLSTrustRoots = "LoopSocketTLSTrustRoots"
+/// This library's key: whether a client resumes sessions (a `Bool`; ``TLSConfiguration/sessionResumption``),
+/// by server name and port, without a `GCDAsyncSocketSSLPeerID`. Servers resume unless it is false.
+public let LoopSocketTLSSessionResumption = "LoopSocketTLSSessionResumption"
 /// Accepted and ignored: OpenSSL has no false start for TLS 1.3, and TLS 1.2 false start is off.
 public let GCDAsyncSocketSSLSessionOptionFalseStart = "GCDAsyncSocketSSLSessionOptionFalseStart"
 /// Accepted and ignored: the 1/n-1 record split only guarded TLS 1.0's CBC suites, which are not offered.
@@ -48,8 +56,10 @@ extension TLSConfiguration {
     /// The configuration GCDAsyncSocket's settings dictionary describes.
     ///
     /// Unlike GCDAsyncSocket, a client verifies the host name it connected to when `kCFStreamSSLPeerName`
-    /// is absent. Keys this library adds: none; use the typed ``TLSConfiguration`` for trust roots,
-    /// client authentication, server names and the handshake timeout.
+    /// is absent; a client resumes sessions only when asked (`GCDAsyncSocketSSLPeerID` or
+    /// ``LoopSocketTLSSessionResumption``). Keys this library adds: ``LoopSocketTLSTrustRoots`` and
+    /// ``LoopSocketTLSSessionResumption``; use the typed ``TLSConfiguration`` for client authentication,
+    /// server names and the handshake timeout.
     ///
     /// - Throws: ``TLSError`` (`badConfiguration`) for a legacy key (with GCDAsyncSocket's message), a value
     ///   of the wrong type, or a version below TLS 1.2.
@@ -74,6 +84,8 @@ extension TLSConfiguration {
         if let max = settings[GCDAsyncSocketSSLProtocolVersionMax] { maximumVersion = try Self.version(max) }
         alpn = try Self.value(settings, GCDAsyncSocketSSLALPN, as: [String].self) ?? []
         sessionKey = try Self.value(settings, GCDAsyncSocketSSLPeerID, as: Data.self)
+        if let resume = try Self.bool(settings, LoopSocketTLSSessionResumption) { sessionResumption = resume }
+        if let roots = settings[LoopSocketTLSTrustRoots] { trustRoots = try Self.trustRoots(roots) }
         if let suites = settings[GCDAsyncSocketSSLCipherSuites] {
             guard let numbers = suites as? [Any] else { throw Self.wrongType(GCDAsyncSocketSSLCipherSuites) }
             (cipherList, cipherSuites) = try Self.cipherNames(numbers)
@@ -114,6 +126,18 @@ extension TLSConfiguration {
             throw TLSError(.badConfiguration, "kCFStreamSSLCertificates: items after the identity must be TLSCertificates")
         }
         return extra
+    }
+
+    /// `LoopSocketTLSTrustRoots`: certificates, a PEM file's path, or the typed value.
+    private static func trustRoots(_ value: Any) throws(TLSError) -> TrustRoots {
+        if let roots = value as? TrustRoots { return roots }
+        if let path = value as? String { return .file(path) }
+        if let certificates = value as? [TLSCertificate] { return .certificates(certificates) }
+        if let items = value as? [Any] {
+            let certificates = items.compactMap { $0 as? TLSCertificate }
+            if certificates.count == items.count { return .certificates(certificates) }
+        }
+        throw wrongType(LoopSocketTLSTrustRoots)
     }
 
     /// SecureTransport's `SSLProtocol` numbers, TLS wire versions, or ``TLSVersion``.

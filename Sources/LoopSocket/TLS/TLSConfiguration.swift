@@ -20,7 +20,8 @@ public enum TLSVersion: Int, Comparable, Hashable, Sendable, CaseIterable {
 ///
 /// Secure by default: TLS 1.2 at least, 1.3 preferred; a client verifies the server's chain against the
 /// system's trust store and checks the host name it connected to (GCDAsyncSocket checks no name unless
-/// `kCFStreamSSLPeerName` is given); renegotiation is off; sessions resume.
+/// `kCFStreamSSLPeerName` is given); renegotiation is off; servers resume sessions, clients only when asked
+/// (``sessionResumption``).
 ///
 /// ```swift
 /// // A server:
@@ -90,16 +91,24 @@ public struct TLSConfiguration: Hashable, Sendable {
     /// Clients: the name sent as SNI and verified in the server's certificate. `nil` uses the host given to
     /// `connect`; an IP address is verified against the certificate's IP addresses and not sent as SNI.
     public var serverName: String?
-    /// Whether sessions are resumed: servers issue tickets and cache sessions, clients offer the session of
-    /// their last connection to the same peer (see ``sessionKey``).
-    public var sessionResumption = true
+    /// Whether sessions are resumed. Servers (on by default) issue tickets and cache sessions. Clients (off
+    /// by default, as on Apple, where only `GCDAsyncSocketSSLPeerID` turns it on) offer the session of their
+    /// last connection to the same peer with the same settings; setting ``sessionKey`` turns it on too.
+    ///
+    /// A resumed session skips the certificate checks it was made with, so a client keeps sessions apart by
+    /// everything that decides trust: the context (trust roots, verification mode, manual evaluation,
+    /// identity) and, within it, ``sessionKey``, the server name and the port. With
+    /// ``manualTrustEvaluation`` the delegate is asked on a resumed handshake too, with the chain the
+    /// session carries.
+    public var sessionResumption: Bool
     /// Servers: how many TLS 1.3 session tickets a handshake issues (with ``sessionResumption``). One, where
     /// OpenSSL's default is two: each ticket costs OpenSSL 3.0 about 6% of a full handshake, and a client
     /// gets a fresh one with every resumption. Raise it for clients that open several connections at once
     /// and want each to resume (a ticket is used once); 0 issues none (TLS 1.2 resumption is unaffected).
     public var sessionTickets = 1
-    /// Clients: the key under which a session is kept for resumption (GCDAsyncSocket's
-    /// `GCDAsyncSocketSSLPeerID`); `nil` uses the server name and port.
+    /// Clients: asks for resumption, keeping sessions apart by this key besides the server name and port
+    /// (GCDAsyncSocket's `GCDAsyncSocketSSLPeerID`). `nil`: the server name and port alone, when
+    /// ``sessionResumption`` is on.
     public var sessionKey: Data?
     /// How long the handshake may take before the connection is closed with ``TLSError/Code/handshakeTimeout``.
     public var handshakeTimeout: Duration = .seconds(10)
@@ -118,6 +127,7 @@ public struct TLSConfiguration: Hashable, Sendable {
     /// A configuration for `role` with the defaults.
     public init(role: Role) {
         self.role = role
+        self.sessionResumption = role == .server
     }
 
     /// A client configuration: verifies the server against the system's roots and the host name.
@@ -135,6 +145,9 @@ public struct TLSConfiguration: Hashable, Sendable {
         configuration.alpn = alpn
         return configuration
     }
+
+    /// Clients: whether this connection offers and keeps sessions (``sessionResumption`` or a ``sessionKey``).
+    var resumesSessions: Bool { sessionResumption || (role == .client && sessionKey != nil) }
 
     /// The parts that shape the `SSL_CTX` (everything but the per-connection name, key and timeout), so
     /// connections with the same settings share one context, its session cache and its ticket keys.

@@ -25,7 +25,7 @@ final class TLSConnection {
     let isServer: Bool
     /// The name the client verifies and sends as SNI (nil on servers).
     let serverName: String?
-    /// Where a client keeps its session for resumption.
+    /// Where a client keeps its session for resumption; nil when it does not resume.
     let sessionKey: Data?
     // `@exclusivity(unchecked)`, as on GCDAsyncSocket: touched only on the socket's loop, one pump at a
     // time, and the dynamic checks cost more per record than the bookkeeping they guard.
@@ -59,7 +59,7 @@ final class TLSConnection {
                   !verifies || lsock_ssl_set_verify_host(raw.pointee.ssl, serverName) == 1
             else { throw TLSError.fromQueue(.badConfiguration, "Invalid server name \"\(serverName)\"") }
         }
-        if let sessionKey, context.configuration.sessionResumption, let session = context.session(for: sessionKey) {
+        if let sessionKey, let session = context.session(for: sessionKey) {
             SSL_set_session(raw.pointee.ssl, session)
             SSL_SESSION_free(session)
         }
@@ -176,6 +176,18 @@ final class TLSConnection {
     /// The delegate's trust decision, for the next handshake step (clients) or at once (servers).
     func decideTrust(_ trusted: Bool) {
         raw.pointee.trust = trusted ? 3 : 4
+    }
+
+    /// Manual trust whose question was not asked during the handshake: always on servers, and on clients
+    /// when the handshake resumed a session (OpenSSL runs no verification then).
+    var awaitsTrustDecision: Bool { raw.pointee.trust == 1 }
+
+    /// `SSL_do_handshake` has completed (the delegate is asked after it, not during it).
+    var handshakeFinished: Bool { SSL_is_init_finished(ssl) == 1 }
+
+    /// Drops the session kept under this connection's key.
+    func forgetSession() {
+        if let sessionKey { context.removeSession(for: sessionKey) }
     }
 
     /// Keeps a session the client received (after the handshake in TLS 1.2, in a later ticket in 1.3).

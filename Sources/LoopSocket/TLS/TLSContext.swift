@@ -5,6 +5,12 @@ import FoundationEssentials
 /// One `SSL_CTX` built from a ``TLSConfiguration``, shared by every connection with the same settings (so
 /// they share the server's session cache and ticket keys, the loaded trust store, and the client's sessions
 /// for resumption). Immutable once built, as OpenSSL requires of a context in use by several threads.
+///
+/// A resumed handshake runs no certificate verification, so whatever decides trust must keep sessions
+/// apart. The context key holds the trust roots, the verification mode, manual evaluation and the
+/// identity: a session made under other settings lives in another context and is never offered. The session
+/// key within a context (``sessionKey(name:port:peerID:)``) holds the rest: the server name verified, the
+/// port and the app's peer ID.
 final class TLSContext: @unchecked Sendable {
     // Thread-safety: `ctx` is configured in `init` only; `sessions` is behind its lock.
     let ctx: OpaquePointer
@@ -90,21 +96,7 @@ final class TLSContext: @unchecked Sendable {
         let verifies = c.manualTrustEvaluation || c.certificateVerification != .none
         let asksClients = c.role == .server && c.clientAuthentication != .none
         guard verifies && (c.role == .client || asksClients || c.manualTrustEvaluation) else { return }
-        switch c.trustRoots {
-        case .system:
-            guard SSL_CTX_set_default_verify_paths(ctx) == 1 else {
-                throw TLSError.fromQueue(.badConfiguration, "Cannot load the system's trust store")
-            }
-        case .file(let path):
-            guard SSL_CTX_load_verify_locations(ctx, path, nil) == 1 else {
-                throw TLSError.fromQueue(.badConfiguration, "Cannot load trust roots from \(path)")
-            }
-        case .certificates(let roots):
-            let store = SSL_CTX_get_cert_store(ctx)
-            for root in roots where X509_STORE_add_cert(store, root.x509) != 1 {
-                throw TLSError.fromQueue(.badConfiguration, "Cannot trust \(root.subject)")
-            }
-        }
+        try c.trustRoots.load(into: SSL_CTX_get_cert_store(ctx))
     }
 
     private func configureVerification(isServer: Bool) throws(TLSError) {
@@ -168,6 +160,15 @@ final class TLSContext: @unchecked Sendable {
 
     // MARK: Client sessions
 
+    /// Where a client's session is kept: its peer ID (GCDAsyncSocket's `GCDAsyncSocketSSLPeerID`) narrows
+    /// the server name and port, never replaces them, so a session verified for one name is not offered to
+    /// another. The name's length comes first, so no two triples encode alike.
+    static func sessionKey(name: String, port: UInt16, peerID: Data?) -> Data {
+        var key = Data("\(name.utf8.count):\(name):\(port):".utf8)
+        if let peerID { key.append(peerID) }
+        return key
+    }
+
     /// A reference to the session kept under `key` (the caller frees it), or nil.
     func session(for key: Data) -> OpaquePointer? {
         sessions.withLock { sessions in
@@ -175,6 +176,11 @@ final class TLSContext: @unchecked Sendable {
             SSL_SESSION_up_ref(session)
             return session
         }
+    }
+
+    /// Forgets the session kept under `key`: the delegate refused the peer it resumed with.
+    func removeSession(for key: Data) {
+        sessions.withLock { $0.removeValue(forKey: key) }.map { SSL_SESSION_free($0) }
     }
 
     /// Keeps `session` (taking its reference) under `key`, replacing the one before.
@@ -189,6 +195,26 @@ final class TLSContext: @unchecked Sendable {
             return dropped
         }
         replaced.forEach { SSL_SESSION_free($0) }
+    }
+}
+
+extension TLSConfiguration.TrustRoots {
+    /// Adds these roots to `store`: the context's, or the one a ``TLSTrust`` builds for its anchors.
+    func load(into store: OpaquePointer?) throws(TLSError) {
+        switch self {
+        case .system:
+            guard X509_STORE_set_default_paths(store) == 1 else {
+                throw TLSError.fromQueue(.badConfiguration, "Cannot load the system's trust store")
+            }
+        case .file(let path):
+            guard X509_STORE_load_file(store, path) == 1 else {
+                throw TLSError.fromQueue(.badConfiguration, "Cannot load trust roots from \(path)")
+            }
+        case .certificates(let roots):
+            for root in roots where X509_STORE_add_cert(store, root.x509) != 1 {
+                throw TLSError.fromQueue(.badConfiguration, "Cannot trust \(root.subject)")
+            }
+        }
     }
 }
 

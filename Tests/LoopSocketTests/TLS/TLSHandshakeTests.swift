@@ -217,7 +217,10 @@ final class TLSHandshakeTests: TLSTestCase {
         let serverDelegate = makeDelegate("server")
         let server = try makeTLSEchoServer(serverDelegate, .server(identity: try Self.identity()))
         for (index, version) in [TLSVersion.v1_3, .v1_2].enumerated() {
-            let clientTLS = Self.client { $0.maximumVersion = version }
+            let clientTLS = Self.client {
+                $0.maximumVersion = version
+                $0.sessionResumption = true
+            }
             for round in 0..<2 {
                 let (client, delegate) = try connectWithOneRoundTrip("client \(version) \(round)", port: server.localPort, clientTLS)
                 XCTAssertEqual(client.tlsInfo?.sessionResumed, round == 1, "\(version) round \(round)")
@@ -243,7 +246,10 @@ final class TLSHandshakeTests: TLSTestCase {
         serverTLS.sessionTickets = 0
         let serverDelegate = makeDelegate("server")
         let server = try makeTLSEchoServer(serverDelegate, serverTLS)
-        let clientTLS = Self.client { $0.maximumVersion = .v1_3 }
+        let clientTLS = Self.client {
+            $0.maximumVersion = .v1_3
+            $0.sessionResumption = true  // asked for, but nothing to resume with
+        }
         for round in 0..<2 {
             let (client, delegate) = try connectWithOneRoundTrip("client \(round)", port: server.localPort, clientTLS)
             XCTAssertEqual(client.tlsInfo?.sessionResumed, false, "round \(round)")

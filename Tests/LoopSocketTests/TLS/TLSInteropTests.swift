@@ -507,7 +507,10 @@ final class TLSInteropTests: TLSTestCase {
     /// Our client keeps the session s_server gives it and resumes it on its next connection.
     func testOurClientResumesItsSessionWithOpenSSLServer() throws {
         let (sServer, port) = try launchSServer(connections: 2)
-        let configuration = Self.client { $0.serverName = "localhost" }
+        let configuration = Self.client {
+            $0.serverName = "localhost"
+            $0.sessionResumption = true
+        }
         for round in 0..<2 {
             let delegate = makeDelegate("client \(round)")
             let client = try connectTLSClient(delegate, port: port, configuration)

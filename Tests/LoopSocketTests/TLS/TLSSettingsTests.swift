@@ -35,6 +35,31 @@ final class TLSSettingsTests: TLSTestCase {
         XCTAssertEqual(client.certificateVerification, .fullVerification, "secure by default")
     }
 
+    /// Resumption: servers by default, clients only when asked; `LoopSocketTLSTrustRoots` in its three forms.
+    func testResumptionAndTrustRootsKeys() throws {
+        XCTAssertTrue(try TLSConfiguration(gcdAsyncSocketSettings: [kCFStreamSSLIsServer: true]).sessionResumption)
+        XCTAssertFalse(try TLSConfiguration(gcdAsyncSocketSettings: [kCFStreamSSLIsServer: true,
+                                                                     LoopSocketTLSSessionResumption: false]).sessionResumption)
+        let plain = try TLSConfiguration(gcdAsyncSocketSettings: [:])
+        XCTAssertFalse(plain.resumesSessions, "clients resume only when asked")
+        XCTAssertEqual(plain.trustRoots, .system)
+        XCTAssertTrue(try TLSConfiguration(gcdAsyncSocketSettings: [GCDAsyncSocketSSLPeerID: Data("p".utf8)]).resumesSessions)
+        XCTAssertTrue(try TLSConfiguration(gcdAsyncSocketSettings: [LoopSocketTLSSessionResumption: true]).resumesSessions)
+
+        let ca = Self.testCA
+        XCTAssertEqual(try TLSConfiguration(gcdAsyncSocketSettings: [LoopSocketTLSTrustRoots: ca]).trustRoots, .certificates(ca))
+        XCTAssertEqual(try TLSConfiguration(gcdAsyncSocketSettings: [LoopSocketTLSTrustRoots: ca as [Any]]).trustRoots,
+                       .certificates(ca))
+        XCTAssertEqual(try TLSConfiguration(gcdAsyncSocketSettings: [LoopSocketTLSTrustRoots: "/ca.pem"]).trustRoots, .file("/ca.pem"))
+        let typed = TLSConfiguration.TrustRoots.system
+        XCTAssertEqual(try TLSConfiguration(gcdAsyncSocketSettings: [LoopSocketTLSTrustRoots: typed]).trustRoots, .system)
+        for wrong: Any in [42, ["not a certificate"]] {
+            XCTAssertThrowsError(try TLSConfiguration(gcdAsyncSocketSettings: [LoopSocketTLSTrustRoots: wrong])) {
+                XCTAssertEqual($0.tlsError?.code, .badConfiguration)
+            }
+        }
+    }
+
     func testCipherSuitesByIANANumber() throws {
         // TLS_AES_128_GCM_SHA256 and TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256.
         let both = try TLSConfiguration(gcdAsyncSocketSettings: [GCDAsyncSocketSSLCipherSuites: [0x1301, 0xC02F]])

@@ -21,6 +21,14 @@ class TLSTestCase: SocketTestCase {
         return configuration
     }
 
+    /// A server that requires a client certificate and asks its delegate whether to trust it.
+    static func serverDecidingOnClientCertificates() throws -> TLSConfiguration {
+        var configuration = TLSConfiguration.server(identity: try identity())
+        configuration.clientAuthentication = .required
+        configuration.manualTrustEvaluation = true
+        return configuration
+    }
+
     /// A listening socket whose accepted connections start TLS with `configuration` and echo what they read.
     func makeTLSEchoServer(
         _ delegate: RecordingDelegate, interface: String = "127.0.0.1", _ configuration: TLSConfiguration

@@ -98,11 +98,8 @@ final class TLSTrustTests: TLSTestCase {
 
     /// A server asking about a client certificate: the application data waits for the answer.
     func testServerEvaluatesTheClientCertificate() throws {
-        var serverTLS = TLSConfiguration.server(identity: try Self.identity())
-        serverTLS.clientAuthentication = .required
-        serverTLS.manualTrustEvaluation = true
         let serverDelegate = makeDelegate("server")
-        let server = try makeTLSEchoServer(serverDelegate, serverTLS)
+        let server = try makeTLSEchoServer(serverDelegate, try Self.serverDecidingOnClientCertificates())
         serverDelegate.configure { hooks in
             hooks.trust = { _, trust, handler in
                 handler(trust.certificates.first?.subject.contains("CN=test client") == true)
@@ -120,11 +117,8 @@ final class TLSTrustTests: TLSTestCase {
     /// While a server waits for the answer, application data the client already sent stays in the kernel,
     /// unwatched, and arrives once trusted.
     func testBytesArrivingWhileTrustIsPendingDoNotSpinTheLoop() throws {
-        var serverTLS = TLSConfiguration.server(identity: try Self.identity())
-        serverTLS.clientAuthentication = .required
-        serverTLS.manualTrustEvaluation = true
         let serverDelegate = makeDelegate("server")
-        let server = try makeTLSEchoServer(serverDelegate, serverTLS)
+        let server = try makeTLSEchoServer(serverDelegate, try Self.serverDecidingOnClientCertificates())
         let held = HeldHandler()
         // The first connection's question is held; the probes' are answered at once.
         serverDelegate.configure { hooks in
