@@ -66,6 +66,8 @@ public final class EventLoop: @unchecked Sendable {
     let stallThresholdNanoseconds: UInt64
     /// Where the callback now running was queued from, when the stall detector is on and it was recorded.
     @exclusivity(unchecked) var currentCallSite: CallSite?
+    /// The lag probe's timer and period (ns), while it runs (`EventLoop+LagProbe.swift`).
+    @exclusivity(unchecked) var lagProbe: (timer: TimerID, period: UInt64)?
     /// Per-loop state of a higher layer (LoopSocket keeps its shared receive buffer here). Loop-confined.
     @exclusivity(unchecked) package var attachment: AnyObject?
     /// The loop's face as a serial executor, for actors (see `EventLoop+Executor.swift`). Set once in `init`.
