@@ -1,7 +1,7 @@
 import EpollLoop
 import FoundationEssentials
 
-/// A small HTTP/1.1 endpoint for an ``EventLoopGroup``'s metrics: `GET /metrics` answers with every loop's
+/// A small HTTP/1.1 endpoint for an `EventLoopGroup`'s metrics: `GET /metrics` answers with every loop's
 /// figures in Prometheus' text format (`EventLoopGroup.prometheusText()`), for a server that has no HTTP
 /// endpoint of its own. One line starts it:
 ///
