@@ -15,7 +15,8 @@ import FoundationEssentials
 /// ```
 ///
 /// It listens on the group's first loop and renders the page there per request (a snapshot of each loop,
-/// microseconds), so nothing runs between scrapes. Connections are kept alive between requests; a request
+/// microseconds), so nothing runs between scrapes. ``init(host:port:loop:page:)`` serves a page of your own
+/// instead: the group's text with your metrics appended, say. Connections are kept alive between requests; a request
 /// head must arrive within 30 s and fit in 16 KiB, and a connection idle for 5 minutes is closed. Another
 /// method gets 405, another path 404, a line that is not `METHOD TARGET VERSION` 400 (and the connection
 /// is closed). A server that has an HTTP endpoint already appends `group.prometheusText()` to its own page
@@ -37,9 +38,28 @@ public final class LoopMetricsServer: Sendable {
     ///   - port: the port (0: a free one, then read ``port``).
     /// - Throws: the listener's ``GCDAsyncSocketError`` if it cannot listen there (the port in use, an
     ///   address that is not the machine's).
-    public init(group: EventLoopGroup, host: String? = "127.0.0.1", port: UInt16) throws {
-        responder = MetricsResponder { group.prometheusText() }
-        listener = GCDAsyncSocket(delegate: responder, delegateQueue: nil, loop: group.loops[0])
+    public convenience init(group: EventLoopGroup, host: String? = "127.0.0.1", port: UInt16) throws {
+        try self.init(host: host, port: port, loop: group.loops[0]) { group.prometheusText() }
+    }
+
+    /// Serves what `page` returns at `http://host:port/metrics` until ``close()``, listening on `loop`.
+    ///
+    /// ```swift
+    /// let metrics = try LoopMetricsServer(port: 9464, loop: group.loops[0]) {
+    ///     group.prometheusText() + myCounters.prometheusText()
+    /// }
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - host: the interface address to listen on (default the loopback address; `nil`: every interface).
+    ///   - port: the port (0: a free one, then read ``port``).
+    ///   - loop: the loop that listens, and on which `page` is called for each request.
+    ///   - page: the response body: Prometheus text, served as `text/plain; version=0.0.4`.
+    /// - Throws: the listener's ``GCDAsyncSocketError`` if it cannot listen there.
+    public init(host: String? = "127.0.0.1", port: UInt16, loop: EventLoop,
+                page: @escaping @Sendable () -> String) throws {
+        responder = MetricsResponder(page: page)
+        listener = GCDAsyncSocket(delegate: responder, delegateQueue: nil, loop: loop)
         try listener.accept(onInterface: host, port: port)
     }
 
