@@ -3,7 +3,8 @@
 # catalogs in Sources/<Module>/<Module>.docc and the symbol graphs of a `swift build`, as static sites in
 # .build-docs/<Module>.doccarchive (git-ignored). No package plugin: the root package depends on nothing.
 #
-#     scripts/build-docs.sh                 # then: python3 -m http.server -d .build-docs/EpollLoop.doccarchive
+#     scripts/build-docs.sh
+#     python3 -m http.server -d .build-docs/EpollLoop.doccarchive 8000   # http://127.0.0.1:8000/documentation/epollloop
 #
 # Fails (status 1) on any DocC warning, a link to a symbol that does not exist above all
 # (`--warnings-as-errors`), and on a public symbol without a doc comment. About 20 s after `swift build`.
