@@ -6,8 +6,9 @@ import Synchronization
 /// One thread multiplexing nonblocking descriptors with epoll, running tasks and timers.
 ///
 /// A loop owns everything registered with it; all of that state is touched only on the loop's thread, so it
-/// needs no locks. Other threads talk to the loop through ``execute(_:file:line:)`` and ``schedule(at:_:file:line:)``, which
-/// queue work and wake the loop through an eventfd at most once per loop iteration.
+/// needs no locks. Other threads talk to the loop through ``execute(_:file:line:)`` and
+/// ``schedule(at:_:file:line:)``, which queue work and wake the loop through an eventfd at most once per loop
+/// iteration.
 ///
 /// Run a loop on a thread of its own through ``EventLoopGroup``, or embed it in your own thread:
 ///
