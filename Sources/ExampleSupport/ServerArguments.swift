@@ -45,7 +45,7 @@ public struct ServerArguments: Sendable {
             }
             options += [
                 ("--metrics HOST:PORT", "serve the loops' metrics (Prometheus text) at http://HOST:PORT/metrics;"),
-                ("", ":PORT listens on 127.0.0.1"),
+                ("", ":PORT listens on 127.0.0.1; also samples each loop's lag every 10 ms"),
                 ("--stall-ms N", "report callbacks that hold a loop longer than N ms (default: off)"),
                 ("--help, -h", "print this text"),
                 ("--version", "print the version"),
@@ -169,14 +169,14 @@ public struct ServerArguments: Sendable {
         }
     }
 
-    /// Serves `group`'s metrics at `GET /metrics` on the `--metrics` address (nil without the option), and
-    /// announces where; exits with a message if it cannot listen there. Close it before shutting the group down.
-    public func serveMetrics(of group: EventLoopGroup) -> MetricsServer? {
+    /// Serves `group`'s metrics at `GET /metrics` on the `--metrics` address (nil without the option), with
+    /// each loop's lag probe on at its default resolution, and announces where; exits with a message if it
+    /// cannot listen there. Close it before shutting the group down.
+    public func serveMetrics(of group: EventLoopGroup) -> LoopMetricsServer? {
         guard let metrics else { return nil }
         do {
-            let server = try MetricsServer(host: metrics.host, port: metrics.port, loop: group.loops[0]) {
-                group.prometheusText()
-            }
+            try group.startLagProbe()
+            let server = try LoopMetricsServer(group: group, host: metrics.host, port: metrics.port)
             Self.announce("metrics on http://\(metrics.host.contains(":") ? "[\(metrics.host)]" : metrics.host):\(server.port)/metrics")
             return server
         } catch {

@@ -6,56 +6,34 @@ import Synchronization
 /// `--metrics HOST:PORT`: Prometheus text exposition (format 0.0.4, which OpenMetrics scrapers read too) at
 /// `GET /metrics`, served during the run by a listener on the run's first event loop. The coordinator
 /// publishes the text once a second (``publish(_:)``); a scrape costs the loop one string copy and one write.
-final class MetricsEndpoint: GCDAsyncSocketDelegate, @unchecked Sendable {
-    static let headEnd = Data("\r\n\r\n".utf8)
-    private let listener: GCDAsyncSocket
-    private let page = Mutex<String>("")
-    /// Renders the page per request instead (a server's loop metrics, which must be read when asked for).
-    private let render: (@Sendable () -> String)?
+final class MetricsEndpoint: Sendable {
+    /// The last page published, shared with the server's renderer.
+    private final class Page: Sendable {
+        let text = Mutex<String>("")
+    }
+
+    private let server: LoopMetricsServer
+    private let page = Page()
 
     /// The port it listens on (the one asked for, or the one the kernel picked for port 0).
-    var port: UInt16 { listener.localPort }
+    var port: UInt16 { server.port }
 
     /// Listens on `address` on `loop`; throws if the address cannot be bound. With `render`, each request's
     /// page is what it returns then; without, the last one published.
     init(address: MetricsAddress, loop: EventLoop, render: (@Sendable () -> String)? = nil) throws {
-        self.render = render
-        listener = GCDAsyncSocket(delegate: nil, delegateQueue: nil, loop: loop)
-        listener.delegate = self
-        try listener.accept(onInterface: address.host, port: address.port)
+        let page = self.page
+        server = try LoopMetricsServer(host: address.host, port: address.port, loop: loop) {
+            render?() ?? page.text.withLock { $0 }
+        }
     }
 
     /// Replaces the page served.
     func publish(_ text: String) {
-        page.withLock { $0 = text }
+        page.text.withLock { $0 = text }
     }
 
     func close() {
-        listener.disconnect()
-    }
-
-    func socket(_ sock: GCDAsyncSocket, didAcceptNewSocket newSocket: GCDAsyncSocket) {
-        newSocket.readData(to: Self.headEnd, withTimeout: 30, maxLength: 16 * 1024, tag: 0)
-    }
-
-    func socket(_ sock: GCDAsyncSocket, didRead data: Data, withTag tag: Int) {
-        let requestLine = String(decoding: data.prefix { $0 != 13 && $0 != 10 }, as: UTF8.self)
-        let parts = requestLine.split(separator: " ")
-        let response: String
-        if parts.count == 3, parts[0] == "GET", parts[1] == "/metrics" || parts[1].hasPrefix("/metrics?") {
-            let body = render?() ?? page.withLock { $0 }
-            response = "HTTP/1.1 200 OK\r\nContent-Type: text/plain; version=0.0.4; charset=utf-8\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)"
-        } else if parts.count == 3, parts[0] != "GET" {
-            response = "HTTP/1.1 405 Method Not Allowed\r\nAllow: GET\r\nContent-Length: 0\r\n\r\n"
-        } else if parts.count == 3 {
-            response = "HTTP/1.1 404 Not Found\r\nContent-Type: text/plain\r\nContent-Length: 25\r\n\r\nmetrics are at /metrics\r\n"
-        } else {
-            sock.write(Data("HTTP/1.1 400 Bad Request\r\nConnection: close\r\nContent-Length: 0\r\n\r\n".utf8), withTimeout: 5, tag: 0)
-            sock.disconnectAfterWriting()
-            return
-        }
-        sock.write(Data(response.utf8), withTimeout: 30, tag: 0)
-        sock.readData(to: Self.headEnd, withTimeout: 300, maxLength: 16 * 1024, tag: 0)
+        server.close()
     }
 
     /// The exposition text: counters over the whole run, the open connections, and the latency histogram of

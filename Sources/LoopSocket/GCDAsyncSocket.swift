@@ -5,7 +5,7 @@ import FoundationEssentials
 /// A TCP (or Unix-domain) socket with GCDAsyncSocket's API, pinned to one event loop.
 ///
 /// Reads and writes are queued with tags and timeouts and complete in order through the delegate, as with
-/// CocoaAsyncSocket's GCDAsyncSocket. Unlike it, every socket lives on one ``EventLoop`` for life: its I/O,
+/// CocoaAsyncSocket's GCDAsyncSocket. Unlike it, every socket lives on one `EventLoop` for life: its I/O,
 /// timers and state are handled on that loop's thread, and, when it has no `delegateQueue`, its delegate is
 /// called right there, with no thread hop. Methods may be called from any thread.
 ///

@@ -216,7 +216,7 @@ final class ExampleServerTests: XCTestCase {
     }
 
     /// `--metrics HOST:PORT`: each server serves its loops' Prometheus text at `GET /metrics` while it runs,
-    /// and still exits 0 on SIGTERM.
+    /// with every loop's lag probe on, and still exits 0 on SIGTERM.
     func testExampleServersServeTheirLoopsMetrics() throws {
         for name in ["echo-server", "async-echo-server", "http-hello", "udp-echo-server"] {
             let server = try ChildProcess(ChildProcess.product(name),
@@ -235,9 +235,24 @@ final class ExampleServerTests: XCTestCase {
                 XCTAssertTrue(response.contains("-\(loop)\"}"), "\(name): loop \(loop)")
             }
             XCTAssertTrue(response.contains("# TYPE epoll_loop_lag_seconds histogram"), name)
+            // The lag probe is the only timer of an idle example server: every loop fires timers (every
+            // 10 ms). Scraped again until they show, for at most 10 s.
+            let deadline = ContinuousClock.now + .seconds(10)
+            var timers = Self.timersFired(in: response)
+            while timers.count != 2 || timers.contains(0), ContinuousClock.now < deadline {
+                timers = Self.timersFired(in: Self.get("/metrics", port: port))
+            }
+            XCTAssertEqual(timers.count, 2, "\(name): a timer count per loop")
+            XCTAssertFalse(timers.contains(0), "\(name): the lag probe fired on every loop: \(timers)")
             XCTAssertTrue(Self.get("/", port: port).hasPrefix("HTTP/1.1 404"), name)
             stop(server, name)
         }
+    }
+
+    /// Each loop's `epoll_loop_timers_total` in a metrics page.
+    private static func timersFired(in page: String) -> [UInt64] {
+        page.split(separator: "\n").filter { $0.hasPrefix("epoll_loop_timers_total{") }
+            .compactMap { $0.split(separator: " ").last.flatMap { UInt64($0) } }
     }
 
     /// The port in "metrics on http://HOST:PORT/metrics".

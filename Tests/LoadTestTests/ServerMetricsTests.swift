@@ -1,26 +1,11 @@
 import EpollLoop
 import Foundation
-import Synchronization
 import XCTest
 @testable import LoadTest
 
 /// `--server-metrics`: loadtest scrapes an EpollLoop server's `GET /metrics` as its window begins and ends,
 /// and reports the server's loop utilisation and lag beside its own latency.
 final class ServerMetricsTests: XCTestCase {
-    /// Re-arms a 1 ms timer on a loop from inside itself until stopped: timers are what give an echo
-    /// server lag samples (its own work all starts on its loops, untimestamped).
-    private final class Ticker: Sendable {
-        private let running = Atomic<Bool>(true)
-
-        func start(on loop: EventLoop) {
-            _ = try? loop.schedule(after: .milliseconds(1)) { [self] in
-                if running.load(ordering: .relaxed) { start(on: loop) }
-            }
-        }
-
-        func stop() { running.store(false, ordering: .relaxed) }
-    }
-
     /// In process: an echo server of two loops whose metrics page is its group's Prometheus text (rendered
     /// per request, as the example servers' `--metrics` does), driven by a short run that scrapes it.
     func testRunReportsTheServersLoopUtilisationAndLag() throws {
@@ -31,9 +16,8 @@ final class ServerMetricsTests: XCTestCase {
             group.prometheusText()
         }
         defer { endpoint.close() }
-        let ticker = Ticker()
-        for loop in group.loops { ticker.start(on: loop) }
-        defer { ticker.stop() }
+        // The lag probe gives an echo server lag samples (its own work all starts on its loops, untimestamped).
+        try group.startLagProbe(resolution: .milliseconds(1))
 
         let result = try shortRun(.echo, port: server.port, connections: 8, duration: 0.5) {
             $0.serverMetrics = MetricsAddress(host: "127.0.0.1", port: endpoint.port)
@@ -50,7 +34,7 @@ final class ServerMetricsTests: XCTestCase {
             // The window is about 0.5 s on every loop's clock too.
             XCTAssertEqual((l.busySeconds + l.waitSeconds) / Double(l.loop == "all" ? 2 : 1), result.durationSeconds,
                            accuracy: 0.25, l.loop)
-            XCTAssertGreaterThan(l.lag.count, 0, "\(l.loop): the ticking timers' lag")
+            XCTAssertGreaterThan(l.lag.count, 0, "\(l.loop): the lag probe's samples")
             XCTAssertNotNil(l.lag.p99Us, l.loop)
             XCTAssertLessThanOrEqual(try XCTUnwrap(l.lag.p50Us), try XCTUnwrap(l.lag.p99Us), l.loop)
             XCTAssertGreaterThan(try XCTUnwrap(l.lag.meanUs), 0, l.loop)

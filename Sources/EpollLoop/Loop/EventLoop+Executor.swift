@@ -43,7 +43,7 @@ extension EventLoop: SerialExecutor, TaskExecutor {
         }
     }
 
-    /// This loop as an unowned serial executor, for actors: it names the loop's ``LoopSerialExecutor``,
+    /// This loop as an unowned serial executor, for actors: it names the loop's `LoopSerialExecutor`,
     /// which the loop keeps alive. Use this in an actor's `unownedExecutor`, not
     /// `UnownedSerialExecutor(ordinary: loop)`: the latter still runs the actor on the loop's thread, but its
     /// jobs arrive as a task executor's, so every switch back to the actor costs another trip through the

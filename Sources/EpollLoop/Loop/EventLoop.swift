@@ -6,8 +6,9 @@ import Synchronization
 /// One thread multiplexing nonblocking descriptors with epoll, running tasks and timers.
 ///
 /// A loop owns everything registered with it; all of that state is touched only on the loop's thread, so it
-/// needs no locks. Other threads talk to the loop through ``execute(_:)`` and ``schedule(at:_:)``, which
-/// queue work and wake the loop through an eventfd at most once per loop iteration.
+/// needs no locks. Other threads talk to the loop through ``execute(_:file:line:)`` and
+/// ``schedule(at:_:file:line:)``, which queue work and wake the loop through an eventfd at most once per loop
+/// iteration.
 ///
 /// Run a loop on a thread of its own through ``EventLoopGroup``, or embed it in your own thread:
 ///
@@ -66,6 +67,8 @@ public final class EventLoop: @unchecked Sendable {
     let stallThresholdNanoseconds: UInt64
     /// Where the callback now running was queued from, when the stall detector is on and it was recorded.
     @exclusivity(unchecked) var currentCallSite: CallSite?
+    /// The lag probe's timer and period (ns), while it runs (`EventLoop+LagProbe.swift`).
+    @exclusivity(unchecked) var lagProbe: (timer: TimerID, period: UInt64)?
     /// Per-loop state of a higher layer (LoopSocket keeps its shared receive buffer here). Loop-confined.
     @exclusivity(unchecked) package var attachment: AnyObject?
     /// The loop's face as a serial executor, for actors (see `EventLoop+Executor.swift`). Set once in `init`.

@@ -19,12 +19,16 @@ public final class AsyncListener: Sendable {
     /// Listens on `host` (nil: every interface, IPv4 and IPv6) and `port` (0: any; see ``localPort``).
     ///
     /// - Parameters:
+    ///   - host: the interface address to listen on (a numeric address or a name); nil for every interface.
+    ///   - port: the port; 0 for one the system picks (then read ``localPort``).
     ///   - tls: a server configuration: every accepted connection runs its TLS handshake on its own loop
     ///     and arrives in ``connections`` only once secured, so a slow or stalled handshake never holds up
     ///     accepting or the others (it ends at ``TLSConfiguration/handshakeTimeout``).
     ///   - acceptFailed: hears of connections that could not be accepted (at the descriptor limit the loop
     ///     sheds them) and, with `tls`, of handshakes that failed (a ``TLSError``, or the error that closed
     ///     the connection); on the listener's loop for the first, the connection's loop for the second.
+    ///   - group: the loops accepted connections are spread over; else the default group's.
+    ///   - options: socket options for the listener and every accepted connection.
     public convenience init(
         host: String?, port: UInt16, tls: TLSConfiguration? = nil, group: EventLoopGroup? = nil,
         options: SocketOptions = SocketOptions(), acceptFailed: (@Sendable (any Error) -> Void)? = nil

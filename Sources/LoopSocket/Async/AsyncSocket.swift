@@ -53,11 +53,14 @@ public final class AsyncSocket: Sendable {
     /// Connects to `host` (a name or a numeric address) and `port`.
     ///
     /// - Parameters:
+    ///   - host: a name or a numeric address.
+    ///   - port: the port to connect to.
     ///   - timeout: for the whole connect (all Happy Eyeballs attempts); nil for none.
     ///   - tls: when set, the connection is returned after its TLS handshake (a client configuration; the
     ///     host name verified is `tls.serverName`, else `host`). The handshake has its own timeout
     ///     (``TLSConfiguration/handshakeTimeout``), apart from `timeout`.
     ///   - loop: the loop to pin the connection to; else `group.next()`, else the default group's.
+    ///   - group: the group whose next loop takes the connection when `loop` is nil.
     ///   - options: socket options applied before connecting.
     /// - Throws: ``GCDAsyncSocketError`` (refused, timed out, unknown host, ...), ``TLSError``, or
     ///   `CancellationError`.

@@ -35,7 +35,9 @@ public enum TLSVersion: Int, Comparable, Hashable, Sendable, CaseIterable {
 public struct TLSConfiguration: Hashable, Sendable {
     /// Which side of the handshake.
     public enum Role: Hashable, Sendable {
+        /// The side that connects: it sends the ClientHello and verifies the server's certificate.
         case client
+        /// The side that accepts: it presents its certificate chain.
         case server
     }
 

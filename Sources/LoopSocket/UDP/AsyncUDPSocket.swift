@@ -67,9 +67,12 @@ public final class AsyncUDPSocket: Sendable {
     /// the system picks), receiving.
     ///
     /// - Parameters:
+    ///   - host: a numeric address or a name to bind to; nil for every interface.
+    ///   - port: the port; 0 for one the system picks (then read ``localPort``).
     ///   - maxBufferedDatagrams: how many received datagrams may wait for ``receive()`` before the socket
     ///     stops reading (at least 1).
     ///   - loop: the loop to pin the socket to; else `group.next()`, else the default group's.
+    ///   - group: the group whose next loop takes the socket when `loop` is nil.
     /// - Throws: ``GCDAsyncUdpSocketError`` (address in use, unknown interface, ...).
     public static func bind(
         host: String?, port: UInt16, maxBufferedDatagrams: Int = 1024, loop: EventLoop? = nil, group: EventLoopGroup? = nil

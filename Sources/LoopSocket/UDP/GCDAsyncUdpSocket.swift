@@ -8,7 +8,7 @@ import Synchronization
 ///
 /// Sends are queued with tags and timeouts and reported through the delegate; datagrams arrive one
 /// `receiveOnce()` at a time or continuously after `beginReceiving()`, as with CocoaAsyncSocket's
-/// GCDAsyncUdpSocket. Unlike it, every socket lives on one ``EventLoop`` for life: its I/O, timers and state
+/// GCDAsyncUdpSocket. Unlike it, every socket lives on one `EventLoop` for life: its I/O, timers and state
 /// are handled on that loop's thread and, when it has no `delegateQueue`, its delegate is called right
 /// there. Receiving drains up to ``receiveBatchSize()`` datagrams per readiness event with one `recvmmsg`,
 /// and the sends queued meanwhile leave together with `sendmmsg`. Methods may be called from any thread.

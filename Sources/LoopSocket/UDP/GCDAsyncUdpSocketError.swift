@@ -23,7 +23,7 @@ public struct GCDAsyncUdpSocketError: Error, Hashable, Sendable, CustomStringCon
         /// shut down, a destination given to a connected socket or none to an unconnected one.
         case badConfigError
         /// Invalid parameter: an unknown host, interface or group, a malformed address, a datagram larger
-        /// than ``GCDAsyncUdpSocket/maxSendBufferSize``.
+        /// than ``GCDAsyncUdpSocket/maxSendBufferSize()``.
         case badParamError
         /// A send waited longer than its timeout for room in the socket buffer.
         case sendTimeoutError
