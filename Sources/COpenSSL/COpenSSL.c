@@ -578,7 +578,11 @@ static int lsock_pkcs12_check_mac(lsock_pkcs12_reader *r, PKCS12 *p12) {
     }
     const X509_ALGOR *mac = NULL;
     PKCS12_get0_mac(NULL, &mac, NULL, NULL, p12);
-    if (mac && !lsock_pkcs12_has(r->ctx, 'd', OBJ_nid2sn(OBJ_obj2nid(mac->algorithm)))) {
+    int mac_nid = mac ? OBJ_obj2nid(mac->algorithm) : NID_undef;
+    // PBMAC1 (RFC 9579) names no digest of its own: OpenSSL checks it from 3.4 on, and cannot before.
+    int unavailable = mac_nid == NID_pbmac1 ? OpenSSL_version_num() < 0x30400000UL
+        : mac && !lsock_pkcs12_has(r->ctx, 'd', OBJ_nid2sn(mac_nid));
+    if (unavailable) {
         char digest[80];
         OBJ_obj2txt(digest, sizeof digest, mac->algorithm, 0);
         if (r->capacity) snprintf(r->detail, r->capacity, "the integrity check (MAC) uses %s, which this OpenSSL does not have", digest);

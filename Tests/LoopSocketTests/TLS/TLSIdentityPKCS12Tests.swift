@@ -166,13 +166,20 @@ final class TLSIdentityPKCS12Tests: TLSTestCase {
         XCTAssertTrue(error?.reason.contains("damaged") == true, "\(String(describing: error))")
     }
 
-    func testMissingLegacyProviderIsNamedAlongWithTheCipher() throws {
+    func testMissingLegacyProviderIsNamedAlongWithTheAlgorithm() throws {
         // A modules directory without legacy.so, as on a system whose OpenSSL ships without it.
         let reader = PKCS12Reader(modulesDirectory: TestCertificates.directory)
         XCTAssertNotNil(reader.legacyProviderFailure)
-        let error = assertThrows(.unsupportedAlgorithm, try reader.open(export(["-legacy"]), password: Self.password))
-        for phrase in ["pbeWithSHA1And40BitRC2-CBC", "RC2-40-CBC", "legacy provider", "legacy.so"] {
-            XCTAssertTrue(error?.reason.contains(phrase) == true, "\(phrase) missing from \(String(describing: error))")
+        let cases: [([String], [String])] = [
+            (["-legacy"], ["certificates", "pbeWithSHA1And40BitRC2-CBC", "RC2-40-CBC"]),
+            (Self.singleDESKey, ["private key", "PBES2", "des-cbc"]),
+            (Self.md4MAC, ["integrity check (MAC)", "md4"]),
+        ]
+        for (options, phrases) in cases {
+            let error = assertThrows(.unsupportedAlgorithm, try reader.open(export(options), password: Self.password), "\(options)")
+            for phrase in phrases + ["legacy provider", "legacy.so"] {
+                XCTAssertTrue(error?.reason.contains(phrase) == true, "\(phrase) missing from \(String(describing: error))")
+            }
         }
         // OpenSSL 3's own form needs nothing from it.
         let (key, certificates) = try reader.open(export([]), password: Self.password)
@@ -181,6 +188,16 @@ final class TLSIdentityPKCS12Tests: TLSTestCase {
         // The shared reader found its legacy provider where OpenSSL installs it.
         XCTAssertNil(PKCS12Reader.shared.legacyProviderFailure)
     }
+
+    /// The rest of what the legacy provider brings: single DES (under PBES2 here) and an MD4 MAC.
+    func testSingleDESKeyAndMD4MAC() throws {
+        for options in [Self.singleDESKey, Self.md4MAC] {
+            try assertServerIdentity(TLSIdentity(pkcs12: export(options), password: Self.password))
+        }
+    }
+
+    private static let singleDESKey = ["-legacy", "-certpbe", "AES-256-CBC", "-keypbe", "DES-CBC"]
+    private static let md4MAC = ["-legacy", "-macalg", "md4", "-certpbe", "AES-256-CBC", "-keypbe", "AES-256-CBC"]
 
     func testKeyOrCertificateMissing() throws {
         let noKey = assertThrows(.badConfiguration, try TLSIdentity(pkcs12: export(["-nokeys"]), password: Self.password))
