@@ -691,6 +691,10 @@ int lsock_pkcs12_open(OSSL_LIB_CTX *ctx, const uint8_t *data, size_t length, con
     *chain = NULL;
     *error = 0;
     if (capacity) detail[0] = 0;
+    if (!data || length == 0) {
+        if (capacity) snprintf(detail, capacity, "there is no data");
+        return LSOCK_PKCS12_MALFORMED;
+    }
     ERR_clear_error();
     // Made in `ctx` before decoding into it, so that the decoded contents keep `ctx`: their decryption
     // fetches its ciphers and digests from there, and the default context (TLS's) never needs RC2.

@@ -44,7 +44,7 @@ final class PKCS12Reader: @unchecked Sendable {
     ///   certificate for it.
     func open(_ data: Data, password: String) throws(TLSError) -> (key: OpaquePointer, certificates: [TLSCertificate]) {
         guard let context else {
-            throw TLSError.fromQueue(.badConfiguration, "Cannot make OpenSSL's library context for PKCS#12")
+            throw TLSError(.badConfiguration, "Cannot make OpenSSL's library context for PKCS#12")
         }
         var key: OpaquePointer?
         var leaf: OpaquePointer?
@@ -53,7 +53,7 @@ final class PKCS12Reader: @unchecked Sendable {
         var detail = [CChar](repeating: 0, count: 512)
         let status = data.withUnsafeBytes { raw in
             lsock_pkcs12_open(
-                context, raw.bindMemory(to: UInt8.self).baseAddress, raw.count, password,
+                context, raw.baseAddress?.assumingMemoryBound(to: UInt8.self), raw.count, password,
                 &key, &leaf, &others, &error, &detail, detail.count)
         }
         guard status == LSOCK_PKCS12_OK else {
