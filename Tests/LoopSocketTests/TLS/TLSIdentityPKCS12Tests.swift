@@ -28,7 +28,8 @@ final class TLSIdentityPKCS12Tests: TLSTestCase {
         try assertServerIdentity(TLSIdentity(pkcs12: data, password: Self.password))
     }
 
-    func testDESCertificates() throws {
+    /// `-descert`: the certificates under 3DES, the key under OpenSSL 3's AES-256.
+    func testTripleDESCertificates() throws {
         let data = try export(["-descert"])
         try assertAlgorithms(data, [.tripleDES, .pbes2], not: [.rc2_40])
         try assertServerIdentity(TLSIdentity(pkcs12: data, password: Self.password))
