@@ -424,3 +424,310 @@ int lsock_chain_push(STACK_OF(X509) *chain, X509 *cert) {
     return 1;
 }
 void lsock_chain_free(STACK_OF(X509) *chain) { sk_X509_pop_free(chain, X509_free); }
+
+// MARK: PKCS#12
+
+/// Empties the error queue, writing the first error's reason, and its data when it has some (a module's file
+/// name and the loader's complaint), to `buffer` unless something is written there already; returns that
+/// error's packed code.
+static unsigned long lsock_pkcs12_drain(char *buffer, size_t capacity) {
+    unsigned long first = 0, code;
+    const char *data = NULL;
+    int flags = 0;
+    while ((code = ERR_get_error_all(NULL, NULL, NULL, &data, &flags)) != 0) {
+        if (first) continue;
+        first = code;
+        if (!capacity || buffer[0]) continue;
+        const char *reason = ERR_reason_error_string(code);
+        if (!reason) reason = "unknown OpenSSL error";
+        int has_data = (flags & ERR_TXT_STRING) && data && *data;
+        snprintf(buffer, capacity, has_data ? "%s (%s)" : "%s", reason, has_data ? data : "");
+    }
+    return first;
+}
+
+OSSL_LIB_CTX *lsock_pkcs12_context_new(const char *modules_dir, int *legacy, char *failure, size_t capacity) {
+    *legacy = 0;
+    if (capacity) failure[0] = 0;
+    OSSL_LIB_CTX *ctx = OSSL_LIB_CTX_new();
+    if (!ctx) return NULL;
+    if ((modules_dir && !OSSL_PROVIDER_set_default_search_path(ctx, modules_dir))
+        || !OSSL_PROVIDER_load(ctx, "default")) {
+        OSSL_LIB_CTX_free(ctx);
+        ERR_clear_error();
+        return NULL;
+    }
+    // Loaded providers live as long as the context: nothing to keep or unload.
+    if (OSSL_PROVIDER_load(ctx, "legacy")) *legacy = 1;
+    else lsock_pkcs12_drain(failure, capacity);
+    return ctx;
+}
+
+/// 1 if the algorithm `name` (a cipher, digest or KDF: `kind` 'c', 'd' or 'k') can be fetched from `ctx`.
+static int lsock_pkcs12_has(OSSL_LIB_CTX *ctx, int kind, const char *name) {
+    if (!name) return 0;
+    int found = 0;
+    ERR_set_mark();
+    if (kind == 'c') {
+        EVP_CIPHER *cipher = EVP_CIPHER_fetch(ctx, name, NULL);
+        found = cipher != NULL;
+        EVP_CIPHER_free(cipher);
+    } else if (kind == 'd') {
+        EVP_MD *md = EVP_MD_fetch(ctx, name, NULL);
+        found = md != NULL;
+        EVP_MD_free(md);
+    } else {
+        EVP_KDF *kdf = EVP_KDF_fetch(ctx, name, NULL);
+        found = kdf != NULL;
+        EVP_KDF_free(kdf);
+    }
+    ERR_pop_to_mark();
+    return found;
+}
+
+/// What PBES2 (RFC 8018) parameters `params` need that `ctx` lacks, its cipher or its key derivation (PBKDF2
+/// with an HMAC, or scrypt), written to `missing`: 1 if something, 0 if nothing or if the parameters do not
+/// decode.
+static int lsock_pkcs12_pbes2_unavailable(OSSL_LIB_CTX *ctx, const ASN1_TYPE *params, char *missing, size_t capacity) {
+    PBE2PARAM *pbe2 = params && params->type == V_ASN1_SEQUENCE
+        ? ASN1_TYPE_unpack_sequence(ASN1_ITEM_rptr(PBE2PARAM), params) : NULL;
+    if (!pbe2) return 0;
+    int found = 0;
+    int kdf_nid = OBJ_obj2nid(pbe2->keyfunc->algorithm);
+    if (!lsock_pkcs12_has(ctx, 'c', OBJ_nid2sn(OBJ_obj2nid(pbe2->encryption->algorithm)))) {
+        OBJ_obj2txt(missing, (int)capacity, pbe2->encryption->algorithm, 0);
+        found = 1;
+    } else if (kdf_nid == NID_id_pbkdf2) {
+        const ASN1_TYPE *kdf_params = pbe2->keyfunc->parameter;
+        PBKDF2PARAM *kdf = kdf_params && kdf_params->type == V_ASN1_SEQUENCE
+            ? ASN1_TYPE_unpack_sequence(ASN1_ITEM_rptr(PBKDF2PARAM), kdf_params) : NULL;
+        int prf = kdf && kdf->prf ? OBJ_obj2nid(kdf->prf->algorithm) : NID_hmacWithSHA1;  // RFC 8018's default
+        int md_nid = NID_undef;
+        if (kdf && (!EVP_PBE_find_ex(EVP_PBE_TYPE_PRF, prf, NULL, &md_nid, NULL, NULL)
+                    || !lsock_pkcs12_has(ctx, 'd', OBJ_nid2sn(md_nid)))) {
+            if (kdf->prf) OBJ_obj2txt(missing, (int)capacity, kdf->prf->algorithm, 0);
+            else snprintf(missing, capacity, "%s", OBJ_nid2ln(prf));
+            found = 1;
+        }
+        PBKDF2PARAM_free(kdf);
+    } else if (kdf_nid != NID_id_scrypt || !lsock_pkcs12_has(ctx, 'k', "SCRYPT")) {
+        OBJ_obj2txt(missing, (int)capacity, pbe2->keyfunc->algorithm, 0);
+        found = 1;
+    }
+    PBE2PARAM_free(pbe2);
+    return found;
+}
+
+/// 1 if `ctx` lacks what the password-based encryption `alg` needs, described in `detail` after `what` ("the
+/// certificates are encrypted with pbeWithSHA1And40BitRC2-CBC, and this OpenSSL has no RC2-40-CBC").
+static int lsock_pkcs12_pbe_unavailable(OSSL_LIB_CTX *ctx, const X509_ALGOR *alg, const char *what,
+                                        char *detail, size_t capacity) {
+    if (!alg) return 0;
+    char scheme[80], missing[80];
+    OBJ_obj2txt(scheme, sizeof scheme, alg->algorithm, 0);
+    int nid = OBJ_obj2nid(alg->algorithm), found = 0;
+    if (nid == NID_pbes2) {
+        found = lsock_pkcs12_pbes2_unavailable(ctx, alg->parameter, missing, sizeof missing);
+    } else {
+        // PBES1 and PKCS#12's own schemes: the OID names the cipher and the digest.
+        int cipher_nid = NID_undef, md_nid = NID_undef;
+        const char *name = NULL;
+        if (!EVP_PBE_find_ex(EVP_PBE_TYPE_OUTER, nid, &cipher_nid, &md_nid, NULL, NULL)) {
+            name = "an unknown scheme";
+        } else if (cipher_nid != NID_undef && !lsock_pkcs12_has(ctx, 'c', OBJ_nid2sn(cipher_nid))) {
+            name = OBJ_nid2sn(cipher_nid);
+        } else if (md_nid != NID_undef && !lsock_pkcs12_has(ctx, 'd', OBJ_nid2sn(md_nid))) {
+            name = OBJ_nid2sn(md_nid);
+        }
+        if (name) snprintf(missing, sizeof missing, "%s", name);
+        found = name != NULL;
+    }
+    if (found && capacity) snprintf(detail, capacity, "%s %s, and this OpenSSL has no %s", what, scheme, missing);
+    return found;
+}
+
+/// One PKCS#12 structure being opened.
+typedef struct {
+    OSSL_LIB_CTX *ctx;
+    /// NULL for no password, which PKCS#12 tells from an empty one.
+    const char *password;
+    /// Whether a MAC vouched for the password (else a failed decryption may mean a wrong one).
+    int mac_checked;
+    EVP_PKEY *key;
+    STACK_OF(X509) *certificates;
+    char *detail;
+    size_t capacity;
+} lsock_pkcs12_reader;
+
+/// Checks the MAC, if there is one, and settles which password the contents are encrypted with.
+static int lsock_pkcs12_check_mac(lsock_pkcs12_reader *r, PKCS12 *p12) {
+    int empty = !r->password || !*r->password;
+    if (!PKCS12_mac_present(p12)) {
+        if (empty) r->password = NULL;
+        return LSOCK_PKCS12_OK;
+    }
+    r->mac_checked = 1;
+    // As PKCS12_parse: an empty password is either no password or the empty one, whichever the MAC takes.
+    if (empty ? PKCS12_verify_mac(p12, NULL, 0) : PKCS12_verify_mac(p12, r->password, -1)) {
+        if (empty) r->password = NULL;
+        return LSOCK_PKCS12_OK;
+    }
+    if (empty && PKCS12_verify_mac(p12, "", 0)) {
+        r->password = "";
+        return LSOCK_PKCS12_OK;
+    }
+    const X509_ALGOR *mac = NULL;
+    PKCS12_get0_mac(NULL, &mac, NULL, NULL, p12);
+    int mac_nid = mac ? OBJ_obj2nid(mac->algorithm) : NID_undef;
+    // PBMAC1 (RFC 9579) names no digest of its own: OpenSSL checks it from 3.4 on, and cannot before.
+    int unavailable = mac_nid == NID_pbmac1 ? OpenSSL_version_num() < 0x30400000UL
+        : mac && !lsock_pkcs12_has(r->ctx, 'd', OBJ_nid2sn(mac_nid));
+    if (unavailable) {
+        char digest[80];
+        OBJ_obj2txt(digest, sizeof digest, mac->algorithm, 0);
+        if (r->capacity) snprintf(r->detail, r->capacity, "the integrity check (MAC) uses %s, which this OpenSSL does not have", digest);
+        return LSOCK_PKCS12_UNSUPPORTED;
+    }
+    ERR_raise(ERR_LIB_PKCS12, PKCS12_R_MAC_VERIFY_FAILURE);
+    if (r->capacity) snprintf(r->detail, r->capacity, "its integrity check (MAC) failed");
+    return LSOCK_PKCS12_WRONG_PASSWORD;
+}
+
+/// What contents that decrypted to nothing readable, or not at all, say: damage when a MAC vouched for the
+/// password, else most likely a wrong password.
+static int lsock_pkcs12_unreadable(lsock_pkcs12_reader *r) {
+    if (r->mac_checked) return LSOCK_PKCS12_MALFORMED;
+    if (r->capacity) snprintf(r->detail, r->capacity, "the contents do not decrypt (the data has no MAC to check it)");
+    return LSOCK_PKCS12_WRONG_PASSWORD;
+}
+
+/// Why decrypting `what`, encrypted with `alg`, failed: an algorithm the context lacks, else a wrong password
+/// when no MAC vouched for it, else damaged data.
+static int lsock_pkcs12_decryption_failed(lsock_pkcs12_reader *r, const X509_ALGOR *alg, const char *what) {
+    if (lsock_pkcs12_pbe_unavailable(r->ctx, alg, what, r->detail, r->capacity)) return LSOCK_PKCS12_UNSUPPORTED;
+    return lsock_pkcs12_unreadable(r);
+}
+
+/// Takes the first key and every X.509 certificate from `bags`, as PKCS12_parse does. Decryption happens in
+/// the PKCS#12 context; the key and certificates are decoded in the default one, TLS's.
+static int lsock_pkcs12_read_bags(lsock_pkcs12_reader *r, const STACK_OF(PKCS12_SAFEBAG) *bags) {
+    for (int i = 0; i < sk_PKCS12_SAFEBAG_num(bags); i++) {
+        const PKCS12_SAFEBAG *bag = sk_PKCS12_SAFEBAG_value(bags, i);
+        int type = PKCS12_SAFEBAG_get_nid(bag);
+        if ((type == NID_keyBag || type == NID_pkcs8ShroudedKeyBag) && !r->key) {
+            PKCS8_PRIV_KEY_INFO *decrypted = NULL;
+            const PKCS8_PRIV_KEY_INFO *p8 = PKCS12_SAFEBAG_get0_p8inf(bag);
+            if (type == NID_pkcs8ShroudedKeyBag) {
+                p8 = decrypted = PKCS12_decrypt_skey_ex(bag, r->password, -1, r->ctx, NULL);
+                if (!p8) {
+                    const X509_ALGOR *alg = NULL;
+                    X509_SIG_get0(PKCS12_SAFEBAG_get0_pkcs8(bag), &alg, NULL);
+                    return lsock_pkcs12_decryption_failed(r, alg, "the private key is encrypted with");
+                }
+            }
+            r->key = p8 ? EVP_PKCS82PKEY(p8) : NULL;
+            const ASN1_OBJECT *algorithm = NULL;
+            if (!r->key && p8) PKCS8_pkey_get0(&algorithm, NULL, NULL, NULL, p8);
+            PKCS8_PRIV_KEY_INFO_free(decrypted);
+            if (!r->key) {
+                int known = algorithm && OBJ_obj2nid(algorithm) != NID_undef;
+                EVP_KEYMGMT *manager = known ? EVP_KEYMGMT_fetch(NULL, OBJ_nid2sn(OBJ_obj2nid(algorithm)), NULL) : NULL;
+                EVP_KEYMGMT_free(manager);
+                if (!algorithm || manager) return lsock_pkcs12_unreadable(r);
+                char name[80];
+                OBJ_obj2txt(name, sizeof name, algorithm, 0);
+                if (r->capacity) snprintf(r->detail, r->capacity, "the private key is a %s key, which this OpenSSL cannot read", name);
+                return LSOCK_PKCS12_UNSUPPORTED;
+            }
+        } else if (type == NID_certBag && PKCS12_SAFEBAG_get_bag_nid(bag) == NID_x509Certificate) {
+            X509 *certificate = PKCS12_SAFEBAG_get1_cert(bag);
+            if (!certificate || !sk_X509_push(r->certificates, certificate)) {
+                X509_free(certificate);
+                return LSOCK_PKCS12_MALFORMED;
+            }
+        } else if (type == NID_safeContentsBag) {
+            int status = lsock_pkcs12_read_bags(r, PKCS12_SAFEBAG_get0_safes(bag));
+            if (status != LSOCK_PKCS12_OK) return status;
+        }
+        // Other bags (secrets, CRLs, SDSI certificates) are not part of an identity.
+    }
+    return LSOCK_PKCS12_OK;
+}
+
+/// Reads every content of `p12`: plain ones, and encrypted ones (the certificates, as every tool writes them).
+static int lsock_pkcs12_read(lsock_pkcs12_reader *r, PKCS12 *p12) {
+    STACK_OF(PKCS7) *contents = PKCS12_unpack_authsafes(p12);
+    if (!contents) return LSOCK_PKCS12_MALFORMED;
+    int status = LSOCK_PKCS12_OK;
+    for (int i = 0; status == LSOCK_PKCS12_OK && i < sk_PKCS7_num(contents); i++) {
+        PKCS7 *p7 = sk_PKCS7_value(contents, i);
+        STACK_OF(PKCS12_SAFEBAG) *bags = NULL;
+        int type = OBJ_obj2nid(p7->type);
+        if (type == NID_pkcs7_data) {
+            bags = PKCS12_unpack_p7data(p7);
+            if (!bags) status = LSOCK_PKCS12_MALFORMED;
+        } else if (type == NID_pkcs7_encrypted) {
+            // Decrypted in the context `p7` inherited from `p12`: the PKCS#12 one.
+            bags = PKCS12_unpack_p7encdata(p7, r->password, -1);
+            if (!bags) {
+                const X509_ALGOR *alg = p7->d.encrypted && p7->d.encrypted->enc_data
+                    ? p7->d.encrypted->enc_data->algorithm : NULL;
+                status = lsock_pkcs12_decryption_failed(r, alg, "the certificates are encrypted with");
+            }
+        }
+        // Contents enveloped for a public key (no tool writes them for identities) are skipped, as OpenSSL does.
+        if (bags) status = lsock_pkcs12_read_bags(r, bags);
+        sk_PKCS12_SAFEBAG_pop_free(bags, PKCS12_SAFEBAG_free);
+    }
+    sk_PKCS7_pop_free(contents, PKCS7_free);
+    return status;
+}
+
+int lsock_pkcs12_open(OSSL_LIB_CTX *ctx, const uint8_t *data, size_t length, const char *password,
+                      EVP_PKEY **key, X509 **cert, STACK_OF(X509) **chain,
+                      unsigned long *error, char *detail, size_t capacity) {
+    *key = NULL;
+    *cert = NULL;
+    *chain = NULL;
+    *error = 0;
+    if (capacity) detail[0] = 0;
+    if (!data || length == 0) {
+        if (capacity) snprintf(detail, capacity, "there is no data");
+        return LSOCK_PKCS12_MALFORMED;
+    }
+    ERR_clear_error();
+    // Made in `ctx` before decoding into it, so that the decoded contents keep `ctx`: their decryption
+    // fetches its ciphers and digests from there, and the default context (TLS's) never needs RC2.
+    PKCS12 *p12 = length <= LONG_MAX ? PKCS12_init_ex(NID_pkcs7_data, ctx, NULL) : NULL;
+    const unsigned char *cursor = data;
+    if (!p12 || !d2i_PKCS12(&p12, &cursor, (long)length)) {
+        PKCS12_free(p12);  // NULL when d2i failed: it frees what it was given
+        *error = lsock_pkcs12_drain(detail, capacity);
+        return LSOCK_PKCS12_MALFORMED;
+    }
+    lsock_pkcs12_reader r = {ctx, password, 0, NULL, sk_X509_new_null(), detail, capacity};
+    int status = r.certificates ? lsock_pkcs12_check_mac(&r, p12) : LSOCK_PKCS12_MALFORMED;
+    if (status == LSOCK_PKCS12_OK) status = lsock_pkcs12_read(&r, p12);
+    PKCS12_free(p12);
+    if (status != LSOCK_PKCS12_OK) {
+        EVP_PKEY_free(r.key);
+        sk_X509_pop_free(r.certificates, X509_free);
+        *error = lsock_pkcs12_drain(detail, capacity);
+        return status;
+    }
+    ERR_clear_error();
+    // The leaf is the first certificate that matches the key; the others follow it in the order read.
+    for (int i = 0; r.key && i < sk_X509_num(r.certificates); i++) {
+        X509 *candidate = sk_X509_value(r.certificates, i);
+        ERR_set_mark();
+        int match = X509_check_private_key(candidate, r.key);
+        ERR_pop_to_mark();
+        if (match) {
+            *cert = sk_X509_delete(r.certificates, i);
+            break;
+        }
+    }
+    *key = r.key;
+    *chain = r.certificates;
+    return LSOCK_PKCS12_OK;
+}

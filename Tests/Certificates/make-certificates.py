@@ -2,10 +2,12 @@
 """Makes the throwaway test CA and certificates the TLS tests use (committed; run again only to change them).
 
 Everything here is for tests on loopback and must never be trusted anywhere else. ECDSA P-256 keys,
-valid for 100 years, except `expired.pem`. Needs Python's `cryptography` package.
+valid for 100 years, except `expired.pem`. Needs Python's `cryptography` package and the `openssl` tool.
+`SecureSocketServer.p12` is not made here: it is CocoaAsyncSocket's (see THIRD_PARTY.md).
 """
 import datetime
 import ipaddress
+import subprocess
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
@@ -97,3 +99,9 @@ with open("server.p12", "wb") as f:
     f.write(pkcs12.serialize_key_and_certificates(
         b"server", server_key, x509.load_pem_x509_certificate(open("server.pem", "rb").read()), None,
         serialization.BestAvailableEncryption(b"test-password")))
+
+# The form Apple's tools and OpenSSL 1.x write: the certificates encrypted with pbeWithSHA1And40BitRC2-CBC, the
+# key with 3DES, a SHA-1 MAC (OpenSSL 3's `-legacy`; Python's cryptography cannot write RC2).
+subprocess.run(["openssl", "pkcs12", "-export", "-legacy", "-in", "server.pem", "-inkey", "server.key",
+                "-certfile", "ca.pem", "-name", "server", "-passout", "pass:test-password",
+                "-out", "server-legacy.p12"], check=True)

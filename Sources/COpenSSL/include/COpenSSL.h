@@ -114,4 +114,37 @@ STACK_OF(X509) *lsock_chain_new(void);
 int lsock_chain_push(STACK_OF(X509) *chain, X509 *cert);
 void lsock_chain_free(STACK_OF(X509) *chain);
 
+// MARK: PKCS#12
+
+#include <openssl/kdf.h>
+#include <openssl/provider.h>
+
+/// A library context of its own for opening PKCS#12 data, never used for TLS: OpenSSL's default provider and,
+/// where its module is installed, the legacy one, which has the ciphers Apple's tools and OpenSSL 1.x
+/// encrypt PKCS#12 certificates with (RC2; single DES). Modules are looked for in `modules_dir` (NULL: where
+/// OpenSSL looks, `OPENSSL_MODULES` or its built-in directory). NULL if the default provider cannot be loaded.
+/// `*legacy` is 1 if the legacy provider loaded, else 0 with OpenSSL's reason written to `failure`.
+OSSL_LIB_CTX *lsock_pkcs12_context_new(const char *modules_dir, int *legacy, char *failure, size_t capacity);
+
+/// What `lsock_pkcs12_open` found.
+enum {
+    LSOCK_PKCS12_OK = 0,
+    /// Not DER PKCS#12, cut short, or corrupt.
+    LSOCK_PKCS12_MALFORMED = 1,
+    /// The integrity check (MAC) failed with the password; without a MAC, the contents did not decrypt.
+    LSOCK_PKCS12_WRONG_PASSWORD = 2,
+    /// An algorithm the context lacks (`detail` names it).
+    LSOCK_PKCS12_UNSUPPORTED = 3,
+};
+
+/// Decodes DER `data` and opens it with `password` as `PKCS12_parse` does, decrypting in `ctx` (a context from
+/// `lsock_pkcs12_context_new`): the private key, the certificate matching it and the other certificates, in
+/// the default context and owned by the caller (`*key` and `*cert` NULL when the data holds no key, or no
+/// certificate for it). On failure returns the status, with the OpenSSL error that came first in `*error`
+/// and a phrase in `detail`: for LSOCK_PKCS12_UNSUPPORTED what uses which algorithm ("the certificates are
+/// encrypted with pbeWithSHA1And40BitRC2-CBC, and this OpenSSL has no RC2-40-CBC"), else OpenSSL's reason. Empties the error queue.
+int lsock_pkcs12_open(OSSL_LIB_CTX *ctx, const uint8_t *data, size_t length, const char *password,
+                      EVP_PKEY **key, X509 **cert, STACK_OF(X509) **chain,
+                      unsigned long *error, char *detail, size_t capacity);
+
 #endif

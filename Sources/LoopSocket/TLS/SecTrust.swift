@@ -8,7 +8,8 @@ import FoundationEssentials
 public typealias SecTrust = TLSTrust
 
 /// The Apple spelling of a TLS identity (certificate chain and private key), as `kCFStreamSSLCertificates`
-/// takes it. Linux has no keychain or `SecPKCS12Import`: a ``TLSIdentity`` is loaded from PEM files.
+/// takes it. Linux has no keychain or `SecPKCS12Import`: a ``TLSIdentity`` is loaded from PEM files
+/// or from PKCS#12 data (``TLSIdentity/init(pkcs12:password:)``).
 public typealias SecIdentity = TLSIdentity
 
 /// Apple's pointer to an autoreleased Objective-C object, as CocoaAsyncSocket's out-parameters import

@@ -34,6 +34,14 @@ public struct TLSError: Error, Hashable, Sendable, CustomStringConvertible {
         case closedWithoutNotify
         /// A record could not be decrypted or parsed after the handshake.
         case protocolError
+        /// The password does not open the PKCS#12 data: its integrity check (MAC) failed, or, in data without
+        /// one, the contents did not decrypt.
+        case wrongPassword
+        /// The PKCS#12 data needs an algorithm this OpenSSL does not provide; the reason names it, and says when
+        /// OpenSSL's legacy provider (RC2, single DES) could not be loaded.
+        case unsupportedAlgorithm
+        /// The data is not PKCS#12, or is cut short or damaged.
+        case malformedData
     }
 
     /// The code and OpenSSL's reason (as the core's message), shared in form and logic with the other error
@@ -83,7 +91,8 @@ public struct TLSError: Error, Hashable, Sendable, CustomStringConvertible {
     /// `NSError` code, so ported code that compares codes keeps working.
     public var secureTransportCode: Int {
         switch code {
-        case .badConfiguration: return -9848  // errSSLBadConfiguration
+        // A PKCS#12 failure has no SecureTransport status of its own: it keeps the one it had as a bad configuration.
+        case .badConfiguration, .wrongPassword, .unsupportedAlgorithm, .malformedData: return -9848  // errSSLBadConfiguration
         case .trustRejected: return -9807  // errSSLXCertChainInvalid
         case .handshakeTimeout, .closedDuringHandshake: return -9806  // errSSLClosedAbort
         case .closedWithoutNotify: return -9816  // errSSLClosedNoNotify

@@ -54,27 +54,21 @@ public final class TLSIdentity: @unchecked Sendable, Hashable {
             certificateChainPEM: readFile(certificateChainFile), privateKeyPEM: readFile(privateKeyFile), password: password)
     }
 
-    /// An identity from PKCS#12 data and its password, as `SecPKCS12Import` takes it on Apple systems.
+    /// An identity from PKCS#12 data (a `.p12` or `.pfx` file's bytes) and its password, as `SecPKCS12Import`
+    /// takes it on Apple systems: the private key, the certificate matching it, and the other certificates as
+    /// its chain.
+    ///
+    /// Reads what Apple's tools and OpenSSL 1.x write (certificates encrypted with RC2, 40- or 128-bit, or
+    /// 3DES; the key with 3DES) as well as OpenSSL 3's AES-256 with PBKDF2. RC2 comes from OpenSSL's legacy
+    /// provider, loaded into a library context used only for PKCS#12, never for TLS.
+    ///
+    /// - Throws: ``TLSError`` with ``TLSError/Code/wrongPassword`` (the integrity check failed),
+    ///   ``TLSError/Code/unsupportedAlgorithm`` (the reason names the algorithm, and says when OpenSSL's legacy
+    ///   provider is missing), ``TLSError/Code/malformedData`` (not PKCS#12, cut short or damaged), or
+    ///   ``TLSError/Code/badConfiguration`` (no private key, or no certificate for it).
     public convenience init(pkcs12: Data, password: String) throws(TLSError) {
-        var key: OpaquePointer?
-        var leaf: OpaquePointer?
-        var extra: OpaquePointer?
-        let parsed = try withMemoryBIO(pkcs12) { bio throws(TLSError) -> Bool in
-            guard let p12 = d2i_PKCS12_bio(bio, nil) else {
-                throw TLSError.fromQueue(.badConfiguration, "Not PKCS#12 data")
-            }
-            defer { PKCS12_free(p12) }
-            return PKCS12_parse(p12, password, &key, &leaf, &extra) == 1
-        }
-        guard parsed, let key, let leaf else {
-            throw TLSError.fromQueue(.badConfiguration, "Cannot open the PKCS#12 data (wrong password?)")
-        }
-        var chain = [TLSCertificate(owning: leaf)]
-        for i in 0..<lsock_chain_count(extra) {
-            if let cert = lsock_chain_at(extra, i), X509_up_ref(cert) == 1 { chain.append(TLSCertificate(owning: cert)) }
-        }
-        lsock_chain_free(extra)
-        try self.init(certificates: chain, privateKey: key)
+        let (key, certificates) = try PKCS12Reader.shared.open(pkcs12, password: password)
+        try self.init(certificates: certificates, privateKey: key)
     }
 
     /// Identity: two loads of the same files are different objects.
