@@ -273,7 +273,9 @@ final class TLSHandshakeTests: TLSTestCase {
 
     func testPKCS12Identity() throws {
         let data = try Data(contentsOf: URL(fileURLWithPath: TestCertificates.path("server.p12")))
-        XCTAssertThrowsError(try TLSIdentity(pkcs12: data, password: "wrong"))
+        XCTAssertThrowsError(try TLSIdentity(pkcs12: data, password: "wrong")) { error in
+            XCTAssertEqual((error as? TLSError)?.code, .wrongPassword, "\(error)")
+        }
         let identity = try TLSIdentity(pkcs12: data, password: "test-password")
         let serverDelegate = makeDelegate("server")
         let server = try makeTLSEchoServer(serverDelegate, .server(identity: identity))
