@@ -77,7 +77,8 @@ def run_line(result, extra=""):
         text += f", {extra}"
     if load:
         text += f"; load average at the end {load.split()[0]}"
-    return text + f"; `{result['command']}`."
+    text += f"; `{result['command']}`."
+    return text + (f" {result['note']}" if result.get("note") else "")
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -293,6 +294,16 @@ def plural(n, word):
     return f"{n} {word}{'' if n == 1 else 's'}"
 
 
+def load_warning(result):
+    """A sentence for a wall-clock run made on a machine busier than its cores: its microseconds swing."""
+    load, cores = result["machine"].get("loadavg_at_end"), result["machine"].get("nproc") or 1
+    if not load or float(load.split()[0]) <= cores:
+        return ""
+    return (f" The load was high (a load average of {float(load.split()[0]):g} on {cores} cores, from other work): "
+            "a round's microseconds swing with it, so compare the servers within the run, and prefer the "
+            "[instruction counts](#instructions-per-tls-request-and-handshake).")
+
+
 def tls_ratio(ours, peer):
     return f"{ours / peer:.2f}" if ours and peer else ""
 
@@ -316,7 +327,7 @@ def render_tls_full(results):
                      + ", ".join(f"{v:.1f}" for v in entry["rounds"]) + " | "
                      + ", ".join(f"{c:,}" for c in entry["connections"]) + " |")
     extra = f"{plural(figures['rounds'], 'round')} of {figures['seconds']:g} s, servers alternating"
-    return "\n".join(lines) + "\n\n" + run_line(result, extra) + "\n"
+    return "\n".join(lines) + "\n\n" + run_line(result, extra) + load_warning(result) + "\n"
 
 
 def tls_cell(case, entry):
@@ -339,7 +350,7 @@ def tls_value(case, entry):
     return None if entry is None else entry.get("rss" if case.startswith("idle") else "cost")
 
 
-def render_tls_cases(results, cases, command):
+def render_tls_cases(results, cases, command, driver):
     result = results.get("tls-servers")
     recorded = result["figures"]["cases"] if result else {}
     cases = [c for c in cases if c in recorded]
@@ -366,7 +377,7 @@ def render_tls_cases(results, cases, command):
     extra = f"{plural(rounds, 'round')} of {figures.get('duration_s'):g} s windows, servers alternating"
     if any(c.startswith("idle") for c in cases):
         extra += f", {figures.get('idle_connections'):,} idle connections held"
-    out = "\n".join(lines) + "\n\n" + run_line(result, extra) + "\n"
+    out = "\n".join(lines) + "\n\n" + run_line(dict(result, driver=driver), extra) + load_warning(result) + "\n"
     if rounds and rounds > 1:
         out += ("\nEvery round, in order (the table above gives the medians):\n\n| case | " +
                 " | ".join(t for _, t in columns) + " |\n| --- |" + " --- |" * len(columns) + "\n")
@@ -405,6 +416,9 @@ def render_tls_instructions(results):
             ratio = tls_ratio(ours[drive], value) if key != "ours" else ""
             cells.append(count(value) + (f" (ours ÷ this {ratio})" if ratio else ""))
         lines.append(f"| {title} | " + " | ".join(cells) + " |")
+    if not any(r["figures"]["server"] == "nio" for r in used):
+        lines.append("\nswift-nio-ssl is not in these runs: `tls-instructions-per-request.sh nio` measures it once "
+                     "`nio-https-server` is built (the Benchmarks package).")
     dates = sorted(when(r) for r in used)
     loads = sorted(float(r["machine"]["loadavg_at_end"].split()[0]) for r in used if r["machine"].get("loadavg_at_end"))
     out = "\n".join(lines) + "\n\n"
@@ -422,7 +436,10 @@ def render_tls_instructions(results):
                     "cost below the event loop's own frames, as instructions per "
                     f"{'connection' if drive == 'full' else 'request'}; a function's cost includes its callees'):\n\n"
                     "| instructions | share | function |\n| ---: | ---: | --- |\n")
-            out += "".join(f"| {row['instructions']:,} | {row['share'] * 100:.1f}% | `{row['function']}` |\n" for row in top)
+            out += "".join(f"| {row['instructions']:,} | {row['share'] * 100:.1f}% | `{row['function']}` |\n"
+                           for row in top if not row["function"].startswith("0x"))
+    if "| share |" in out:
+        out += "\nFunctions inside libcrypto and libssl that Debian's libraries name by address only are left out.\n"
     return out
 
 
@@ -449,9 +466,12 @@ RENDERERS = {
     "udp-generators": render_udp_generators,
     "tcp-generators": render_tcp_generators,
     "tls-full": render_tls_full,
-    "tls-resumed": lambda r: render_tls_cases(r, ["resume", "close"], "Benchmarks/tls-compare.sh --only resume"),
-    "tls-keepalive": lambda r: render_tls_cases(r, ["keepalive", "plain"], "Benchmarks/tls-compare.sh --only keepalive"),
-    "tls-idle": lambda r: render_tls_cases(r, ["idle", "idlereq", "idleplain"], "Benchmarks/tls-compare.sh --only idle"),
+    "tls-resumed": lambda r: render_tls_cases(r, ["resume", "close"], "Benchmarks/tls-compare.sh --only resume",
+                                              "loadtest (1 loop; wrk for the wrk row)"),
+    "tls-keepalive": lambda r: render_tls_cases(r, ["keepalive", "plain"], "Benchmarks/tls-compare.sh --only keepalive",
+                                                "wrk (1 thread)"),
+    "tls-idle": lambda r: render_tls_cases(r, ["idle", "idlereq", "idleplain"], "Benchmarks/tls-compare.sh --only idle",
+                                           "tls-idle-client.py"),
     "tls-instructions": render_tls_instructions,
 }
 

@@ -112,11 +112,12 @@ trap 'echo "tls-compare.sh: interrupted" >&2; exit 130' INT TERM
 # Build and certificate
 
 wanted() { [ -z "$SERVERS" ] || [[ "$SERVERS" == *" $1 "* ]]; }
+needs_loadtest() { [[ " $CASES " == *" resume "* ]]; }  # only the resume case drives with loadtest
 
 ROOT_BIN="$ROOT_BUILD/release"
 BENCH_BIN="$BENCH_BUILD/release"
 if [ "$BUILD" = 1 ]; then
-    for product in http-hello loadtest; do
+    for product in http-hello $(needs_loadtest && echo loadtest); do
         log "building $product (root package, release)"
         (cd "$ROOT_DIR" && swift build -c release -Xcc -gdwarf-4 --scratch-path "$ROOT_BUILD" --product "$product" \
             >"$OUT/build-$product.log" 2>&1) || { tail -30 "$OUT/build-$product.log" >&2; exit 1; }
@@ -127,7 +128,7 @@ if [ "$BUILD" = 1 ]; then
             || { tail -30 "$OUT/build-nio-https-server.log" >&2; exit 1; }
     fi
 fi
-for bin in "$ROOT_BIN/http-hello" "$ROOT_BIN/loadtest" $(wanted nio && echo "$BENCH_BIN/nio-https-server"); do
+for bin in "$ROOT_BIN/http-hello" $(needs_loadtest && echo "$ROOT_BIN/loadtest") $(wanted nio && echo "$BENCH_BIN/nio-https-server"); do
     [ -x "$bin" ] || { echo "tls-compare.sh: missing $bin (run without --no-build)" >&2; exit 1; }
 done
 

@@ -20,14 +20,16 @@
 # rendered from.
 #
 # Environment: TOP (15), PORT (19443), KEEP (a directory to keep the callgrind files in), SHORT and LONG (the two
-# runs' seconds, 4 and 10; a loaded machine may need 10 and 20 for keep-alive), DRIVE:
+# runs' seconds, 4 and 10; a loaded machine may need 10 and 20 for keep-alive), CONNS (the connections or
+# clients below, 100 for keepalive and 16 otherwise: fewer let a loaded machine, on which valgrind runs slowly,
+# finish the keep-alive handshakes early and leave fewer handshakes unfinished at the end of a run), DRIVE:
 #   keepalive (default)  wrk -t1 -c100: per request
 #   close                wrk -t1 -c16 -H 'Connection: close': per connection (wrk resumes TLS 1.3 sessions)
 #   resume               loadtest http -c 16 --tls-resume -H 'Connection: close' (ROOT_BUILD's loadtest): per
 #                        connection, each a resumed handshake the client asked for
 #   full                 16 × openssl s_time -new -www /: per connection, full handshakes
 set -euo pipefail
-COMMAND="$(for v in DRIVE SHORT LONG; do [ -z "${!v:-}" ] || printf '%s=%s ' "$v" "${!v}"; done)Benchmarks/profile/tls-instructions-per-request.sh ${1:-}"
+COMMAND="$(for v in DRIVE CONNS SHORT LONG; do [ -z "${!v:-}" ] || printf '%s=%s ' "$v" "${!v}"; done)Benchmarks/profile/tls-instructions-per-request.sh ${1:-}"
 [ $# -eq 1 ] || { echo "usage: $0 ours|ours-plain|nginx|nio" >&2; exit 2; }
 SERVER="$1"
 HERE="$(cd "$(dirname "$0")" && pwd)"
@@ -36,6 +38,7 @@ BENCH_BUILD="${BENCH_BUILD:-$HERE/../.build-peers}"
 PORT="${PORT:-19443}"
 TOP="${TOP:-15}"
 DRIVE="${DRIVE:-keepalive}"
+CONNS="${CONNS:-$([ "$DRIVE" = keepalive ] && echo 100 || echo 16)}"
 SHORT="${SHORT:-4}"  # seconds of the two runs; longer where a loaded machine leaves the short one no time
 LONG="${LONG:-10}"   # past its 100 handshakes under valgrind
 TMP="$(mktemp -d /tmp/tls-ir.XXXXXX)"
@@ -64,13 +67,13 @@ esac
 drive() { # seconds: the load, on core 1, until it ends by itself
     local i
     case "$DRIVE" in
-        keepalive) taskset -c 1 timeout $(($1 + 60)) wrk -t1 -c100 -d "${1}s" "$URL" >"$TMP/wrk.log" 2>&1 || true ;;
-        close) taskset -c 1 timeout $(($1 + 60)) wrk -t1 -c16 -H 'Connection: close' -d "${1}s" "$URL" >"$TMP/wrk.log" 2>&1 || true ;;
+        keepalive) taskset -c 1 timeout $(($1 + 60)) wrk -t1 "-c$CONNS" -d "${1}s" "$URL" >"$TMP/wrk.log" 2>&1 || true ;;
+        close) taskset -c 1 timeout $(($1 + 60)) wrk -t1 "-c$CONNS" -H 'Connection: close' -d "${1}s" "$URL" >"$TMP/wrk.log" 2>&1 || true ;;
         resume) taskset -c 1 timeout $(($1 + 60)) "$ROOT_BUILD/release/loadtest" http --url "$URL" --insecure --tls-resume \
-                    -H 'Connection: close' -c 16 --loops 1 --warmup 0 --duration "${1}s" --json "$TMP/loadtest.json" \
+                    -H 'Connection: close' -c "$CONNS" --loops 1 --warmup 0 --duration "${1}s" --json "$TMP/loadtest.json" \
                     --quiet >"$TMP/loadtest.log" 2>&1 || true ;;
         full)
-            for i in $(seq 1 16); do
+            for i in $(seq 1 "$CONNS"); do
                 taskset -c 1 timeout $(($1 + 60)) openssl s_time -connect "127.0.0.1:$PORT" -new -www / -time "$1" >"$TMP/s_time.$i.log" 2>&1 &
             done
             wait ;;
@@ -152,9 +155,9 @@ if total:  # recorded with the count
 fi
 if [ "${RESULT_NAME:-}" != none ]; then
     python3 "$HERE/../record-result.py" "${RESULT_NAME:-instructions-tls-$DRIVE-$SERVER}" --command "$COMMAND" \
-        --driver "$(case "$DRIVE" in keepalive) echo "wrk -t1 -c100" ;; close) echo "wrk -t1 -c16, Connection: close" ;;
-                    resume) echo "loadtest http -c 16 --tls-resume, Connection: close" ;; full) echo "16 openssl s_time -new" ;; esac)" \
+        --driver "$(case "$DRIVE" in keepalive) echo "wrk -t1 -c$CONNS" ;; close) echo "wrk -t1 -c$CONNS, Connection: close" ;;
+                    resume) echo "loadtest http -c $CONNS --tls-resume, Connection: close" ;; full) echo "$CONNS openssl s_time -new" ;; esac)" \
         --figure "server=$SERVER" --figure "drive=$DRIVE" --figure "unit=$UNIT" --figure "instructions=$PER" \
-        --figure "operations=$((b[1] - a[1]))" --figure "short_s=$SHORT" --figure "long_s=$LONG" \
+        --figure "operations=$((b[1] - a[1]))" --figure "connections=$CONNS" --figure "short_s=$SHORT" --figure "long_s=$LONG" \
         $( [ -s "$TMP/top.json" ] && echo --figures-json "$TMP/top.json") >&2
 fi
