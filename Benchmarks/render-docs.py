@@ -296,10 +296,12 @@ def plural(n, word):
 
 def load_warning(result):
     """A sentence for a wall-clock run made on a machine busier than its cores: its microseconds swing."""
-    load, cores = result["machine"].get("loadavg_at_end"), result["machine"].get("nproc") or 1
-    if not load or float(load.split()[0]) <= cores:
+    loads = [result["machine"].get("loadavg_at_end"), result["figures"].get("loadavg_start")]
+    loads = [float(text.split()[0]) for text in loads if text]
+    cores = result["machine"].get("nproc") or 1
+    if not loads or max(loads) <= cores:
         return ""
-    return (f" The load was high (a load average of {float(load.split()[0]):g} on {cores} cores, from other work): "
+    return (f" The load was high (a load average of up to {max(loads):g} on {cores} cores, from other work): "
             "a round's microseconds swing with it, so compare the servers within the run, and prefer the "
             "[instruction counts](#instructions-per-tls-request-and-handshake).")
 
