@@ -8,7 +8,9 @@ The benchmark scripts call it when a run ends; docs/benchmarks.md is rendered fr
 (Benchmarks/render-docs.py), so a figure in the docs is always one recorded run's. Next to the figures it
 stores the date (UTC), the commit and whether Sources/ had uncommitted changes, the machine (nproc, CPU model,
 kernel, the load average when the run ended) and the command. VALUEs that parse as numbers are stored as
-numbers. RESULTS_DIR (default: Benchmarks/results) changes where the file goes.
+numbers. RESULTS_DIR (default: Benchmarks/results) changes where the file goes; BENCH_NOTE, when set, is
+stored as the run's note (what a reader of its table must know, such as a peer left out and why) unless
+--note gives one.
 """
 import argparse
 import datetime
@@ -69,7 +71,7 @@ def record(name, command, figures, driver=None, note=None, started=None):
         "machine": machine(),
         "command": command,
         "driver": driver,
-        "note": note,
+        "note": note or os.environ.get("BENCH_NOTE") or None,
         "figures": figures,
     }
     result = {k: v for k, v in result.items() if v is not None}

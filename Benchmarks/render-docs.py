@@ -77,7 +77,8 @@ def run_line(result, extra=""):
         text += f", {extra}"
     if load:
         text += f"; load average at the end {load.split()[0]}"
-    return text + f"; `{result['command']}`."
+    text += f"; `{result['command']}`."
+    return text + (f" {result['note']}" if result.get("note") else "")
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -269,6 +270,181 @@ def render_tcp_generators(results):
     return "\n".join(lines) + "\n\n" + run_line(result, extra) + "\n"
 
 
+# ---------------------------------------------------------------------------------------------------------
+# TLS: tls-handshake-cpu.sh, tls-compare.sh and profile/tls-instructions-per-request.sh
+
+TLS_SERVERS = [("ours", "ours (`http-hello`)"), ("nginx", "nginx (1 worker)"),
+               ("nio", "swift-nio-ssl (`nio-https-server`)")]
+TLS_CASES = {
+    "full": ("full handshake + 1 request, 16 `openssl s_time -new` clients", "µs per connection"),
+    "resume": ("resumed handshake + 1 request, 16 in parallel (`loadtest http --tls-resume`, `Connection: close`)",
+               "µs per connection"),
+    "close": ("new connection per request, `wrk -t1 -c16 -H 'Connection: close'` (wrk resumes sessions)",
+              "µs per connection"),
+    "keepalive": ("HTTPS hello, keep-alive, 100 connections (`wrk -t1 -c100`)", "µs per request"),
+    "plain": ("plain HTTP hello, keep-alive, 100 connections (the same without TLS)", "µs per request"),
+    "idle": ("idle TLS connection after its handshake", "bytes per connection: RSS (malloc in use)"),
+    "idlereq": ("idle TLS keep-alive connection after one request", "bytes per connection: RSS (malloc in use)"),
+    "idleplain": ("idle plain TCP connection (the same client without TLS)", "bytes per connection: RSS (malloc in use)"),
+}
+NOT_MEASURED = "not in this run"
+
+
+def plural(n, word):
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def load_warning(result):
+    """A sentence for a wall-clock run made on a machine busier than its cores: its microseconds swing."""
+    loads = [result["machine"].get("loadavg_at_end"), result["figures"].get("loadavg_start")]
+    loads = [float(text.split()[0]) for text in loads if text]
+    cores = result["machine"].get("nproc") or 1
+    if not loads or max(loads) <= cores:
+        return ""
+    return (f" The load was high (a load average of up to {max(loads):g} on {cores} cores, from other work): "
+            "a round's microseconds swing with it, so compare the servers within the run, and prefer the "
+            "[instruction counts](#instructions-per-tls-request-and-handshake).")
+
+
+def tls_ratio(ours, peer):
+    return f"{ours / peer:.2f}" if ours and peer else ""
+
+
+def render_tls_full(results):
+    result = results.get("tls-handshake-cpu")
+    if result is None:
+        return missing("Benchmarks/tls-handshake-cpu.sh")
+    figures = result["figures"]
+    servers = figures["servers"]
+    ours = (servers.get("ours") or {}).get("cost")
+    lines = ["| server | server CPU µs per full handshake (user + system) | ours ÷ this | every round | connections per round |",
+             "| --- | ---: | ---: | --- | --- |"]
+    for key, title in TLS_SERVERS:
+        entry = servers.get(key)
+        if entry is None:
+            lines.append(f"| {title} | {NOT_MEASURED} | | | |")
+            continue
+        ratio = tls_ratio(ours, entry["cost"]) if key != "ours" else ""
+        lines.append(f"| {title} | {entry['cost']:.1f} ({entry['user']:.1f} + {entry['system']:.1f}) | {ratio} | "
+                     + ", ".join(f"{v:.1f}" for v in entry["rounds"]) + " | "
+                     + ", ".join(f"{c:,}" for c in entry["connections"]) + " |")
+    extra = f"{plural(figures['rounds'], 'round')} of {figures['seconds']:g} s, servers alternating"
+    return "\n".join(lines) + "\n\n" + run_line(result, extra) + load_warning(result) + "\n"
+
+
+def tls_cell(case, entry):
+    if entry is None:
+        return NOT_MEASURED
+    if case.startswith("idle"):
+        text = count(entry.get("rss"))
+        return text + (f" ({count(entry['heap'])})" if entry.get("heap") is not None else "")
+    if entry.get("cost") is None:
+        return "–"
+    text = f"{entry['cost']:.1f}"
+    if entry.get("rate"):
+        text += f" · {entry['rate'] / 1000:,.1f}k/s" if entry["rate"] >= 1000 else f" · {entry['rate']:,.0f}/s"
+    if entry.get("errors"):
+        text += f" ({entry['errors']:,} errors)"
+    return text
+
+
+def tls_value(case, entry):
+    return None if entry is None else entry.get("rss" if case.startswith("idle") else "cost")
+
+
+def render_tls_cases(results, cases, command, driver):
+    result = results.get("tls-servers")
+    recorded = result["figures"]["cases"] if result else {}
+    cases = [c for c in cases if c in recorded]
+    if not cases:
+        return missing(command)
+    figures = result["figures"]
+
+    def entry(case, key):
+        servers = recorded[case]
+        return servers.get(key + "-plain") if case in ("plain", "idleplain") else servers.get(key)
+
+    columns = TLS_SERVERS
+    header = ["case", "unit"] + [t for _, t in columns] + ["ours ÷ nginx", "ours ÷ swift-nio-ssl"]
+    lines = ["| " + " | ".join(header) + " |", "| --- | --- |" + " ---: |" * (len(header) - 2)]
+    for case in cases:
+        ours = tls_value(case, entry(case, "ours"))
+        # The plain cases have no swift-nio-ssl server: their column stays empty.
+        cells = ["" if case in ("plain", "idleplain") and k == "nio" else tls_cell(case, entry(case, k))
+                 for k, _ in columns]
+        title, unit = TLS_CASES[case]
+        lines.append("| " + " | ".join([title, unit] + cells + [tls_ratio(ours, tls_value(case, entry(case, "nginx"))),
+                                                                tls_ratio(ours, tls_value(case, entry(case, "nio")))]) + " |")
+    rounds = figures.get("rounds")
+    extra = f"{plural(rounds, 'round')} of {figures.get('duration_s'):g} s windows, servers alternating"
+    if any(c.startswith("idle") for c in cases):
+        extra += f", {figures.get('idle_connections'):,} idle connections held"
+    out = "\n".join(lines) + "\n\n" + run_line(dict(result, driver=driver), extra) + load_warning(result) + "\n"
+    if rounds and rounds > 1:
+        out += ("\nEvery round, in order (the table above gives the medians):\n\n| case | " +
+                " | ".join(t for _, t in columns) + " |\n| --- |" + " --- |" * len(columns) + "\n")
+        for case in cases:
+            cells = []
+            for key, _ in columns:
+                e = entry(case, key)
+                values = e["rounds"] if e else []
+                cells.append(", ".join("–" if v is None else (f"{v:,.0f}" if case.startswith("idle") else f"{v:.1f}")
+                                       for v in values))
+            out += "| " + " | ".join([TLS_CASES[case][0]] + cells) + " |\n"
+    return out
+
+
+TLS_DRIVES = [("keepalive", "keep-alive request"), ("full", "full handshake + 1 request"),
+              ("resume", "resumed handshake + 1 request (`--tls-resume`)"),
+              ("close", "new connection per request (wrk, resumed)")]
+
+
+def render_tls_instructions(results):
+    used = []
+    drives = [(d, t) for d, t in TLS_DRIVES if any(f"instructions-tls-{d}-{k}" in results for k, _ in TLS_SERVERS)]
+    if not drives:
+        return missing("Benchmarks/profile/tls-instructions-per-request.sh ours")
+    lines = ["| server | " + " | ".join(t for _, t in drives) + " |", "| --- |" + " ---: |" * len(drives)]
+    ours = {d: (results.get(f"instructions-tls-{d}-ours") or {}).get("figures", {}).get("instructions") for d, _ in drives}
+    for key, title in TLS_SERVERS:
+        cells = []
+        for drive, _ in drives:
+            result = results.get(f"instructions-tls-{drive}-{key}")
+            if result is None:
+                cells.append(NOT_MEASURED)
+                continue
+            used.append(result)
+            value = result["figures"]["instructions"]
+            ratio = tls_ratio(ours[drive], value) if key != "ours" else ""
+            cells.append(count(value) + (f" (ours ÷ this {ratio})" if ratio else ""))
+        lines.append(f"| {title} | " + " | ".join(cells) + " |")
+    if not any(r["figures"]["server"] == "nio" for r in used):
+        lines.append("\nswift-nio-ssl is not in these runs: `tls-instructions-per-request.sh nio` measures it once "
+                     "`nio-https-server` is built (the Benchmarks package).")
+    dates = sorted(when(r) for r in used)
+    loads = sorted(float(r["machine"]["loadavg_at_end"].split()[0]) for r in used if r["machine"].get("loadavg_at_end"))
+    out = "\n".join(lines) + "\n\n"
+    out += (f"Runs: {dates[0]} to {dates[-1]}, each server alone under callgrind (load average at the end "
+            f"{loads[0]:g} to {loads[-1]:g}; the counts do not depend on it); every count divides the difference "
+            "between a short and a long run by the requests or connections done between them. The commands, from "
+            "the repository root:\n\n```sh\n")
+    for result in sorted(used, key=lambda r: r["name"]):
+        out += result["command"] + "\n"
+    out += "```\n"
+    for drive, what in (("full", "a full handshake"), ("keepalive", "a keep-alive request")):
+        top = (results.get(f"instructions-tls-{drive}-ours") or {}).get("figures", {}).get("top")
+        if top:
+            out += (f"\nWhere our server's instructions for {what} go (the same run's steady window, inclusive "
+                    "cost below the event loop's own frames, as instructions per "
+                    f"{'connection' if drive == 'full' else 'request'}; a function's cost includes its callees'):\n\n"
+                    "| instructions | share | function |\n| ---: | ---: | --- |\n")
+            out += "".join(f"| {row['instructions']:,} | {row['share'] * 100:.1f}% | `{row['function']}` |\n"
+                           for row in top if not row["function"].startswith("0x"))
+    if "| share |" in out:
+        out += "\nFunctions inside libcrypto and libssl that Debian's libraries name by address only are left out.\n"
+    return out
+
+
 def svg_text(results):
     """The chart of the loadgen-driven comparison (the table it sits under), or of the loadtest one."""
     for name in ("servers-loadgen", "servers-loadtest"):
@@ -291,6 +467,14 @@ RENDERERS = {
     "udp-servers": render_udp_servers,
     "udp-generators": render_udp_generators,
     "tcp-generators": render_tcp_generators,
+    "tls-full": render_tls_full,
+    "tls-resumed": lambda r: render_tls_cases(r, ["resume", "close"], "Benchmarks/tls-compare.sh --only resume",
+                                              "loadtest (1 loop; wrk for the wrk row)"),
+    "tls-keepalive": lambda r: render_tls_cases(r, ["keepalive", "plain"], "Benchmarks/tls-compare.sh --only keepalive",
+                                                "wrk (1 thread)"),
+    "tls-idle": lambda r: render_tls_cases(r, ["idle", "idlereq", "idleplain"], "Benchmarks/tls-compare.sh --only idle",
+                                           "tls-idle-client.py"),
+    "tls-instructions": render_tls_instructions,
 }
 
 

@@ -1,18 +1,23 @@
 #!/usr/bin/env bash
 # tls-compare.sh: our HTTPS server (http-hello --tls-cert/--tls-key) beside nginx and swift-nio-ssl
-# (nio-https-server), driven by wrk, openssl s_time and a Python asyncio+ssl client.
+# (nio-https-server), driven by wrk, loadtest, openssl s_time and a Python asyncio+ssl client.
 #
-# Generates a throw-away ECDSA P-256 certificate and key in a temp dir (removed at exit), builds http-hello
-# (root package, release) and nio-https-server (this package, release), then, round after round, runs every
+# Generates a throw-away ECDSA P-256 certificate and key in a temp dir (removed at exit), builds http-hello and
+# loadtest (root package, release) and nio-https-server (this package, release), then, round after round, runs every
 # server of every case in turn, the server pinned to core 0 and the client to core 1, and prints one
 # Markdown table per case: the median over rounds of server CPU µs per operation (utime+stime from
 # /proc/PID/stat before and after the measured window, divided by the operations the client completed: the
 # primary figure), operations per second, and the ratio to nginx. The machine is noisy: compare ratios.
+# The medians and every round are recorded as Benchmarks/results/tls-servers.json (record-result.py; --record
+# NAME for another name), which docs/benchmarks.md's TLS tables are rendered from (render-docs.py).
 #
 #   keepalive  HTTPS "hello", keep-alive, wrk -t1 -c100: server CPU µs per request, requests/s
 #   close      wrk -t1 -c16 -H 'Connection: close': one connection per request. wrk keeps its SSL object
 #              across reconnects, so these are resumed TLS 1.3 handshakes (PSK + ECDHE, no certificate
 #              signature), whenever the server issues session tickets: server CPU µs per connection
+#   resume     loadtest http -c 16 --tls-resume -H 'Connection: close' (one loop): the client asks for
+#              resumption, so every connection after the first is a resumed handshake and one request:
+#              server CPU µs per connection (loadtest --server-pid, over its window)
 #   full       16 × `openssl s_time -new -www /` (HTTP/1.0, the server closes): a full handshake, one
 #              request: server CPU µs per connection
 #   idle       heap per idle TLS connection after its handshake: tls-idle-client.py opens N connections,
@@ -30,13 +35,16 @@
 #   --quick            3 s windows, 1 round
 #   --duration S       measured window per run (default 10)
 #   --rounds N         rounds (default 2)
-#   --only LIST        cases, comma-separated (default all): keepalive close full idle idlereq plain idleplain
+#   --only LIST        cases, comma-separated (default all): keepalive close resume full idle idlereq plain
+#                      idleplain
 #   --servers LIST     only these servers, comma-separated (ours nginx nio ours-plain nginx-plain); without
 #                      nio, nio-https-server is neither built nor needed
 #   --idle N           connections in the idle case (default 2000)
 #   --out DIR          where raw results go (default /tmp/tls-compare-YYYYmmdd-HHMMSS)
 #   --no-build         use the binaries already built
 #   --report DIR       only print the tables of an earlier run's DIR
+#   --record NAME      record the run as Benchmarks/results/NAME.json (default tls-servers)
+#   --no-record        record nothing (a trial run)
 #
 # Needs nginx, wrk, openssl, gdb (malloc figures; skipped without it) and python3. Everything listens on
 # 127.0.0.1 only; every process the script starts is killed when it exits; every run is bounded by timeout.
@@ -56,7 +64,8 @@ OUT=""
 BUILD=1
 REPORT_ONLY=""
 IDLE_CONNECTIONS=2000
-ALL_CASES="keepalive close full idle idlereq plain idleplain"
+ALL_CASES="keepalive close resume full idle idlereq plain idleplain"
+RECORD=tls-servers
 ARGS_TEXT="$*"
 
 while [ $# -gt 0 ]; do
@@ -70,6 +79,8 @@ while [ $# -gt 0 ]; do
         --out) OUT="$2"; shift ;;
         --no-build) BUILD=0 ;;
         --report) REPORT_ONLY="$2"; shift ;;
+        --record) RECORD="$2"; shift ;;
+        --no-record) RECORD="" ;;
         -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
         *) echo "tls-compare.sh: unknown option $1 (try --help)" >&2; exit 2 ;;
     esac
@@ -101,20 +112,23 @@ trap 'echo "tls-compare.sh: interrupted" >&2; exit 130' INT TERM
 # Build and certificate
 
 wanted() { [ -z "$SERVERS" ] || [[ "$SERVERS" == *" $1 "* ]]; }
+needs_loadtest() { [[ " $CASES " == *" resume "* ]]; }  # only the resume case drives with loadtest
 
 ROOT_BIN="$ROOT_BUILD/release"
 BENCH_BIN="$BENCH_BUILD/release"
 if [ "$BUILD" = 1 ]; then
-    log "building http-hello (root package, release)"
-    (cd "$ROOT_DIR" && swift build -c release --scratch-path "$ROOT_BUILD" --product http-hello >"$OUT/build-http-hello.log" 2>&1) \
-        || { tail -30 "$OUT/build-http-hello.log" >&2; exit 1; }
+    for product in http-hello $(needs_loadtest && echo loadtest); do
+        log "building $product (root package, release)"
+        (cd "$ROOT_DIR" && swift build -c release -Xcc -gdwarf-4 --scratch-path "$ROOT_BUILD" --product "$product" \
+            >"$OUT/build-$product.log" 2>&1) || { tail -30 "$OUT/build-$product.log" >&2; exit 1; }
+    done
     if wanted nio; then
         log "building nio-https-server (Benchmarks package, release)"
         (cd "$BENCH_DIR" && swift build -c release --scratch-path "$BENCH_BUILD" --product nio-https-server >"$OUT/build-nio-https-server.log" 2>&1) \
             || { tail -30 "$OUT/build-nio-https-server.log" >&2; exit 1; }
     fi
 fi
-for bin in "$ROOT_BIN/http-hello" $(wanted nio && echo "$BENCH_BIN/nio-https-server"); do
+for bin in "$ROOT_BIN/http-hello" $(needs_loadtest && echo "$ROOT_BIN/loadtest") $(wanted nio && echo "$BENCH_BIN/nio-https-server"); do
     [ -x "$bin" ] || { echo "tls-compare.sh: missing $bin (run without --no-build)" >&2; exit 1; }
 done
 
@@ -137,7 +151,7 @@ CLK_TCK="$(getconf CLK_TCK)"
 servers_of() {
     local all name
     case "$1" in
-        keepalive|close|full|idle|idlereq) all="ours nginx nio" ;;
+        keepalive|close|resume|full|idle|idlereq) all="ours nginx nio" ;;
         plain|idleplain) all="ours-plain nginx-plain" ;;
         *) echo "tls-compare.sh: unknown case $1" >&2; exit 2 ;;
     esac
@@ -291,6 +305,26 @@ measure_idle() { # case server round port tag
     log "  $tag: ${ready:-no ready line}; RSS $rss0 -> $rss1 KiB, fds $fd0 -> $fd1, malloc in use ${heap0:-?} -> ${heap1:-?}"
 }
 
+# loadtest http with session resumption, one request per connection: its server CPU over its window.
+measure_resume() { # case server round port tag
+    local case_="$1" server="$2" round="$3" port="$4" tag="$5" figures
+    taskset -c 1 timeout --kill-after=5 $((WARMUP + DURATION + 60)) "$ROOT_BIN/loadtest" http \
+        --url "$(url_of "$server" "$port")" --insecure --tls-resume -H 'Connection: close' -c 16 --loops 1 \
+        --warmup "${WARMUP}s" --duration "${DURATION}s" --server-pid "$SERVER_PID" --json "$OUT/$tag.json" --quiet \
+        >"$OUT/$tag.loadtest.log" 2>&1 || log "  $tag: loadtest exited with $? (see $OUT/$tag.loadtest.log)"
+    figures="$(python3 - "$OUT/$tag.json" <<'PY' || true
+import json, sys
+run = json.load(open(sys.argv[1]))
+print(run.get("server_cpu_s") or 0, run.get("requests") or 0, round(run.get("requests_per_second") or 0, 1),
+      (run.get("errors") or {}).get("total", 0), run.get("server_us_per_request") or "")
+PY
+)"
+    read -r cpu requests rps errors us <<<"${figures:-0 0 0 0}"
+    record case:="$case_" server:="$server" round="$round" cpu_s="$cpu" operations="$requests" per_second="$rps" \
+        errors="$errors" us_per_op="${us:-}" loadavg:="$(cat /proc/loadavg)"
+    log "  $case_.$server.r$round: $requests connections, $rps/s, server ${us:-?} µs/connection, errors $errors"
+}
+
 measure() { # case server round
     local case_="$1" server="$2" round="$3" port tag
     port="$(free_port)"
@@ -299,6 +333,7 @@ measure() { # case server round
     case "$case_" in
         keepalive|close|plain) measure_wrk "$case_" "$server" "$round" "$port" "$tag" ;;
         full) measure_full "$case_" "$server" "$round" "$port" "$tag" ;;
+        resume) measure_resume "$case_" "$server" "$round" "$port" "$tag" ;;
         idle|idlereq|idleplain) measure_idle "$case_" "$server" "$round" "$port" "$tag" ;;
     esac
     kill -0 "$SERVER_PID" 2>/dev/null || log "  $tag: the server died (see $OUT/$tag.server.log)"
@@ -310,6 +345,7 @@ measure() { # case server round
 
 {
     echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+    echo "swift: $(swift --version 2>/dev/null | grep -o 'Swift version [^ ]* ([^)]*)' | head -1)"
     echo "command: Benchmarks/tls-compare.sh${ARGS_TEXT:+ $ARGS_TEXT}"
     echo "commit: $(git -C "$ROOT_DIR" rev-parse --short HEAD 2>/dev/null || echo unknown)"
     echo "cpu: $(nproc) x $(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)"
@@ -318,6 +354,10 @@ measure() { # case server round
     echo "wrk: $(wrk -v 2>&1 | head -1)"
     echo "openssl: $(openssl version)"
     echo "windows: ${DURATION} s after ${WARMUP} s warm-up, $ROUNDS round(s), idle $IDLE_CONNECTIONS connections"
+    echo "duration_s: $DURATION"
+    echo "warmup_s: $WARMUP"
+    echo "rounds: $ROUNDS"
+    echo "idle_connections: $IDLE_CONNECTIONS"
     echo "loadavg at start: $(cat /proc/loadavg)"
 } >"$OUT/meta.txt"
 : >"$OUT/results.jsonl"
@@ -333,4 +373,4 @@ for round in $(seq 1 "$ROUNDS"); do
 done
 echo "loadavg at end: $(cat /proc/loadavg)" >>"$OUT/meta.txt"
 
-python3 "$BENCH_DIR/tls-compare-report.py" "$OUT"
+python3 "$BENCH_DIR/tls-compare-report.py" "$OUT" ${RECORD:+--record "$RECORD"}

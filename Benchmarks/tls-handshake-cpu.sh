@@ -7,11 +7,17 @@
 #
 # Each run: the server pinned to core 0, 16 `openssl s_time -new -www /` clients on core 1 for SECONDS_PER_RUN,
 # utime and stime of the server from /proc/PID/stat before and after, divided by the connections the clients
-# completed. Prints one line per run and the medians. A throw-away ECDSA P-256 certificate; everything on
-# 127.0.0.1. Binaries: ROOT_BUILD (../.build-compare) and BENCH_BUILD (.build-peers), release, as tls-compare.sh
+# completed. Prints one line per run and the medians, and records them (every round too) as
+# Benchmarks/results/tls-handshake-cpu.json (record-result.py; RESULT_NAME for another name, RESULT_NAME=none
+# for none), which docs/benchmarks.md's TLS table is rendered from. A throw-away ECDSA P-256 certificate;
+# everything on 127.0.0.1. Binaries: ROOT_BUILD (../.build-compare) and BENCH_BUILD (.build-peers), release, as tls-compare.sh
 # builds them. Needs nginx and openssl; noisy on a shared machine: compare ratios.
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+COMMAND="$(for v in ROUNDS SECONDS_PER_RUN SERVERS; do
+    case "${!v:-}" in "") ;; *" "*) printf '%s="%s" ' "$v" "${!v}" ;; *) printf '%s=%s ' "$v" "${!v}" ;; esac
+done)Benchmarks/tls-handshake-cpu.sh"
+STARTED="$(date -u +%Y-%m-%dT%H:%M:%SZ)"
 ROOT_BUILD="${ROOT_BUILD:-$HERE/../.build-compare}"
 BENCH_BUILD="${BENCH_BUILD:-$HERE/.build-peers}"
 ROUNDS="${ROUNDS:-4}"
@@ -64,20 +70,33 @@ for round in $(seq "$ROUNDS"); do
     for name in $SERVERS; do
         read -r user sys conns < <(run "$name")
         echo "round $round $name: $conns connections, user $user µs, system $sys µs per connection"
-        echo "$name $user $sys" >>"$TMP/results"
+        echo "$name $user $sys $conns" >>"$TMP/results"
     done
 done
-python3 - "$TMP/results" $SERVERS <<'PY'
-import statistics, sys
-rows = [line.split() for line in open(sys.argv[1])]
-medians = {}
-for name in sys.argv[2:]:
-    mine = [(float(u), float(s)) for n, u, s in rows if n == name]
-    medians[name] = statistics.median(u + s for u, s in mine)
-    print(f"{name}: median {medians[name]:.1f} µs per connection (user {statistics.median(u for u, _ in mine):.1f}, "
-          f"system {statistics.median(s for _, s in mine):.1f})")
+NGINX_VERSION="$(nginx -v 2>&1 | grep -o 'nginx/[0-9.]*' || true)"
+python3 - "$TMP/results" "$HERE/record-result.py" "${RESULT_NAME:-tls-handshake-cpu}" "$COMMAND" "$STARTED" \
+    "$ROUNDS" "$SECONDS_PER_RUN" "$NGINX_VERSION" $SERVERS <<'PY'
+import importlib.util, statistics, sys
+results, recorder_file, name, command, started, rounds, seconds, nginx = sys.argv[1:9]
+rows = [line.split() for line in open(results)]
+medians, servers = {}, {}
+for server in sys.argv[9:]:
+    mine = [(float(u), float(s), int(c)) for n, u, s, c in rows if n == server]
+    medians[server] = statistics.median(u + s for u, s, _ in mine)
+    user, system = statistics.median(u for u, _, _ in mine), statistics.median(s for _, s, _ in mine)
+    print(f"{server}: median {medians[server]:.1f} µs per connection (user {user:.1f}, system {system:.1f})")
+    servers[server] = {"cost": medians[server], "user": user, "system": system, "unit": "µs/conn",
+                       "rounds": [round(u + s, 1) for u, s, _ in mine], "connections": [c for _, _, c in mine]}
 if "ours" in medians:
-    for name, value in medians.items():
-        if name != "ours":
-            print(f"ours / {name}: {medians['ours'] / value:.2f}")
+    for server, value in medians.items():
+        if server != "ours":
+            print(f"ours / {server}: {medians['ours'] / value:.2f}")
+if name != "none":
+    spec = importlib.util.spec_from_file_location("record_result", recorder_file)
+    recorder = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(recorder)
+    figures = {"rounds": int(rounds), "seconds": float(seconds), "clients": 16, "nginx": nginx or None,
+               "servers": servers}
+    print("recorded", recorder.record(name, command, figures, driver="16 openssl s_time -new clients",
+                                      started=started))
 PY

@@ -12,14 +12,24 @@
 # shutdown cancel out. The longer run is also profiled in a steady window alone (callgrind_control dumps
 # a part 30% of the way in and another at 80%; the second is the window) and the top functions by inclusive cost are printed as
 # instructions per request (share of the window × the per-request figure). Uses a throw-away ECDSA P-256
-# certificate; Swift symbols are demangled with `swift demangle` when it is there. Binaries: ROOT_BUILD (../../.build-compare) and BENCH_BUILD (../.build-peers), release.
+# certificate; Swift symbols are demangled with `swift demangle` when it is there. Binaries: ROOT_BUILD
+# (../../.build-compare) and BENCH_BUILD (../.build-peers), release.
+#
+# The count is recorded as Benchmarks/results/instructions-tls-DRIVE-SERVER.json (record-result.py;
+# RESULT_NAME for another name, RESULT_NAME=none for none), which docs/benchmarks.md's TLS instruction table is
+# rendered from.
 #
 # Environment: TOP (15), PORT (19443), KEEP (a directory to keep the callgrind files in), SHORT and LONG (the two
-# runs' seconds, 4 and 10; a loaded machine may need 10 and 20 for keep-alive), DRIVE:
+# runs' seconds, 4 and 10; a loaded machine may need 10 and 20 for keep-alive), CONNS (the connections or
+# clients below, 100 for keepalive and 16 otherwise: fewer let a loaded machine, on which valgrind runs slowly,
+# finish the keep-alive handshakes early and leave fewer handshakes unfinished at the end of a run), DRIVE:
 #   keepalive (default)  wrk -t1 -c100: per request
 #   close                wrk -t1 -c16 -H 'Connection: close': per connection (wrk resumes TLS 1.3 sessions)
+#   resume               loadtest http -c 16 --tls-resume -H 'Connection: close' (ROOT_BUILD's loadtest): per
+#                        connection, each a resumed handshake the client asked for
 #   full                 16 × openssl s_time -new -www /: per connection, full handshakes
 set -euo pipefail
+COMMAND="$(for v in DRIVE CONNS SHORT LONG; do [ -z "${!v:-}" ] || printf '%s=%s ' "$v" "${!v}"; done)Benchmarks/profile/tls-instructions-per-request.sh ${1:-}"
 [ $# -eq 1 ] || { echo "usage: $0 ours|ours-plain|nginx|nio" >&2; exit 2; }
 SERVER="$1"
 HERE="$(cd "$(dirname "$0")" && pwd)"
@@ -28,6 +38,7 @@ BENCH_BUILD="${BENCH_BUILD:-$HERE/../.build-peers}"
 PORT="${PORT:-19443}"
 TOP="${TOP:-15}"
 DRIVE="${DRIVE:-keepalive}"
+CONNS="${CONNS:-$([ "$DRIVE" = keepalive ] && echo 100 || echo 16)}"
 SHORT="${SHORT:-4}"  # seconds of the two runs; longer where a loaded machine leaves the short one no time
 LONG="${LONG:-10}"   # past its 100 handshakes under valgrind
 TMP="$(mktemp -d /tmp/tls-ir.XXXXXX)"
@@ -56,14 +67,17 @@ esac
 drive() { # seconds: the load, on core 1, until it ends by itself
     local i
     case "$DRIVE" in
-        keepalive) taskset -c 1 timeout $(($1 + 60)) wrk -t1 -c100 -d "${1}s" "$URL" >"$TMP/wrk.log" 2>&1 || true ;;
-        close) taskset -c 1 timeout $(($1 + 60)) wrk -t1 -c16 -H 'Connection: close' -d "${1}s" "$URL" >"$TMP/wrk.log" 2>&1 || true ;;
+        keepalive) taskset -c 1 timeout $(($1 + 60)) wrk -t1 "-c$CONNS" -d "${1}s" "$URL" >"$TMP/wrk.log" 2>&1 || true ;;
+        close) taskset -c 1 timeout $(($1 + 60)) wrk -t1 "-c$CONNS" -H 'Connection: close' -d "${1}s" "$URL" >"$TMP/wrk.log" 2>&1 || true ;;
+        resume) taskset -c 1 timeout $(($1 + 60)) "$ROOT_BUILD/release/loadtest" http --url "$URL" --insecure --tls-resume \
+                    -H 'Connection: close' -c "$CONNS" --loops 1 --warmup 0 --duration "${1}s" --json "$TMP/loadtest.json" \
+                    --quiet >"$TMP/loadtest.log" 2>&1 || true ;;
         full)
-            for i in $(seq 1 16); do
+            for i in $(seq 1 "$CONNS"); do
                 taskset -c 1 timeout $(($1 + 60)) openssl s_time -connect "127.0.0.1:$PORT" -new -www / -time "$1" >"$TMP/s_time.$i.log" 2>&1 &
             done
             wait ;;
-        *) echo "DRIVE is keepalive, close or full" >&2; exit 2 ;;
+        *) echo "DRIVE is keepalive, close, resume or full" >&2; exit 2 ;;
     esac
 }
 
@@ -87,6 +101,9 @@ run() { # seconds out -> "instructions requests"
     VG_PID=""
     if [ "$DRIVE" = full ]; then
         requests="$(cat "$TMP"/s_time.*.log | awk '/connections in .* real seconds/ { n += $1 } END { print n + 0 }')"
+    elif [ "$DRIVE" = resume ]; then
+        requests="$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1])).get("requests", 0))' "$TMP/loadtest.json" 2>/dev/null || echo 0)"
+        rm -f "$TMP/loadtest.json"
     else
         requests="$(awk '/requests in/ { print $1 }' "$TMP/wrk.log")"
     fi
@@ -111,7 +128,7 @@ if [ -n "$WINDOW" ]; then
     command -v swift >/dev/null 2>&1 && DEMANGLE=(swift demangle --simplified)
     callgrind_annotate --inclusive=yes --threshold=100 "$WINDOW" 2>/dev/null | "${DEMANGLE[@]}" \
         | python3 -c '
-import re, sys
+import json, re, sys
 per, top = float(sys.argv[1]), int(sys.argv[2])
 total, rows = None, []
 for line in sys.stdin:
@@ -126,9 +143,21 @@ for line in sys.stdin:
         rows.append((n, name))  # below the frames every request passes through (thread, loop, dispatch)
 print(f"| instructions/{sys.argv[3]} | share | function |")
 print("| ---: | ---: | --- |")
-for n, name in rows[:top]:
-    name = re.sub(r"^.*?:", "", name, count=1) if name.startswith("/") or "???" in name[:4] else name
+rows = [(n, re.sub(r"^.*?:", "", name, count=1) if name.startswith("/") or "???" in name[:4] else name)
+        for n, name in rows[:top]]
+for n, name in rows:
     print(f"| {n / total * per:,.0f} | {n / total * 100:.1f}% | `{name[:110]}` |")
-' "$PER" "$TOP" "$UNIT"
+if total:  # recorded with the count
+    json.dump({"top": [{"instructions": round(n / total * per), "share": round(n / total, 4), "function": name[:110]}
+                       for n, name in rows]}, open(sys.argv[4], "w"))
+' "$PER" "$TOP" "$UNIT" "$TMP/top.json"
     [ -z "${KEEP:-}" ] || { mkdir -p "$KEEP"; cp "$TMP"/callgrind.* "$KEEP"/; }
+fi
+if [ "${RESULT_NAME:-}" != none ]; then
+    python3 "$HERE/../record-result.py" "${RESULT_NAME:-instructions-tls-$DRIVE-$SERVER}" --command "$COMMAND" \
+        --driver "$(case "$DRIVE" in keepalive) echo "wrk -t1 -c$CONNS" ;; close) echo "wrk -t1 -c$CONNS, Connection: close" ;;
+                    resume) echo "loadtest http -c $CONNS --tls-resume, Connection: close" ;; full) echo "$CONNS openssl s_time -new" ;; esac)" \
+        --figure "server=$SERVER" --figure "drive=$DRIVE" --figure "unit=$UNIT" --figure "instructions=$PER" \
+        --figure "operations=$((b[1] - a[1]))" --figure "connections=$CONNS" --figure "short_s=$SHORT" --figure "long_s=$LONG" \
+        $( [ -s "$TMP/top.json" ] && echo --figures-json "$TMP/top.json") >&2
 fi
