@@ -9,6 +9,8 @@ let package = Package(
     products: [
         .library(name: "EpollLoop", targets: ["EpollLoop"]),
         .library(name: "LoopSocket", targets: ["LoopSocket"]),
+        // `import CocoaAsyncSocket`, unchanged: LoopSocket under the module name Apple apps import.
+        .library(name: "CocoaAsyncSocket", targets: ["CocoaAsyncSocket"]),
     ],
     targets: [
         .target(
@@ -29,6 +31,12 @@ let package = Package(
         .target(
             name: "LoopSocket",
             dependencies: ["EpollLoop", "CEpollShim", "COpenSSL"]
+        ),
+        // LoopSocket and what CocoaAsyncSocket's module gives an app besides its own names (Foundation,
+        // Dispatch), so that files written for Apple platforms build here without an edit.
+        .target(
+            name: "CocoaAsyncSocket",
+            dependencies: ["LoopSocket"]
         ),
         .target(
             name: "ExampleSupport",
@@ -85,7 +93,16 @@ let package = Package(
         // symbol fails the build.
         .testTarget(
             name: "AppleSpellingTests",
-            dependencies: ["LoopSocket"]
+            dependencies: ["CocoaAsyncSocket"]
+        ),
+        // CocoaAsyncSocket's own test suite (Tests/Shared), through `import CocoaAsyncSocket`: its Swift files
+        // as written, so in the Swift 5 language mode they were written for; its Objective-C files translated.
+        // Also builds a tiny app package against this one (Fixtures/DualPlatformApp).
+        .testTarget(
+            name: "CocoaAsyncSocketTests",
+            dependencies: ["CocoaAsyncSocket", "SharedTestSupport"],
+            exclude: ["Fixtures"],
+            swiftSettings: [.swiftLanguageMode(.v5)]
         ),
         .testTarget(
             name: "LoadTestTests",

@@ -1,6 +1,4 @@
-import Dispatch
-import Foundation
-import LoopSocket
+import CocoaAsyncSocket
 import XCTest
 
 /// What the spelling files cannot show at compile time: equality, hashing and subclassing behave as for

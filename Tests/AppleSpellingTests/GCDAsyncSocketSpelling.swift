@@ -4,10 +4,8 @@
 // parameter that became non-optional, a label or a pointer type that changed does not slip through an
 // implicit conversion. Apple-only declarations (NetService, CFStream, SSLContext, iOS backgrounding) are
 // listed, commented, where they would be; docs/migrating-from-gcdasyncsocket.md says what to use instead.
-import Dispatch
-import Foundation
-import Glibc
-import LoopSocket
+// The one import is an app's: `CocoaAsyncSocket` brings Foundation, Dispatch and the C library with it.
+import CocoaAsyncSocket
 
 /// The constants and the error type.
 func gcdAsyncSocketConstantsAndError() {

@@ -1,9 +1,7 @@
 // Every declaration of the Swift interface an iOS or macOS app compiles against for CocoaAsyncSocket's
 // GCDAsyncUdpSocket.h, in that spelling, one line each and in the interface's order (see
 // GCDAsyncSocketSpelling.swift for how the lines are written).
-import Dispatch
-import Foundation
-import LoopSocket
+import CocoaAsyncSocket
 
 /// The constants, the error type and the filter block types.
 func gcdAsyncUdpSocketConstantsAndError() {

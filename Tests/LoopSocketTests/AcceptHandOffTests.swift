@@ -54,9 +54,18 @@ final class AcceptHandOffTests: SocketTestCase {
     /// The delegate form of the same race: no accepted socket's callback (its disconnect, here) reaches the
     /// delegate before the listener's `didAcceptNewSocket` for it has returned.
     func testDidAcceptComesBeforeAnyCallbackOfTheAcceptedSocket() throws {
+        try checkDidAcceptComesFirst(queue: nil, clients: 1000)
+    }
+
+    /// The same on a delegate queue, which the accepted sockets inherit: the promise
+    /// docs/migrating-from-gcdasyncsocket.md makes ("Callbacks of two sockets on one queue").
+    func testDidAcceptComesBeforeAnyCallbackOfTheAcceptedSocketOnADelegateQueue() throws {
+        try checkDidAcceptComesFirst(queue: makeQueue("accept-order"), clients: 200)
+    }
+
+    private func checkDidAcceptComesFirst(queue: DispatchQueue?, clients: Int) throws {
         let delegate = makeDelegate("server")
-        let server = try makeServer(delegate)
-        let clients = 1000
+        let server = try makeServer(delegate, queue: queue)
         for _ in 0..<clients {
             try RawSocket(connectTo: "127.0.0.1", port: server.localPort).resetClose()
         }
@@ -76,6 +85,9 @@ final class AcceptHandOffTests: SocketTestCase {
             default:
                 XCTAssertTrue(acceptedSoFar.contains(record.socket), "\(record.event) before didAcceptNewSocket")
             }
+        }
+        if queue != nil {
+            XCTAssertTrue(delegate.records.allSatisfy { $0.queueTag == "accept-order" && !$0.onLoop })
         }
         server.disconnect()
         settleAll()
