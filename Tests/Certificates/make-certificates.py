@@ -3,7 +3,7 @@
 
 Everything here is for tests on loopback and must never be trusted anywhere else. ECDSA P-256 keys,
 valid for 100 years, except `expired.pem`. Needs Python's `cryptography` package and the `openssl` tool.
-`SecureSocketServer.p12` is not made here: it is CocoaAsyncSocket's (see THIRD_PARTY.md).
+Apple-style `.p12` files (RC2-40 and 3DES) are made by the tests themselves, with `openssl pkcs12 -legacy`.
 """
 import datetime
 import ipaddress

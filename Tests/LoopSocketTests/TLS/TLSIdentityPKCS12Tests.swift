@@ -118,17 +118,6 @@ final class TLSIdentityPKCS12Tests: TLSTestCase {
         assertThrows(.wrongPassword, try TLSIdentity(pkcs12: committed, password: "test-passwore"))
     }
 
-    /// CocoaAsyncSocket's own test identity, made with Apple's tools (see Tests/Certificates/THIRD_PARTY.md),
-    /// with the password its tests give `SecPKCS12Import`.
-    func testCocoaAsyncSocketsSecureSocketServerP12() throws {
-        let data = try Data(contentsOf: URL(fileURLWithPath: TestCertificates.path("SecureSocketServer.p12")))
-        try assertAlgorithms(data, [.rc2_40, .tripleDES], not: [.pbes2])
-        let identity = try TLSIdentity(pkcs12: data, password: "test")
-        XCTAssertEqual(identity.certificates.count, 1)
-        XCTAssertTrue(identity.certificates[0].subject.contains("CN=SecureSocketServer"), identity.certificates[0].subject)
-        assertThrows(.wrongPassword, try TLSIdentity(pkcs12: data, password: "Test"))
-    }
-
     // MARK: Failures, each its own
 
     func testWrongPassword() throws {
