@@ -59,6 +59,11 @@ public final class ChildProcess: @unchecked Sendable {
         errPipe.fileHandleForReading.readabilityHandler = nil
         let restOut = outPipe.fileHandleForReading.readDataToEndOfFile()
         let restErr = errPipe.fileHandleForReading.readDataToEndOfFile()
+        // Closed here, within the calling test: left to the handles' deinit, the pipes closed whenever
+        // Dispatch released the readability sources, sometimes inside the next test, whose descriptor check
+        // then saw a descriptor it did not open closed.
+        try? outPipe.fileHandleForReading.close()
+        try? errPipe.fileHandleForReading.close()
         lock.withLock {
             outData.append(restOut)
             errData.append(restErr)
