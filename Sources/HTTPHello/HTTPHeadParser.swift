@@ -1,4 +1,11 @@
+import Glibc
+
 /// Parses one request head (RFC 9112 §2–§7), strictly: what it cannot frame for certain it refuses.
+///
+/// Lines end with CRLF or, as RFC 9112 §2.2 lets a recipient accept (and nginx does), a bare LF; a CR
+/// anywhere but before an LF is refused. A request line that is not HTTP is refused as soon as it ends, not
+/// when the head is complete: a peer that sends one line of garbage and waits (a TLS test tool, a confused
+/// client) gets its 400 at once rather than at the header timeout.
 ///
 /// A pure function of the bytes buffered so far, so it is tested on its own (HTTPHeadParserTests) and
 /// called again with more bytes while the head is incomplete.
@@ -16,34 +23,66 @@ enum HTTPHeadParser {
 
     /// Parses the head at the start of `bytes`; heads longer than `maxLength` fail with 431.
     static func parse(_ bytes: UnsafeBufferPointer<UInt8>, maxLength: Int) -> Outcome {
-        // RFC 9112 §2.2: empty lines before the request line are ignored.
-        var start = 0
-        while start + 1 < bytes.count, bytes[start] == cr, bytes[start + 1] == lf { start += 2 }
-        guard let end = headEnd(bytes, from: start) else {
+        let start = skipEmptyLines(bytes)
+        guard let (contentEnd, end) = headEnd(bytes, from: start) else {
+            if let failure = refusedRequestLine(bytes, from: start) { return .failed(failure) }
             return bytes.count - start > maxLength ? .failed(.headerTooLarge) : .incomplete
         }
         guard end - start <= maxLength else { return .failed(.headerTooLarge) }
-        switch parseHead(UnsafeBufferPointer(rebasing: bytes[start..<end - 2])) {
+        switch parseHead(UnsafeBufferPointer(rebasing: bytes[start..<contentEnd])) {
         case .success(let head): return .complete(head, length: end)
         case .failure(let failure): return .failed(failure)
         }
     }
 
-    /// The index just past the first `CRLF CRLF` at or after `from`, or nil.
-    static func headEnd(_ bytes: UnsafeBufferPointer<UInt8>, from: Int) -> Int? {
-        var i = from
-        while i + 3 < bytes.count {
-            if bytes[i + 3] != lf {
-                i += bytes[i + 3] == cr ? 1 : 4  // no CRLFCRLF can end before i + 4 unless byte i+3 is CR or LF
-                continue
+    /// RFC 9112 §2.2: empty lines (CRLF or LF) before the request line are ignored. The index past them.
+    static func skipEmptyLines(_ bytes: UnsafeBufferPointer<UInt8>) -> Int {
+        var start = 0
+        while start < bytes.count {
+            if bytes[start] == lf {
+                start += 1
+            } else if bytes[start] == cr, start + 1 < bytes.count, bytes[start + 1] == lf {
+                start += 2
+            } else {
+                break
             }
-            if bytes[i] == cr && bytes[i + 1] == lf && bytes[i + 2] == cr { return i + 4 }
-            i += 1
+        }
+        return start
+    }
+
+    /// The first LF at or after `from`, found by `memchr`, or nil.
+    static func lineFeed(_ bytes: UnsafeBufferPointer<UInt8>, from: Int) -> Int? {
+        guard from < bytes.count, let base = bytes.baseAddress,
+              let found = memchr(base + from, Int32(lf), bytes.count - from) else { return nil }
+        return base.distance(to: found.assumingMemoryBound(to: UInt8.self))
+    }
+
+    /// Where the first empty line at or after `from` starts (`contentEnd`: the head's lines end there) and
+    /// the index just past it (`end`), or nil: an LF whose line is empty, that is, an LF right after the
+    /// previous line's LF, with or without a CR between.
+    static func headEnd(_ bytes: UnsafeBufferPointer<UInt8>, from: Int) -> (contentEnd: Int, end: Int)? {
+        var next = from
+        while let feed = lineFeed(bytes, from: next) {
+            var lineStart = feed
+            if lineStart > from && bytes[lineStart - 1] == cr { lineStart -= 1 }
+            if lineStart > from && bytes[lineStart - 1] == lf { return (lineStart, feed + 1) }
+            next = feed + 1
         }
         return nil
     }
 
-    /// Parses the request line and header lines of `head` (each line ends with CRLF).
+    /// The failure of the request line, once it has ended (its LF has arrived), or nil: it is still
+    /// incomplete, or it is a valid one.
+    static func refusedRequestLine(_ bytes: UnsafeBufferPointer<UInt8>, from start: Int) -> HTTPFailure? {
+        guard let feed = lineFeed(bytes, from: start) else { return nil }
+        var lines = LineIterator(bytes: UnsafeBufferPointer(rebasing: bytes[start...feed]))
+        guard case .some(.some(let line)) = lines.next() else { return .badRequest }
+        var request = HTTPRequestHead()
+        if case .failure(let failure) = parseRequestLine(line, into: &request) { return failure }
+        return nil
+    }
+
+    /// Parses the request line and header lines of `head` (each line ends with CRLF or LF).
     static func parseHead(_ head: UnsafeBufferPointer<UInt8>) -> Result<HTTPRequestHead, HTTPFailure> {
         var lines = LineIterator(bytes: head)
         guard let requestLine = lines.next() else { return .failure(.badRequest) }
@@ -93,7 +132,8 @@ enum HTTPHeadParser {
         }
     }
 
-    /// The lines of a head, each without its CRLF; a line with a bare CR or LF is `nil` (malformed).
+    /// The lines of a head, each without its CRLF or LF; a line with a bare CR, or the last one without its
+    /// line end, is `nil` (malformed).
     struct LineIterator {
         let bytes: UnsafeBufferPointer<UInt8>
         var position = 0
@@ -102,7 +142,11 @@ enum HTTPHeadParser {
             guard position < bytes.count else { return nil }
             var i = position
             while i < bytes.count {
-                if bytes[i] == HTTPHeadParser.lf { position = bytes.count; return .some(nil) }
+                if bytes[i] == HTTPHeadParser.lf {
+                    let line = UnsafeBufferPointer(rebasing: bytes[position..<i])
+                    position = i + 1
+                    return .some(line)
+                }
                 if bytes[i] == HTTPHeadParser.cr {
                     guard i + 1 < bytes.count, bytes[i + 1] == HTTPHeadParser.lf else {
                         position = bytes.count
@@ -115,7 +159,7 @@ enum HTTPHeadParser {
                 i += 1
             }
             position = bytes.count
-            return .some(nil)  // the last line lacks its CRLF
+            return .some(nil)  // the last line lacks its line end
         }
     }
 }

@@ -66,7 +66,6 @@ final class HTTPHeadParserTests: XCTestCase {
     func testFramingAndPersistenceRules() {
         XCTAssertEqual(parse("GET / HTTP/1.1\r\nHost : x\r\n\r\n"), .failed(.badRequest), "whitespace before the colon")
         XCTAssertEqual(parse("GET / HTTP/1.1\r\nHost: x\r\n folded\r\n\r\n"), .failed(.badRequest), "obsolete line folding")
-        XCTAssertEqual(parse("GET / HTTP/1.1\nHost: x\r\n\r\n"), .failed(.badRequest), "a bare LF")
         XCTAssertEqual(parse("GET / HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\n"), .failed(.badRequest))
         XCTAssertEqual(head("GET / HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nContent-Length: 5\r\n\r\n")?.body, .length(5))
         XCTAssertEqual(parse("POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\n\r\n"), .failed(.notImplemented))
@@ -84,6 +83,36 @@ final class HTTPHeadParserTests: XCTestCase {
         XCTAssertEqual(head("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nExpect: 100-Continue\r\n\r\n")?.expectsContinue, true)
         // Empty lines before the request line are skipped (RFC 9112 §2.2) and counted in the length.
         XCTAssertNotNil(head("\r\n\r\nGET / HTTP/1.1\r\nHost: x\r\n\r\n"))
+    }
+
+    /// A bare LF ends a line as CRLF does (RFC 9112 §2.2 lets a recipient accept it; nginx does), with any
+    /// mix of the two; a CR that is not followed by an LF is still refused.
+    func testBareLineFeedsEndLines() {
+        XCTAssertEqual(head("GET / HTTP/1.0\n\n")?.isHTTP10, true)
+        XCTAssertEqual(head("GET / HTTP/1.1\nHost: x\n\n"), HTTPRequestHead())
+        XCTAssertEqual(head("POST / HTTP/1.1\r\nHost: x\nContent-Length: 5\r\n\n")?.body, .length(5))
+        XCTAssertEqual(head("GET / HTTP/1.1\nHost: x\n\r\n"), HTTPRequestHead())
+        XCTAssertNotNil(head("\n\r\nGET / HTTP/1.1\nHost: x\n\n"), "empty lines before the request line")
+        for fragment in ["GET / HTTP/1.1\n", "GET / HTTP/1.1\nHost: x\n", "GET / HTTP/1.1\nHost: x\n\r"] {
+            XCTAssertEqual(parse(fragment), .incomplete, fragment.debugDescription)
+        }
+        XCTAssertEqual(parse("GET / HTTP/1.1\nHost: x\rY: z\n\n"), .failed(.badRequest), "a bare CR")
+        // Pipelined heads with bare LFs: the first ends at its own empty line.
+        let one = "GET /1 HTTP/1.1\nHost: x\n\n"
+        guard case .complete(_, let length) = parse(one + "GET /2 HTTP/1.1\nHost: x\n\n") else { return XCTFail() }
+        XCTAssertEqual(length, one.utf8.count)
+    }
+
+    /// A request line that is not HTTP is refused as soon as its line end arrives, before the rest of a head
+    /// (which may never come); a valid one still waits for the rest.
+    func testABadRequestLineIsRefusedWhenItEnds() {
+        let garbage = String(repeating: "A", count: 300)
+        for request in [garbage + "\n", garbage + "\r\n", "GET /\r\n", "GET / HTTP/1.1 extra\n", "\r\nGET\tx HTTP/1.1\n"] {
+            XCTAssertEqual(parse(request), .failed(.badRequest), request.debugDescription)
+        }
+        XCTAssertEqual(parse("GET / HTTP/2.0\r\n"), .failed(.versionNotSupported))
+        XCTAssertEqual(parse("GET / HTTP/1.1\r\nHost"), .incomplete)
+        XCTAssertEqual(parse(garbage), .incomplete, "no line end yet: it may still become a request line")
     }
 
     /// A head longer than the limit is refused with 431, complete or not.

@@ -200,6 +200,23 @@ final class HTTPHelloServerTests: XCTestCase {
         }
     }
 
+    /// A line that is not a request, ended by CRLF or a bare LF, is answered 400 at once, not at the header
+    /// or idle timeout (an hour here, so only the early answer can arrive within the client's bounded wait); a
+    /// request whose lines end in bare LFs is served.
+    func testABadRequestLineIsAnsweredAtOnceAndBareLineFeedsAreServed() throws {
+        let port = try start { $0.idleTimeout = 3600 }
+        for line in [String(repeating: "A", count: 100) + "\n", "GET /\r\n"] {
+            let client = try HTTPTestClient(port: port)
+            try client.send(line)
+            let (data, reset) = try client.receiveToEnd()
+            XCTAssertEqual(data, HTTPResponses.failure(.badRequest), line.debugDescription)
+            XCTAssertFalse(reset)
+        }
+        let client = try HTTPTestClient(port: port)
+        try client.send("GET / HTTP/1.0\n\n")
+        XCTAssertEqual(try client.receiveToEnd().data, okClose)
+    }
+
     /// A connection that sends nothing is closed after the idle timeout.
     func testIdleConnectionIsClosed() throws {
         let client = try HTTPTestClient(port: try start { $0.idleTimeout = 0.1 })
