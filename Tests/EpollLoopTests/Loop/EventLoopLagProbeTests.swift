@@ -7,26 +7,8 @@ import XCTest
 /// The lag probe: a loop held by a long callback shows it in its lag histogram, which without the probe it
 /// would not (the held loop has no timer due and no task from another thread waiting). Every wait is
 /// bounded and signalled by the loop, or polls a condition with a bound; no test sleeps to synchronise.
-final class EventLoopLagProbeTests: XCTestCase {
-    private var runner: ThreadedLoop!
-
-    override func setUpWithError() throws {
-        runner = try ThreadedLoop(name: "probe-loop")
-        runner.start()
-    }
-
-    override func tearDownWithError() throws {
-        try runner?.stop()
-        runner = nil
-    }
-
-    private var loop: EventLoop { runner.loop }
-
-    /// Waits until the work queued so far has been published (see `LoopMetricsTests.settle`).
-    private func settle() throws {
-        _ = try onLoop(loop) {}
-        _ = try onLoop(loop) {}
-    }
+final class EventLoopLagProbeTests: LoopTestCase {
+    override class var loopName: String { "probe-loop" }
 
     func testALoopHeldByALongCallbackShowsItInTheHistogram() throws {
         try loop.startLagProbe(resolution: .milliseconds(10))

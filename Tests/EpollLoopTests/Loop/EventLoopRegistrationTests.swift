@@ -5,23 +5,19 @@ import XCTest
 @testable import EpollLoop
 
 /// Registering descriptors: readiness, interest changes, deregistration, closing, stale events, fd ownership.
-final class EventLoopRegistrationTests: XCTestCase {
-    private var runner: ThreadedLoop!
+final class EventLoopRegistrationTests: LoopTestCase {
+    override class var loopName: String { "io-loop" }
     private var faults: FaultInjection.Scope!
 
     override func setUpWithError() throws {
         faults = FaultInjection.Scope()
-        runner = try ThreadedLoop(name: "io-loop")
-        runner.start()
+        try super.setUpWithError()
     }
 
     override func tearDownWithError() throws {
         faults.end()
-        try runner?.stop()
-        runner = nil
+        try super.tearDownWithError()
     }
-
-    private var loop: EventLoop { runner.loop }
 
     /// A few round trips through the loop, each at least one full iteration with an `epoll_wait`.
     private func spinLoop(_ times: Int = 3) throws {

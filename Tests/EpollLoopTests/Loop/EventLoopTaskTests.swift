@@ -5,20 +5,8 @@ import XCTest
 @testable import EpollLoop
 
 /// `execute(_:)`, `inEventLoop` and the loop-bound boxes.
-final class EventLoopTaskTests: XCTestCase {
-    private var runner: ThreadedLoop!
-
-    override func setUpWithError() throws {
-        runner = try ThreadedLoop(name: "task-loop")
-        runner.start()
-    }
-
-    override func tearDownWithError() throws {
-        try runner.stop()
-        runner = nil
-    }
-
-    private var loop: EventLoop { runner.loop }
+final class EventLoopTaskTests: LoopTestCase {
+    override class var loopName: String { "task-loop" }
 
     func testInEventLoop() throws {
         XCTAssertFalse(loop.inEventLoop)

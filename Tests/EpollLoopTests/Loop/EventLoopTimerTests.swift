@@ -4,20 +4,8 @@ import XCTest
 @testable import EpollLoop
 
 /// Timers on a running loop: `schedule(after:)`, `schedule(at:)`, `ScheduledTimer.cancel()`.
-final class EventLoopTimerTests: XCTestCase {
-    private var runner: ThreadedLoop!
-
-    override func setUpWithError() throws {
-        runner = try ThreadedLoop(name: "timer-loop")
-        runner.start()
-    }
-
-    override func tearDownWithError() throws {
-        try runner?.stop()
-        runner = nil
-    }
-
-    private var loop: EventLoop { runner.loop }
+final class EventLoopTimerTests: LoopTestCase {
+    override class var loopName: String { "timer-loop" }
 
     /// A record of a timer firing: when, and whether on the loop.
     private struct Firing: Sendable {

@@ -6,27 +6,8 @@ import XCTest
 
 /// `EventLoop.metrics`: counters count what ran, utilisation tells a busy loop from an idle one, late work
 /// shows as lag. Every wait is bounded and signalled by the loop; no test sleeps to synchronise.
-final class LoopMetricsTests: XCTestCase {
-    private var runner: ThreadedLoop!
-
-    override func setUpWithError() throws {
-        runner = try ThreadedLoop(name: "metrics-loop")
-        runner.start()
-    }
-
-    override func tearDownWithError() throws {
-        try runner?.stop()
-        runner = nil
-    }
-
-    private var loop: EventLoop { runner.loop }
-
-    /// Waits until the work queued so far has been published: the loop publishes at the start of each
-    /// iteration, so once a task queued after it has run, the iteration that ran the earlier work is in.
-    private func settle() throws {
-        _ = try onLoop(loop) {}
-        _ = try onLoop(loop) {}
-    }
+final class LoopMetricsTests: LoopTestCase {
+    override class var loopName: String { "metrics-loop" }
 
     /// Spins on the calling thread for `duration` (a busy loop, not a sleep: the thread stays runnable).
     private static func spin(for duration: Duration) {
