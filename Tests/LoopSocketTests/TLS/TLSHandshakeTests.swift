@@ -258,19 +258,6 @@ final class TLSHandshakeTests: TLSTestCase {
         }
     }
 
-    /// A TLS client to an echo server on `port` after one byte's round trip, which also takes in the TLS 1.3
-    /// ticket the server sends after the handshake.
-    private func connectWithOneRoundTrip(
-        _ name: String, port: UInt16, _ configuration: TLSConfiguration
-    ) throws -> (GCDAsyncSocket, RecordingDelegate) {
-        let delegate = makeDelegate(name)
-        let client = try connectTLSClient(delegate, port: port, configuration)
-        client.write(Data("x".utf8), withTimeout: -1, tag: 0)
-        client.readData(toLength: 1, withTimeout: testTimeout, tag: 0)
-        delegate.waitForReadBytes(1)
-        return (client, delegate)
-    }
-
     func testPKCS12Identity() throws {
         let data = try Data(contentsOf: URL(fileURLWithPath: TestCertificates.path("server.p12")))
         XCTAssertThrowsError(try TLSIdentity(pkcs12: data, password: "wrong")) { error in

@@ -115,7 +115,7 @@ final class TLSResumptionTrustTests: TLSTestCase {
             // A server (a port) per case: cases with the same settings would share sessions.
             let server = try echoServer()
             for round in 0..<2 {
-                let (client, delegate) = try connectOneRoundTrip("\(name) \(round)", port: server.localPort, configuration)
+                let (client, delegate) = try connectWithOneRoundTrip("\(name) \(round)", port: server.localPort, configuration)
                 XCTAssertEqual(client.tlsInfo?.sessionResumed, resumes && round == 1, "\(name), round \(round)")
                 client.disconnect()
                 delegate.waitForDisconnect(of: client)
@@ -128,7 +128,7 @@ final class TLSResumptionTrustTests: TLSTestCase {
     func testPeerIDSessionIsNotOfferedForAnotherName() throws {
         let server = try echoServer()
         let peerID = Data("same-peer".utf8)
-        let (first, firstDelegate) = try connectOneRoundTrip("localhost", port: server.localPort, Self.client {
+        let (first, firstDelegate) = try connectWithOneRoundTrip("localhost", port: server.localPort, Self.client {
             $0.serverName = "localhost"
             $0.sessionKey = peerID
         })
@@ -150,7 +150,7 @@ final class TLSResumptionTrustTests: TLSTestCase {
         let server = try echoServer()
         let peerID = Data("same-peer".utf8)
         for round in 0..<2 {
-            let (client, delegate) = try connectOneRoundTrip("unverified \(round)", port: server.localPort, Self.client {
+            let (client, delegate) = try connectWithOneRoundTrip("unverified \(round)", port: server.localPort, Self.client {
                 $0.certificateVerification = .none
                 $0.sessionKey = peerID
             })
@@ -166,17 +166,6 @@ final class TLSResumptionTrustTests: TLSTestCase {
         XCTAssertEqual(delegate.waitForDisconnect(of: client)?.tlsError?.code, .certificateVerificationFailed)
     }
 
-    private func connectOneRoundTrip(
-        _ name: String, port: UInt16, _ configuration: TLSConfiguration
-    ) throws -> (GCDAsyncSocket, RecordingDelegate) {
-        let delegate = makeDelegate(name)
-        let client = try connectTLSClient(delegate, port: port, configuration)
-        client.write(Data("x".utf8), withTimeout: testTimeout, tag: 0)
-        client.readData(toLength: 1, withTimeout: testTimeout, tag: 0)
-        XCTAssertEqual(delegate.waitForReadBytes(1), Data("x".utf8))
-        return (client, delegate)
-    }
-
     /// A server deciding on client certificates is asked on every handshake, resumed ones included, and sees
     /// the client's certificate each time (a resumed session carries the client's own certificate).
     func testServerAsksItsDelegateOnResumedHandshakes() throws {
@@ -189,7 +178,7 @@ final class TLSResumptionTrustTests: TLSTestCase {
             $0.sessionResumption = true
         }
         for round in 0..<2 {
-            let (client, delegate) = try connectOneRoundTrip("client \(round)", port: server.localPort, clientTLS)
+            let (client, delegate) = try connectWithOneRoundTrip("client \(round)", port: server.localPort, clientTLS)
             XCTAssertEqual(client.tlsInfo?.sessionResumed, round == 1, "round \(round)")
             let questions = trustQuestions(serverDelegate, atLeast: round + 1)
             XCTAssertEqual(questions.count, round + 1, "round \(round)")

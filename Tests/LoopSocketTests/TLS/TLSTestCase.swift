@@ -46,6 +46,19 @@ class TLSTestCase: SocketTestCase {
         return try makeServer(delegate, interface: interface)
     }
 
+    /// A TLS client named `name` that has connected to the echo server on `port` and had one byte echoed
+    /// (so its handshake is complete, and a TLS 1.3 client has taken in the ticket the server sends after it).
+    func connectWithOneRoundTrip(
+        _ name: String, port: UInt16, _ configuration: TLSConfiguration
+    ) throws -> (GCDAsyncSocket, RecordingDelegate) {
+        let delegate = makeDelegate(name)
+        let client = try connectTLSClient(delegate, port: port, configuration)
+        client.write(Data("x".utf8), withTimeout: testTimeout, tag: 0)
+        client.readData(toLength: 1, withTimeout: testTimeout, tag: 0)
+        XCTAssertEqual(delegate.waitForReadBytes(1), Data("x".utf8))
+        return (client, delegate)
+    }
+
     /// A client connecting to `port` on `host` with TLS queued at once, as GCDAsyncSocket users write it:
     /// reads and writes queued after this go over TLS.
     func connectTLSClient(
