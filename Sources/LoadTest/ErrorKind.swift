@@ -27,6 +27,20 @@ package enum ErrorKind: String, CaseIterable, Sendable, Codable {
     case tls
     /// An HTTP response whose body failed a check (`--expect-body`, `--expect-length`).
     case check
+    /// WebSocket: the opening handshake failed (not 101, a wrong `Sec-WebSocket-Accept`, an unasked-for
+    /// subprotocol or extension).
+    case wsHandshake = "ws_handshake"
+    /// WebSocket: the server sent a masked frame.
+    case wsMasked = "ws_masked"
+    /// WebSocket: the server sent a malformed frame (reserved bits, unknown opcode, a fragmented or long control
+    /// frame, a bad length, continuation out of place, a bad close payload).
+    case wsMalformed = "ws_malformed"
+    /// WebSocket: a text message that is not valid UTF-8.
+    case wsUTF8 = "ws_utf8"
+    /// WebSocket: a message over `--ws-max-message`.
+    case wsTooLarge = "ws_too_large"
+    /// WebSocket: the server closed with a status code other than 1000 (normal) or 1001 (going away).
+    case wsClose = "ws_close"
     /// Anything else (the first one's text is kept for the report).
     case other
 
