@@ -233,7 +233,7 @@ package enum CommandLineParser {
         switch config.mode {
         case .demo:
             if portGiven { throw ArgumentError("--port/--url need a mode (for example: loadtest echo --port \(config.port))") }
-        case .http:
+        case .http, .ws:
             guard urlGiven || portGiven else { throw ArgumentError("http mode needs --url http://host:port/path") }
             if config.hostHeader.isEmpty { config.hostHeader = "\(config.host):\(config.port)" }
         case .udp:

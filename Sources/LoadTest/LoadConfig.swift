@@ -18,6 +18,7 @@ package enum LoadMode: String, Sendable, Codable, CaseIterable {
     /// closed loop (`--pipeline` in flight per flow) or open loop (`--rate`); loss, reordering, duplicates and
     /// corruption counted.
     case udp
+    case ws
 }
 
 /// Everything a run needs; filled in by ``CommandLineParser``.
@@ -85,6 +86,8 @@ package struct LoadConfig: Sendable, Equatable {
     package var stages: ArrivalStages?
     /// Pass/fail criteria checked at the end (`--threshold`).
     package var thresholds: [Threshold] = []
+    /// `ws` mode: the workload, subprotocols, message limit and greeting (LoadConfig+WebSocket.swift).
+    package var ws = WebSocketSettings()
     /// `http` mode: what a response must be to count as a success (`--expect-status`, `--expect-body`).
     package var checks = ResponseChecks()
 
@@ -96,7 +99,7 @@ package struct LoadConfig: Sendable, Equatable {
         case .demo:
             connections = 1000
             loops = max(1, cores - 1)  // one core is the in-process server's
-        case .echo, .http, .udp:
+        case .echo, .http, .udp, .ws:
             connections = 100
             loops = cores
         case .stream:

@@ -204,7 +204,7 @@ final class LoopWorker: @unchecked Sendable {
         self.target = target
         self.firstNumber = firstNumber
         self.signals = signals
-        let swept = config.mode == .echo || config.mode == .demo || config.mode == .http || config.mode == .udp
+        let swept = config.mode == .echo || config.mode == .demo || config.mode == .http || config.mode == .udp || config.mode == .ws
             || (config.mode == .stream && config.isOpenLoop)
         replyTimeout = config.timeout > 0 && !swept ? config.timeout : -1
         sweepTimeout = config.timeout > 0 && swept ? UInt64(config.timeout * 1e9) : 0
@@ -335,6 +335,7 @@ final class LoopWorker: @unchecked Sendable {
         case .idle: connection = IdleConnection(worker: self)
         case .http: connection = HTTPConnection(worker: self, number: number)
         case .udp: connection = UDPFlow(worker: self, number: number)
+        case .ws: connection = WebSocketConnection(worker: self, number: number)
         }
         connections.append(connection)
         if let paced = connection as? any PacedConnection { self.paced.append(paced) }
