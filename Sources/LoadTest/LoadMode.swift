@@ -61,6 +61,17 @@ package struct LoadMode: Sendable {
         "\(ReportText.fixed(p.sample.requestsPerSecond, 0)) req/s\(p.target), \(p.sample.connections) connections, "
             + "\(p.sample.errors) errors"
     }
+    /// What the report's first line says the load was (`echo 64 B, pipeline 1`), from its result.
+    package internal(set) var reportTitle: @Sendable (RunResult) -> String = { r in
+        let size = r.messageSize.map { "\($0) B" } ?? "mixed sizes"
+        let pipeline = r.pipeline.map { "pipeline \($0)" } ?? "mixed pipelines"
+        return "echo \(size), \(pipeline)"
+    }
+    /// The report's throughput line(s).
+    package internal(set) var reportThroughput: @Sendable (RunResult) -> [String] = { r in
+        ["  requests/s: \(ReportText.fixed(r.requestsPerSecond, 0)) (\(ReportText.grouped(r.requests)) requests, "
+            + "\(ReportText.fixed(r.mibPerSecond, 2)) MiB/s received)"]
+    }
     /// The option sets it takes beyond the common ones (parsed whatever the mode; refused when given to a mode
     /// that does not list them).
     package internal(set) var options: [ModeOptions] = []

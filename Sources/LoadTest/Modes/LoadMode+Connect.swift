@@ -14,6 +14,11 @@ extension LoadMode {
         mode.progress = { p in
             "\(ReportText.fixed(p.sample.requestsPerSecond, 0)) connections/s\(p.target), \(p.sample.errors) errors"
         }
+        mode.reportTitle = { _ in "connection churn (connect, 64 B echo, close)" }
+        mode.reportThroughput = { r in
+            ["  connections/s: \(ReportText.fixed(r.requestsPerSecond, 0)) (\(ReportText.grouped(r.requests)) cycles "
+                + "in the window)"]
+        }
         mode.options = [.close]
         return mode
     }()

@@ -10,6 +10,11 @@ extension LoadMode {
         mode.pipelines = true
         mode.speaks = "HTTP/1.1"
         mode.target = { "\($0.host):\($0.port)\($0.path)" }
+        mode.reportTitle = { _ in "HTTP/1.1 keep-alive" }
+        mode.reportThroughput = { r in
+            ["  requests/s: \(ReportText.fixed(r.requestsPerSecond, 0)) (\(ReportText.grouped(r.requests)) responses, "
+                + "\(ReportText.fixed(r.mibPerSecond, 2)) MiB/s received, heads and bodies)"]
+        }
         mode.options = [.httpRequest, .responseChecks]
         mode.validate = { (config: inout LoadConfig, given: Set<String>) throws(ArgumentError) in
             guard given.contains("--url") || given.contains("--port") else {

@@ -13,6 +13,11 @@ extension LoadMode {
         mode.isSwept = { _ in false }
         mode.measuresLatency = { _ in false }
         mode.progress = { p in "\(p.sample.connections) connections open, \(p.sample.errors) errors" }
+        mode.reportTitle = { _ in "idle connections" }
+        mode.reportThroughput = { r in
+            ["  kept: \(r.connectionsOpen) of \(r.connections) connections held for "
+                + "\(ReportText.fixed(r.durationSeconds, 1)) s"]
+        }
         return mode
     }()
 }

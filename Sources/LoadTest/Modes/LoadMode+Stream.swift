@@ -13,6 +13,10 @@ extension LoadMode {
             "\(ReportText.fixed(p.sample.mibPerSecond, 1)) MiB/s, \(p.sample.connections) connections, "
                 + "\(p.sample.errors) errors"
         }
+        mode.reportTitle = { _ in "stream (bulk echo)" }
+        mode.reportThroughput = { r in
+            ["  throughput: \(ReportText.fixed(r.mibPerSecond, 1)) MiB/s echoed (\(ReportText.grouped(r.bytes)) bytes)"]
+        }
         mode.validate = { (config: inout LoadConfig, given: Set<String>) throws(ArgumentError) in
             try requirePort(config, given)
             if config.isOpenLoop && !given.contains("--size") { config.size = StreamConnection.chunk }

@@ -19,6 +19,22 @@ extension LoadMode {
             "\(ReportText.fixed(p.sample.requestsPerSecond, 0)) datagrams/s echoed\(p.target), "
                 + "\(p.sample.connections) flows, \(p.sample.errors) errors"
         }
+        mode.reportTitle = { r in
+            let size = r.messageSize.map { "\($0) B" } ?? "mixed sizes"
+            let pipeline = r.pipeline.map { "\($0) in flight per flow" } ?? "mixed pipelines"
+            return "UDP echo \(size) datagrams, \(pipeline)"
+        }
+        mode.reportThroughput = { r in
+            var lines = ["  datagrams/s: \(ReportText.fixed(r.requestsPerSecond, 0)) echoed (\(ReportText.grouped(r.requests)) "
+                         + "round trips, \(ReportText.fixed(r.mibPerSecond, 2)) MiB/s received)"]
+            if let d = r.datagrams {
+                lines.append("  datagrams: \(ReportText.grouped(d.sent)) sent, \(ReportText.grouped(d.lost)) lost "
+                             + "(\(ReportText.fixed(d.lossPercent, 3))%, no echo within the timeout), "
+                             + "\(ReportText.grouped(d.reordered)) reordered, \(ReportText.grouped(d.duplicates)) "
+                             + "duplicate or late, \(ReportText.grouped(d.corrupt)) corrupt")
+            }
+            return lines
+        }
         mode.validate = { (config: inout LoadConfig, given: Set<String>) throws(ArgumentError) in
             guard given.contains("--port") else {
                 throw ArgumentError("udp mode needs --port (and --host, default 127.0.0.1)")
