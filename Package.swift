@@ -66,7 +66,7 @@ let package = Package(
         ),
         .target(
             name: "LoadTest",
-            dependencies: ["EpollLoop", "LoopSocket", "CEpollShim"]
+            dependencies: ["EpollLoop", "LoopSocket", "CEpollShim", "ExampleSupport"]
         ),
         .executableTarget(
             name: "loadtest",

@@ -93,14 +93,14 @@ public struct ServerArguments: Sendable {
     public static func parse(_ usage: Usage) -> ServerArguments {
         _ = Termination.installed
         var result = ServerArguments()
-        var rest = CommandLine.arguments.dropFirst()
+        var scanner = ArgumentScanner(CommandLine.arguments.dropFirst(), aliases: ["-p": "--port", "-h": "--help"])
         func value(_ flag: String) -> String {
-            guard let next = rest.popFirst() else { fail("\(flag) needs a value") }
+            guard let next = scanner.value() else { fail("\(flag) needs a value") }
             return next
         }
-        while let flag = rest.popFirst() {
+        while let flag = scanner.next() {
             switch flag {
-            case "--port", "-p":
+            case "--port":
                 guard let port = UInt16(value(flag)) else { fail("--port takes a number from 0 to 65535") }
                 result.port = port
             case "--host":
@@ -119,14 +119,14 @@ public struct ServerArguments: Sendable {
                 result.reusePort = true
             case "--metrics":
                 let text = value(flag)
-                guard let address = metricsAddress(text) else {
+                guard let address = ArgumentScanner.hostPort(text) else {
                     fail("--metrics takes HOST:PORT (for example 127.0.0.1:9464 or :9464), not '\(text)'")
                 }
                 result.metrics = address
             case "--stall-ms":
                 guard let ms = Int(value(flag)), ms >= 1 else { fail("--stall-ms takes a number of milliseconds, at least 1") }
                 result.stallThreshold = .milliseconds(ms)
-            case "--help", "-h":
+            case "--help":
                 announce(usage.text)
                 exit(0)
             case "--version":
@@ -138,15 +138,6 @@ public struct ServerArguments: Sendable {
         }
         if (result.tlsCertificate == nil) != (result.tlsKey == nil) { fail("--tls-cert and --tls-key go together") }
         return result
-    }
-
-    /// `HOST:PORT`, `[v6]:PORT` or `:PORT` (127.0.0.1), as loadtest's `--metrics` takes it; nil if malformed.
-    static func metricsAddress(_ text: String) -> (host: String, port: UInt16)? {
-        guard let colon = text.lastIndex(of: ":"), let port = UInt16(text[text.index(after: colon)...]) else { return nil }
-        var host = String(text[..<colon])
-        if host.hasPrefix("[") && host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
-        if host.isEmpty { host = "127.0.0.1" }
-        return host.contains("[") || host.contains("]") ? nil : (host, port)
     }
 
     /// The event loops `--loops` asks for, named `name`, with `--stall-ms`'s detector; exits with a message

@@ -1,20 +1,21 @@
+import ExampleSupport
 import Glibc
 
 /// The options that take loadtest beyond one machine and into other tools: HTTP requests beyond a plain GET,
 /// a shared start time, a run name, the HdrHistogram log and the metrics endpoint.
 extension CommandLineParser {
-    /// Handles `flag` if it is one of these options (taking its value through `value`); false if it is not.
-    static func parseExtendedOption(
+    /// Handles `flag` if it is one of http mode's request options (method, headers, body); false if it is not.
+    static func parseHTTPRequestOption(
         _ flag: String, into config: inout LoadConfig, value: () throws(ArgumentError) -> String
     ) throws(ArgumentError) -> Bool {
         switch flag {
-        case "--method", "-X":
+        case "--method":
             let method = try value()
             guard !method.isEmpty, method.utf8.allSatisfy({ isTokenByte($0) }) else {
                 throw ArgumentError("--method takes an HTTP method such as GET or POST, not '\(method)'")
             }
             config.http.method = method
-        case "--header", "-H":
+        case "--header":
             let line = try value()
             guard let colon = line.firstIndex(of: ":"), colon != line.startIndex,
                   line[..<colon].utf8.allSatisfy({ isTokenByte($0) }),
@@ -31,6 +32,39 @@ extension CommandLineParser {
             } catch {
                 throw ArgumentError("--body-file: \(error)")
             }
+        default:
+            return false
+        }
+        return true
+    }
+
+    /// `--url`: the first sets the server, the path and the Host header; each further one (the same server)
+    /// adds a path to the rotation.
+    static func addURL(_ text: String, to config: inout LoadConfig) throws(ArgumentError) {
+        let url = try parseURL(text, schemes: config.mode == .ws ? ("ws", "wss") : ("http", "https"))
+        guard config.http.paths.isEmpty else {
+            // Several URLs rotate over one server's connections, as paths.
+            guard url.host == config.host && url.port == config.port && url.secure == config.tls.enabled else {
+                throw ArgumentError("every --url must name the same host:port as the first "
+                                    + "(\(config.host):\(config.port)): the connections go to one server and "
+                                    + "the paths rotate")
+            }
+            config.http.paths.append(url.path)
+            return
+        }
+        config.host = url.host
+        config.port = url.port
+        config.path = url.path
+        config.http.paths = [url.path]
+        config.hostHeader = url.hostHeader
+        if url.secure { config.tls.enabled = true }
+    }
+
+    /// Handles `flag` if it is one of these options (taking its value through `value`); false if it is not.
+    static func parseExtendedOption(
+        _ flag: String, into config: inout LoadConfig, value: () throws(ArgumentError) -> String
+    ) throws(ArgumentError) -> Bool {
+        switch flag {
         case "--start-at":
             let text = try value()
             guard let time = wallClockTime(text) else {
@@ -55,12 +89,6 @@ extension CommandLineParser {
 
     /// Refuses combinations the options do not support.
     static func checkExtendedOptions(_ config: LoadConfig) throws(ArgumentError) {
-        if config.mode != .http && config.http != HTTPRequestSettings() {
-            throw ArgumentError("--method, --header, --body and --body-file apply to http mode")
-        }
-        if config.mode == .demo && config.startAt != nil {
-            throw ArgumentError("--start-at is for runs against a server: give a mode (for example: loadtest echo --port 9000 --start-at ...)")
-        }
         if config.hdrLogPath == "-" && (config.jsonPath == "-" || config.svgPath == "-") {
             throw ArgumentError("only one of --json, --svg and --hdr-log can go to standard output")
         }
@@ -126,13 +154,10 @@ extension CommandLineParser {
 
     /// `HOST:PORT`, `[v6]:PORT` or `:PORT` (127.0.0.1).
     static func metricsAddress(_ text: String, flag: String = "--metrics") throws(ArgumentError) -> MetricsAddress {
-        let problem = ArgumentError("\(flag) takes HOST:PORT (for example 127.0.0.1:9464 or :9464), not '\(text)'")
-        guard let colon = text.lastIndex(of: ":"), let port = UInt16(text[text.index(after: colon)...]) else { throw problem }
-        var host = String(text[..<colon])
-        if host.hasPrefix("[") && host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
-        if host.isEmpty { host = "127.0.0.1" }
-        guard !host.contains("[") && !host.contains("]") else { throw problem }
-        return MetricsAddress(host: host, port: port)
+        guard let address = ArgumentScanner.hostPort(text) else {
+            throw ArgumentError("\(flag) takes HOST:PORT (for example 127.0.0.1:9464 or :9464), not '\(text)'")
+        }
+        return MetricsAddress(host: address.host, port: address.port)
     }
 
     static func outputPath(_ flag: String, _ text: String) throws(ArgumentError) -> String {
@@ -145,7 +170,7 @@ extension CommandLineParser {
     }
 
     /// An HTTP token character (RFC 9110): what a method or header name may contain.
-    private static func isTokenByte(_ c: UInt8) -> Bool {
+    static func isTokenByte(_ c: UInt8) -> Bool {
         switch c {
         case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"):
             return true

@@ -10,6 +10,18 @@ extension CommandLineParser {
             config.thresholds.append(try threshold(try value()))
         case "--stages":
             config.stages = try ArrivalStages.parse(try value())
+        default:
+            return false
+        }
+        return true
+    }
+
+    /// Handles the response checks (`--expect-status`, `--expect-body`, `--expect-length`); false for any other
+    /// flag.
+    static func parseCheckOption(
+        _ flag: String, into config: inout LoadConfig, value: () throws(ArgumentError) -> String
+    ) throws(ArgumentError) -> Bool {
+        switch flag {
         case "--expect-status":
             try config.checks.expectStatuses(try value())
         case "--expect-body":
@@ -36,11 +48,7 @@ extension CommandLineParser {
     /// Refuses what these options cannot do, and derives the run's rate and length from `--stages`. `given`
     /// holds the flags on the command line.
     static func checkFeatureOptions(_ config: inout LoadConfig, given: Set<String>) throws(ArgumentError) {
-        if config.mode != .http && config.checks != ResponseChecks() {
-            throw ArgumentError("--expect-status, --expect-body and --expect-length apply to http mode")
-        }
         if let stages = config.stages {
-            guard config.mode != .idle else { throw ArgumentError("--stages applies to echo, http, stream, connect and udp modes") }
             for flag in ["--rate", "-r", "--duration", "-d", "--warmup"] where given.contains(flag) {
                 throw ArgumentError("--stages sets the rate and the time (the first stage is the warm-up): leave out \(flag)")
             }
@@ -52,8 +60,9 @@ extension CommandLineParser {
             switch threshold.scope {
             case .url(let path)?:
                 let paths = config.http.paths.isEmpty ? [config.path] : config.http.paths
-                guard config.mode == .http, paths.contains(path) else {
-                    throw ArgumentError("--threshold '\(threshold.text)': \(path) is not one of the --url paths (\(paths.joined(separator: ", ")))")
+                guard config.mode.takes("--url"), paths.contains(path) else {
+                    throw ArgumentError("--threshold '\(threshold.text)': \(path) is not one of the --url paths "
+                                        + "(\(paths.joined(separator: ", ")))")
                 }
             case .stage(let n)?:
                 guard let count = config.stages?.stages.count, n <= count else {
@@ -62,9 +71,10 @@ extension CommandLineParser {
             case nil: break
             }
         }
-        if let latency = config.thresholds.first(where: \.isLatency),
-           config.mode == .idle || (config.mode == .stream && config.stages == nil && config.rate == nil) {
-            throw ArgumentError("--threshold '\(latency.text)': \(config.mode.rawValue) mode \(config.mode == .idle ? "sends no requests" : "measures no latency in closed loop (only MiB/s)")")
+        if let latency = config.thresholds.first(where: \.isLatency), !config.mode.measuresLatency(config) {
+            let why = config.mode.supportsOpenLoop ? "measures no latency in closed loop (only MiB/s)"
+                : "sends no requests"
+            throw ArgumentError("--threshold '\(latency.text)': \(config.mode.name) mode \(why)")
         }
     }
 }

@@ -1,3 +1,5 @@
+import ExampleSupport
+
 /// A command-line mistake, with a sentence that says what to type instead.
 package struct ArgumentError: Error, Equatable, CustomStringConvertible {
     /// What is wrong.
@@ -28,40 +30,50 @@ package enum Command: Sendable, Equatable {
 /// let command = try CommandLineParser.parse(["echo", "--port", "9000", "--connections", "100"])
 /// ```
 package enum CommandLineParser {
-    /// The usage text.
-    package static let usage = """
+    /// The usage text: the common options, then each mode's own (from its ``LoadMode``).
+    package static var usage: String {
+        let modes = LoadMode.all.map(\.summary).joined(separator: "\n")
+        // The sets of options in groups, one per list of modes taking them.
+        var groups: [(modes: [String], usage: String)] = []
+        for options in ModeOptions.all {
+            let names = options.modes.map(\.name)
+            if let i = groups.firstIndex(where: { $0.modes == names }) {
+                groups[i].usage += "\n" + options.usage
+            } else {
+                groups.append((names, options.usage))
+            }
+        }
+        let own = groups.map { group in
+            let names = group.modes
+            let list = names.count == 1 ? names[0] : names.dropLast().joined(separator: ", ") + " and " + names.last!
+            return "\nOptions of \(list) mode\(names.count == 1 ? "" : "s"):\n" + group.usage
+        }.joined(separator: "\n")
+        let openLoop = LoadMode.all.filter(\.supportsOpenLoop).map(\.name)
+        return usageHead + "\n" + modes + "\n" + usageMerge
+            + "\n  With --rate R, \(openLoop.joined(separator: ", ")) run open loop: R requests (chunks, connections)"
+            + "\n  per second in total; latency counts from the intended send time, service time from the actual one."
+            + "\n  Full guide: docs/loadtest.md\n\n" + commonOptions + "\n" + own + "\n\n" + usageTail
+    }
+
+    private static let usageHead = """
         usage: loadtest [MODE] [OPTIONS]
 
         With no arguments: start an echo server in-process on 127.0.0.1 (port 0) and drive 1,000
         connections of 64-byte ping-pong against it for 10 s (options below may change that).
 
         Modes (against any server: --port P and --host H, or for http --url URL):
-          echo      closed-loop ping-pong of --size bytes (--pipeline K in flight per connection)
-          stream    bulk bytes both ways through an echo server, MiB/s
-          connect   connection churn: connect, one 64-byte echo, close; connections/s
-          idle      open --connections connections and hold them for --duration
-          http      keep-alive HTTP/1.1 requests: --url http://host:port/path (non-2xx counts as an error)
-          udp       UDP ping-pong against a datagram echo server: --connections flows, --size-byte
-                    datagrams (8 to 65,507), --pipeline K in flight per flow; datagrams/s, latency, and
-                    loss (no echo within --timeout), reordering, duplicates and corruption
+        """
+
+    private static let usageMerge = """
           merge     loadtest merge a.json b.json ... [--json F] [--svg F] [--mixed] [--threshold T]: one
                     report of runs made at the same time (refuses different settings unless --mixed; warns
                     when the measured windows do not line up; checks the thresholds on the merged figures)
-          With --rate R, echo, http, stream, connect and udp run open loop: R requests (chunks, connections)
-          per second in total; latency counts from the intended send time, service time from the actual one.
-          Full guide: docs/loadtest.md
+        """
 
+    private static let commonOptions = """
         Options:
           --host H            server address (default 127.0.0.1)
           --port P            server port                                           [-p]
-          --url URL           http mode: http[s]://host[:port]/path; repeat for paths in rotation
-          --method M          http mode: request method (default GET)                 [-X]
-          --header 'N: v'     http mode: add a header line; repeatable                [-H]
-          --body TEXT         http mode: request body (Content-Length is added)
-          --body-file FILE    http mode: request body from a file
-          --expect-status L   http mode: the statuses that succeed, such as 200,204 or 2xx,301 (default 2xx)
-          --expect-body TEXT  http mode: a response body must contain TEXT (else a 'check' error)
-          --expect-length B   http mode: a response body must be B bytes long
           --connections N     connections (connect mode: parallel churn slots)      [-c]
           --size B            echo message size, 1 byte to 1 MiB (suffix k = KiB)   [-s]
           --pipeline K        requests in flight per connection (echo, http; udp: per flow)
@@ -76,7 +88,6 @@ package enum CommandLineParser {
           --max-connecting N  connects in flight while opening connections (default 64)
           --loops N           client event loops / threads (default: one per core)  [-l]
           --timeout T         connect and reply timeout; 0: no reply timeout (default 10 s)  [-t]
-          --close fin|rst     connect mode: how to close (default rst: no TIME_WAIT)
           --threshold T       pass/fail criterion, repeatable: p99<10ms, p(95)<200 (ms), mean<1ms, max<1s,
                               errors<0.1%, errors==0, rate>=50k, requests>=1000; a scope judges a part:
                               p99{url:/search}<50ms, rate{stage:2}>=19k; exit status 99 when one fails
@@ -93,7 +104,7 @@ package enum CommandLineParser {
           --metrics H:P       serve Prometheus text metrics at http://H:P/metrics during the run
           --server-metrics H:P  read an EpollLoop server's metrics page (http://H:P/metrics) as the
                               window begins and ends: report its loops' utilisation and lag
-          --tls               TLS after connecting (echo, stream, connect, idle, http); https:// URLs imply it
+          --tls               TLS after connecting (all modes but udp); https:// URLs imply it
           --tls-ca FILE       trust the CA certificates in this PEM file (default: the system store)
           --insecure          do not verify the server's certificate                [-k]
           --alpn LIST         offer these ALPN protocols (comma-separated)
@@ -102,164 +113,146 @@ package enum CommandLineParser {
           --quiet             no progress lines; with --json - or --svg -, no report either  [-q]
           --help                                                                     [-h]
           --version           print loadtest's version
+        """
 
+    private static let usageTail = """
         Exit status: 0 success; 1 errors counted (unless an errors threshold judged them) or an output
         not written; 2 the run could not start; 99 a threshold failed.
         """
 
+    /// The short spellings of options: each stands for its long name.
+    static let aliases = [
+        "-p": "--port", "-c": "--connections", "-s": "--size", "-r": "--rate", "-d": "--duration", "-l": "--loops",
+        "-t": "--timeout", "-q": "--quiet", "-h": "--help", "-X": "--method", "-H": "--header", "-k": "--insecure",
+    ]
+
     /// Parses the arguments after the program name.
     package static func parse(_ arguments: [String]) throws(ArgumentError) -> Command {
-        var rest = arguments[...]
         var mode = LoadMode.demo
-        if let first = rest.first, !first.hasPrefix("-") {
-            rest = rest.dropFirst()
-            if first == "merge" { return try parseMerge(rest) }
+        var arguments = arguments[...]
+        if let first = arguments.first, !first.hasPrefix("-") {
+            arguments = arguments.dropFirst()
+            if first == "merge" { return try parseMerge(arguments) }
             if first == "help" { return .help }
             if first == "version" { return .version }
-            guard let parsed = LoadMode(rawValue: first), parsed != .demo else {
-                throw ArgumentError("unknown mode '\(first)': use echo, stream, connect, idle, http, udp or merge (or --help)")
+            guard let parsed = LoadMode(rawValue: first), !parsed.startsServer else {
+                let names = LoadMode.all.map(\.name).joined(separator: ", ")
+                throw ArgumentError("unknown mode '\(first)': use \(names) or merge (or --help)")
             }
             mode = parsed
         }
         var config = LoadConfig(mode: mode)
-        var portGiven = false
-        var urlGiven = false
-        var closeGiven = false
-        var sizeGiven = false
-        var given: Set<String> = []
-
-        func value(_ flag: String) throws(ArgumentError) -> String {
-            guard let next = rest.popFirst() else { throw ArgumentError("\(flag) needs a value") }
-            return next
-        }
-
-        while let raw = rest.popFirst() {
-            // --flag=value is accepted too.
-            var flag = raw
-            if raw.hasPrefix("--"), let eq = raw.firstIndex(of: "=") {
-                flag = String(raw[..<eq])
-                rest.insert(String(raw[raw.index(after: eq)...]), at: rest.startIndex)
+        var scanner = ArgumentScanner(arguments, aliases: aliases)
+        while let flag = scanner.next() {
+            func value() throws(ArgumentError) -> String {
+                guard let next = scanner.value() else { throw ArgumentError("\(flag) needs a value") }
+                return next
             }
-            given.insert(flag)
             switch flag {
-            case "--help", "-h":
+            case "--help":
                 return .help
             case "--version":
                 return .version
-            case "--host":
-                let host = try value(flag)
-                guard !host.isEmpty else { throw ArgumentError("--host needs an address") }
-                config.host = host
-            case "--port", "-p":
-                let text = try value(flag)
-                guard let port = UInt16(text), port > 0 else {
-                    throw ArgumentError("--port takes a number from 1 to 65535, not '\(text)'")
-                }
-                config.port = port
-                portGiven = true
-            case "--url":
-                let url = try parseURL(try value(flag))
-                if urlGiven {
-                    // Several URLs rotate over one server's connections, as paths.
-                    guard url.host == config.host && url.port == config.port && url.secure == config.tls.enabled else {
-                        throw ArgumentError("every --url must name the same host:port as the first (\(config.host):\(config.port)): the connections go to one server and the paths rotate")
-                    }
-                    config.http.paths.append(url.path)
-                    break
-                }
-                config.host = url.host
-                config.port = url.port
-                config.path = url.path
-                config.http.paths = [url.path]
-                config.hostHeader = url.hostHeader
-                if url.secure { config.tls.enabled = true }
-                portGiven = true
-                urlGiven = true
-            case "--connections", "-c":
-                config.connections = try count(flag, try value(flag), range: 1...1_000_000)
-            case "--size", "-s":
-                sizeGiven = true
-                config.size = try bytes(flag, try value(flag), range: 1...Pattern.maxRun)
-            case "--pipeline":
-                config.pipeline = try count(flag, try value(flag), range: 1...4096)
-            case "--rate", "-r":
-                let text = try value(flag)
-                // An optional "/s", as --stages and --threshold take a rate (and vegeta's -rate=100/s).
-                guard let rate = number(text.hasSuffix("/s") ? String(text.dropLast(2)) : text), rate > 0, rate <= 1e9 else {
-                    throw ArgumentError("--rate takes requests per second, more than 0 (e.g. 50000, 50k or 50k/s), not '\(text)'")
-                }
-                config.rate = rate
-            case "--duration", "-d":
-                config.duration = try seconds(flag, try value(flag), allowZero: false)
-            case "--warmup":
-                config.warmup = try seconds(flag, try value(flag), allowZero: true)
-            case "--ramp":
-                config.ramp = try seconds(flag, try value(flag), allowZero: true)
-            case "--max-connecting":
-                config.maxConnecting = try count(flag, try value(flag), range: 1...100_000)
-            case "--loops", "-l":
-                config.loops = try count(flag, try value(flag), range: 1...1024)
-            case "--timeout", "-t":
-                config.timeout = try seconds(flag, try value(flag), allowZero: true)
-            case "--close":
-                let how = try value(flag)
-                switch how {
-                case "rst", "reset": config.closeWithReset = true
-                case "fin": config.closeWithReset = false
-                default: throw ArgumentError("--close takes 'fin' or 'rst', not '\(how)'")
-                }
-                closeGiven = true
-            case "--json":
-                config.jsonPath = try path(flag, try value(flag))
-            case "--svg":
-                config.svgPath = try path(flag, try value(flag))
-            case "--quiet", "-q":
-                config.quiet = true
-            case "--server-pid":
-                let pid = Int32(try count(flag, try value(flag), range: 1...Int(Int32.max)))
-                guard Limits.processExists(pid) else {
-                    throw ArgumentError("--server-pid: there is no process \(pid) (a server's PID: pgrep -n echo-server)")
-                }
-                config.serverPID = pid
             default:
-                if try parseExtendedOption(flag, into: &config, value: { () throws(ArgumentError) in try value(flag) }) { break }
-                if try parseTLSOption(flag, into: &config, value: { () throws(ArgumentError) in try value(flag) }) { break }
-                if try parseFeatureOption(flag, into: &config, value: { () throws(ArgumentError) in try value(flag) }) { break }
+                if try parseCommonOption(flag, into: &config, value: value) { break }
+                if try parseExtendedOption(flag, into: &config, value: value) { break }
+                if try parseTLSOption(flag, into: &config, value: value) { break }
+                if try parseFeatureOption(flag, into: &config, value: value) { break }
+                if try parseModeOption(flag, into: &config, value: value) { break }
                 if flag.hasPrefix("-") { throw ArgumentError("unknown option '\(flag)' (try --help)") }
                 throw ArgumentError("unexpected argument '\(flag)' (try --help)")
             }
         }
-
-        switch config.mode {
-        case .demo:
-            if portGiven { throw ArgumentError("--port/--url need a mode (for example: loadtest echo --port \(config.port))") }
-        case .http, .ws:
-            guard urlGiven || portGiven else { throw ArgumentError("http mode needs --url http://host:port/path") }
-            if config.hostHeader.isEmpty { config.hostHeader = "\(config.host):\(config.port)" }
-        case .udp:
-            guard portGiven else { throw ArgumentError("udp mode needs --port (and --host, default 127.0.0.1)") }
-            if urlGiven { throw ArgumentError("--url is for http mode") }
-            // The sequence number takes the first 8 bytes; 65,507 is the largest UDP payload over IPv4.
-            guard (8...65_507).contains(config.size) else {
-                throw ArgumentError("udp mode sends datagrams of 8 to 65,507 bytes (--size), not \(config.size)")
-            }
-            if config.tls.configuration != nil { throw ArgumentError("--tls does not apply to udp mode") }
-        case .echo, .stream, .connect, .idle:
-            guard portGiven else { throw ArgumentError("\(config.mode.rawValue) mode needs --port (and --host, default 127.0.0.1)") }
-            if urlGiven { throw ArgumentError("--url is for http mode") }
+        let given = scanner.given
+        for options in ModeOptions.all where !mode.options.contains(where: { $0.flags == options.flags }) {
+            guard let flag = options.flags.first(where: given.contains) else { continue }
+            let names = options.modes.map(\.name).joined(separator: " and ")
+            let list = options.flags.count == 1 ? "\(flag) applies"
+                : options.flags.dropLast().joined(separator: ", ") + " and \(options.flags.last!) apply"
+            let modes = options.modes.count == 1 ? "mode" : "modes"
+            throw ArgumentError("\(flag) is not an option of \(mode.name) mode: \(list) to \(names) \(modes)")
         }
+        try mode.validate(&config, given)
         try checkFeatureOptions(&config, given: given)
-        if config.rate != nil && config.mode == .idle {
-            throw ArgumentError("--rate applies to echo, http, stream, connect and udp modes")
+        if config.rate != nil && !mode.supportsOpenLoop {
+            let names = LoadMode.all.filter(\.supportsOpenLoop).map(\.name)
+            let flag = config.stages != nil ? "--stages" : "--rate"
+            throw ArgumentError("\(flag) applies to \(names.dropLast().joined(separator: ", ")) and \(names.last!) modes")
         }
-        if config.rate != nil && config.mode == .stream && !sizeGiven { config.size = StreamConnection.chunk }
         try checkExtendedOptions(config)
         try checkTLSOptions(config)
         if config.rate != nil && config.pipeline != 1 {
-            throw ArgumentError("--rate and --pipeline do not go together: an open-loop run pipelines as the schedule demands")
+            throw ArgumentError("--rate and --pipeline do not go together: an open-loop run pipelines as the "
+                                + "schedule demands")
         }
-        if closeGiven && config.mode != .connect { throw ArgumentError("--close applies to connect mode") }
         return .run(config)
+    }
+
+    /// Handles `flag` if some mode takes it as an option of its own; false if none does.
+    private static func parseModeOption(
+        _ flag: String, into config: inout LoadConfig, value: () throws(ArgumentError) -> String
+    ) throws(ArgumentError) -> Bool {
+        for options in ModeOptions.all where try options.parse(flag, &config, value) { return true }
+        return false
+    }
+
+    /// Handles the options every mode takes (server, connections, sizes, times, outputs); false for any other.
+    private static func parseCommonOption(
+        _ flag: String, into config: inout LoadConfig, value: () throws(ArgumentError) -> String
+    ) throws(ArgumentError) -> Bool {
+        switch flag {
+        case "--host":
+            let host = try value()
+            guard !host.isEmpty else { throw ArgumentError("--host needs an address") }
+            config.host = host
+        case "--port":
+            let text = try value()
+            guard let port = UInt16(text), port > 0 else {
+                throw ArgumentError("--port takes a number from 1 to 65535, not '\(text)'")
+            }
+            config.port = port
+        case "--connections":
+            config.connections = try count(flag, try value(), range: 1...1_000_000)
+        case "--size":
+            config.size = try bytes(flag, try value(), range: 1...Pattern.maxRun)
+        case "--pipeline":
+            config.pipeline = try count(flag, try value(), range: 1...4096)
+        case "--rate":
+            let text = try value()
+            // An optional "/s", as --stages and --threshold take a rate (and vegeta's -rate=100/s).
+            guard let rate = number(text.hasSuffix("/s") ? String(text.dropLast(2)) : text), rate > 0, rate <= 1e9 else {
+                throw ArgumentError("--rate takes requests per second, more than 0 (e.g. 50000, 50k or 50k/s), "
+                                    + "not '\(text)'")
+            }
+            config.rate = rate
+        case "--duration":
+            config.duration = try seconds(flag, try value(), allowZero: false)
+        case "--warmup":
+            config.warmup = try seconds(flag, try value(), allowZero: true)
+        case "--ramp":
+            config.ramp = try seconds(flag, try value(), allowZero: true)
+        case "--max-connecting":
+            config.maxConnecting = try count(flag, try value(), range: 1...100_000)
+        case "--loops":
+            config.loops = try count(flag, try value(), range: 1...1024)
+        case "--timeout":
+            config.timeout = try seconds(flag, try value(), allowZero: true)
+        case "--json":
+            config.jsonPath = try path(flag, try value())
+        case "--svg":
+            config.svgPath = try path(flag, try value())
+        case "--quiet":
+            config.quiet = true
+        case "--server-pid":
+            let pid = Int32(try count(flag, try value(), range: 1...Int(Int32.max)))
+            guard Limits.processExists(pid) else {
+                throw ArgumentError("--server-pid: there is no process \(pid) (a server's PID: pgrep -n echo-server)")
+            }
+            config.serverPID = pid
+        default:
+            return false
+        }
+        return true
     }
 
     private static func parseMerge(_ arguments: ArraySlice<String>) throws(ArgumentError) -> Command {
@@ -309,13 +302,14 @@ package enum CommandLineParser {
         var secure = false
     }
 
-    /// `http://host[:port][/path]` or `https://...`; IPv6 hosts in brackets.
-    static func parseURL(_ text: String) throws(ArgumentError) -> URLParts {
-        let secure = text.hasPrefix("https://")
-        guard secure || text.hasPrefix("http://") else {
-            throw ArgumentError("--url must look like http://host:port/path or https://host:port/path, not '\(text)'")
+    /// `http://host[:port][/path]` or `https://...` (ws mode: `ws://` or `wss://`, as `schemes` says); IPv6
+    /// hosts in brackets.
+    static func parseURL(_ text: String, schemes: (plain: String, secure: String) = ("http", "https")) throws(ArgumentError) -> URLParts {
+        let secure = text.hasPrefix(schemes.secure + "://")
+        guard secure || text.hasPrefix(schemes.plain + "://") else {
+            throw ArgumentError("--url must look like \(schemes.plain)://host:port/path or \(schemes.secure)://host:port/path, not '\(text)'")
         }
-        let rest = text.dropFirst(secure ? "https://".count : "http://".count)
+        let rest = text.dropFirst((secure ? schemes.secure : schemes.plain).count + 3)
         let authority = rest.prefix { $0 != "/" && $0 != "?" }
         var path = String(rest.dropFirst(authority.count))
         if path.isEmpty { path = "/" } else if path.hasPrefix("?") { path = "/" + path }

@@ -14,6 +14,8 @@ final class HTTPConnection: GCDAsyncSocketDelegate, PacedConnection, SweptConnec
     static let maxHead: UInt = 64 * 1024
 
     unowned(unsafe) let worker: LoopWorker
+    /// The loop's requests and per-URL counts.
+    unowned(unsafe) let shared: HTTPLoop
     private var socket: GCDAsyncSocket?
     private let requests: [Data]
     private var nextRequest: Int
@@ -44,10 +46,12 @@ final class HTTPConnection: GCDAsyncSocketDelegate, PacedConnection, SweptConnec
     /// One URL, statuses 2xx, no body check: a response is judged by two comparisons, as it always was.
     private let plain: Bool
 
-    init(worker: LoopWorker, number: Int) {
+    init(shared: HTTPLoop, number: Int) {
+        self.shared = shared
+        let worker = shared.worker
         self.worker = worker
         let config = worker.config
-        requests = worker.httpRequests
+        requests = shared.requests
         nextRequest = number % requests.count
         openLoop = config.isOpenLoop
         times = SendTimes(capacity: openLoop ? 1024 : config.pipeline)
@@ -81,7 +85,7 @@ final class HTTPConnection: GCDAsyncSocketDelegate, PacedConnection, SweptConnec
     func expireRequests(sentBefore cutoff: UInt64) {
         guard state == .open, !reconnecting, nextSend != nextReceive, times[nextReceive] < cutoff, let socket else { return }
         worker.recordError(.timeout, "no HTTP response within \(worker.config.timeout) s")
-        if perURL { worker.recordURLError(receiveURL) }
+        if perURL { shared.recordURLError(receiveURL) }
         socket.disconnect()
     }
 
@@ -114,12 +118,7 @@ final class HTTPConnection: GCDAsyncSocketDelegate, PacedConnection, SweptConnec
     func socket(_ sock: GCDAsyncSocket, didConnectToHost host: String, port: UInt16) {
         guard sock === socket else { return }
         state = .open
-        if reconnecting {
-            reconnecting = false
-            worker.open += 1
-        } else {
-            worker.connectionSettled(ok: true)
-        }
+        worker.replaceableConnectionOpened(replacing: &reconnecting)
         guard !openLoop, !worker.stopping else { return }
         let now = Deadline.now().uptimeNanoseconds
         for _ in 0..<worker.config.pipeline { send(on: sock, at: now) }
@@ -243,15 +242,15 @@ final class HTTPConnection: GCDAsyncSocketDelegate, PacedConnection, SweptConnec
         let url = receiveURL
         if perURL {
             receiveURL = url + 1 == requests.count ? 0 : url + 1
-            worker.recordURLReply(url, latency: latency, now: now)
+            shared.recordURLReply(url, latency: latency, now: now)
         }
         if !checks.accepts(status: head.status) {
             worker.recordError(.httpStatus, "HTTP status \(head.status)")
-            if perURL { worker.recordURLError(url) }
+            if perURL { shared.recordURLError(url) }
         } else if !bodyPasses {
             let paths = worker.config.http.paths
             worker.recordError(.check, checks.failure(bodyBytes: bodyBytes, path: paths.isEmpty ? worker.config.path : paths[url]))
-            if perURL { worker.recordURLError(url) }
+            if perURL { shared.recordURLError(url) }
         }
     }
 
@@ -263,14 +262,8 @@ final class HTTPConnection: GCDAsyncSocketDelegate, PacedConnection, SweptConnec
         guard sock === socket else { return }
         let previous = state
         state = .closed
-        if previous == .open { worker.connectionClosed() }
-        if previous == .open && reconnecting && !worker.stopping {
+        if worker.replaceableConnectionEnded(from: previous, replacing: &reconnecting, error: err) {
             connect(settling: false)
-            return
         }
-        if previous == .connecting {
-            if reconnecting { reconnecting = false } else { worker.connectionSettled(ok: false) }
-        }
-        if let err { worker.recordError(ErrorKind.classify(err), "\(err)") }
     }
 }

@@ -45,7 +45,7 @@ extension CommandLineParser {
             guard access(path, R_OK) == 0 else { throw ArgumentError("--tls-ca: no such file '\(path)'") }
             config.tls.caFile = path
             config.tls.enabled = true
-        case "--insecure", "-k":
+        case "--insecure":
             config.tls.insecure = true
             config.tls.enabled = true
         case "--alpn":
@@ -71,12 +71,11 @@ extension CommandLineParser {
     /// before the run, not as thousands of connection errors).
     static func checkTLSOptions(_ config: LoadConfig) throws(ArgumentError) {
         guard let configuration = config.tls.configuration else { return }
-        if config.mode == .demo {
-            throw ArgumentError("--tls needs a mode and a TLS server (for example: loadtest echo --port 9443 --tls --tls-ca ca.pem)")
+        if config.mode.startsServer {
+            throw ArgumentError("--tls needs a mode and a TLS server "
+                                + "(for example: loadtest echo --port 9443 --tls --tls-ca ca.pem)")
         }
-        if config.mode == .echo && config.isOpenLoop {
-            throw ArgumentError("--rate with --tls is supported in http, stream and connect modes, not echo")
-        }
+        if !config.mode.supportsTLS { throw ArgumentError("--tls does not apply to \(config.mode.name) mode") }
         do {
             try configuration.validate()
         } catch {

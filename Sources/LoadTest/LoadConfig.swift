@@ -1,26 +1,3 @@
-import EpollLoop
-
-/// What kind of load to generate.
-package enum LoadMode: String, Sendable, Codable, CaseIterable {
-    /// No arguments: an in-process echo server driven by 1,000 ping-pong connections.
-    case demo
-    /// Ping-pong of fixed-size messages (closed loop), or at a fixed rate with `--rate` (open loop).
-    case echo
-    /// Bulk bytes both ways through an echo server.
-    case stream
-    /// Connection churn: connect, one 64-byte exchange, close.
-    case connect
-    /// Open connections and hold them.
-    case idle
-    /// Keep-alive HTTP/1.1 GETs.
-    case http
-    /// UDP ping-pong against a datagram echo server: `--connections` flows, datagrams of `--size` bytes,
-    /// closed loop (`--pipeline` in flight per flow) or open loop (`--rate`); loss, reordering, duplicates and
-    /// corruption counted.
-    case udp
-    case ws
-}
-
 /// Everything a run needs; filled in by ``CommandLineParser``.
 package struct LoadConfig: Sendable, Equatable {
     /// The kind of load.
@@ -94,26 +71,13 @@ package struct LoadConfig: Sendable, Equatable {
     /// A configuration with the mode's defaults.
     package init(mode: LoadMode) {
         self.mode = mode
-        let cores = EventLoopGroup.coreCount
-        switch mode {
-        case .demo:
-            connections = 1000
-            loops = max(1, cores - 1)  // one core is the in-process server's
-        case .echo, .http, .udp, .ws:
-            connections = 100
-            loops = cores
-        case .stream:
-            connections = 10
-            loops = cores
-        case .connect:
-            connections = 16
-            loops = cores
-        case .idle:
-            connections = 1000
-            loops = cores
-        }
+        connections = mode.defaultConnections
+        loops = mode.defaultLoops
     }
 
     /// Whether the run is open loop (paced at ``rate``).
     package var isOpenLoop: Bool { rate != nil }
+
+    /// The warm-up the run has: none where the mode has nothing to warm up (idle connections).
+    package var effectiveWarmup: Double { mode.warmsUp ? warmup : 0 }
 }

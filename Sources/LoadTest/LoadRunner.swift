@@ -62,8 +62,9 @@ package final class LoadRunner: Sendable {
     /// Runs the test. Throws ``LoadTestError`` when it cannot start (fd limit, unknown host, no server for the demo).
     package func run() throws -> RunResult {
         var config = self.config
+        let mode = config.mode
         var server: EchoServer?
-        if config.mode == .demo {
+        if mode.startsServer {
             do {
                 server = try EchoServer(host: "127.0.0.1", port: 0, loops: 1)
             } catch {
@@ -74,17 +75,22 @@ package final class LoadRunner: Sendable {
         }
         defer { try? server?.stop() }
         if !config.quiet {
-            let server = config.mode == .demo ? "the in-process echo server at " : ""
-            let warmup = config.mode == .idle ? 0 : config.warmup  // idle connections have nothing to warm up
-            output("loadtest \(config.mode == .demo ? "echo" : config.mode.rawValue): \(ReportText.count(config.connections, config.mode == .connect ? "churn slot" : config.mode == .udp ? "flow" : "connection")) to \(server)\(config.host):\(config.port) on \(config.loops) loop(s), \(ReportText.fixed(warmup, 1)) s warm-up + \(ReportText.fixed(config.duration, 1)) s")
+            let server = mode.startsServer ? "the in-process echo server at " : ""
+            let units = ReportText.count(config.connections, mode.unit)
+            output("loadtest \(mode.resultName): \(units) to \(server)\(config.host):\(config.port) on "
+                   + "\(config.loops) loop(s), \(ReportText.fixed(config.effectiveWarmup, 1)) s warm-up + "
+                   + "\(ReportText.fixed(config.duration, 1)) s")
         }
         try checkLimits(config, inProcessServer: server != nil)
         // A wrong --server-metrics address is found now, not after the run.
-        if let address = config.serverMetrics { _ = try ServerLoopMetrics.scrape(address, timeout: Self.scrapeTimeout) }
+        if let address = config.serverMetrics {
+            _ = try ServerLoopMetrics.scrape(address, timeout: Self.scrapeTimeout)
+        }
 
-        // Echo connections connect to one address, looked up here, off the loops (getaddrinfo blocks).
+        // Connections that talk to the kernel themselves connect to one address, looked up here, off the loops
+        // (getaddrinfo blocks).
         var address: ServerAddress?
-        if config.mode == .echo || config.mode == .demo || config.mode == .udp {
+        if mode.resolvesAddress {
             address = try ServerAddress.resolve(host: config.host, port: config.port)
         }
 
@@ -98,8 +104,8 @@ package final class LoadRunner: Sendable {
         var first = 0
         for (i, loop) in group.loops.enumerated() {
             let share = config.connections / config.loops + (i < config.connections % config.loops ? 1 : 0)
-            workers.append(LoopWorker(loop: loop, config: config, target: share, firstNumber: first, signals: signals,
-                                      address: address))
+            workers.append(LoopWorker(loop: loop, config: config, target: share, firstNumber: first,
+                                      signals: signals, address: address))
             first += share
         }
         defer {
@@ -115,17 +121,18 @@ package final class LoadRunner: Sendable {
 
     private func drive(_ config: LoadConfig, _ workers: [LoopWorker], _ extras: RunExtras) throws -> RunResult {
         let t0 = Deadline.now().uptimeNanoseconds
+        let mode = config.mode
         let serverSide = config.serverPID.map { ServerProcessSampler(pid: $0) }  // before the connections
         _ = gather(workers) { $0.beginOpening() }
 
         // Opening: wait until every connection is up or has failed (churn slots need no wait).
-        if config.mode != .connect {
+        if mode.holdsConnections {
             let limit = t0 + Self.nanos(config.ramp + (config.timeout > 0 ? config.timeout : 30) + 1)
             var nextReport = t0 + 1_000_000_000
             // With TLS a connection is ready once its handshake is over, not at its TCP connect.
             let tls = config.tls.enabled
-            while (signals.settled < config.connections || tls && signals.secured + signals.tlsFailures < signals.established)
-                    && !isInterrupted {
+            func handshaking() -> Bool { tls && signals.secured + signals.tlsFailures < signals.established }
+            while (signals.settled < config.connections || handshaking()) && !isInterrupted {
                 let now = Deadline.now().uptimeNanoseconds
                 if now >= limit { break }
                 if now >= nextReport {
@@ -140,16 +147,18 @@ package final class LoadRunner: Sendable {
         }
 
         signals.opening.store(false, ordering: .relaxed)
-        if config.mode != .connect { try checkAnyConnected(config, workers) }
+        if mode.holdsConnections { try checkAnyConnected(config, workers) }
         if let startAt = config.startAt { try waitForStart(startAt, config, workers) }
         if isInterrupted {
             // Nothing was measured: no figures (a window of 0 s has none worth printing) and no success.
             _ = gather(workers) { $0.finish() }
-            throw LoadTestError("interrupted \(config.startAt != nil ? "while waiting for the start time (--start-at)" : "while opening the connections"), before the load began: nothing was measured")
+            let when = config.startAt != nil ? "while waiting for the start time (--start-at)"
+                : "while opening the connections"
+            throw LoadTestError("interrupted \(when), before the load began: nothing was measured")
         }
 
         let loadStart = Deadline.now().uptimeNanoseconds
-        let warmup = config.mode == .idle ? 0 : config.warmup
+        let warmup = config.effectiveWarmup
         let windowStart = loadStart + Self.nanos(warmup)
         let plannedEnd = windowStart + Self.nanos(config.duration)
         var windowEnd = plannedEnd
@@ -157,9 +166,10 @@ package final class LoadRunner: Sendable {
             worker.startLoad(loadStart: loadStart, windowStart: windowStart, windowEnd: plannedEnd)
             return worker.snapshot
         })
-        if !config.quiet && config.mode != .connect {
+        if !config.quiet && mode.holdsConnections {
             let took = ReportText.fixed(Double(loadStart - t0) / 1e9, 2)
-            output("  \(opened.established) of \(config.connections) connections open in \(took) s\(opened.failed > 0 ? " (\(opened.failed) failed)" : "")")
+            let failed = opened.failed > 0 ? " (\(opened.failed) failed)" : ""
+            output("  \(opened.established) of \(config.connections) connections open in \(took) s\(failed)")
         }
 
         let stageRecorder = config.stages.map { StageRecorder(stages: $0, loadStart: loadStart, start: opened) }
@@ -173,7 +183,7 @@ package final class LoadRunner: Sendable {
         let pid = config.serverPID
         var serverCPUStart = windowStart == loadStart ? pid.flatMap { Limits.cpuSeconds(pid: $0) } : nil
         var serverCPUEnd: Double?
-        var clientCPUStart = windowStart == loadStart ? gather(workers) { _ in Limits.threadCPUSeconds() }.reduce(0, +) : nil
+        var clientCPUStart = windowStart == loadStart ? clientCPU(workers) : nil
         var clientCPUEnd: Double?
         let serverLoops = config.serverMetrics.map { ServerLoopWindow(address: $0, timeout: Self.scrapeTimeout) }
         var serverScrapes = 0  // begun: the window's start, then its end
@@ -197,7 +207,7 @@ package final class LoadRunner: Sendable {
                 _ = gather(workers) { $0.windowEnd = cut }
             }
             if tick == windowStart && clientCPUStart == nil {
-                clientCPUStart = gather(workers) { _ in Limits.threadCPUSeconds() }.reduce(0, +)
+                clientCPUStart = clientCPU(workers)
                 if let pid { serverCPUStart = Limits.cpuSeconds(pid: pid) }
                 if let serverLoops, serverScrapes == 0 {
                     serverLoops.begin(0)
@@ -205,7 +215,7 @@ package final class LoadRunner: Sendable {
                 }
             }
             if tick == windowEnd || interruptedNow {
-                clientCPUEnd = gather(workers) { _ in Limits.threadCPUSeconds() }.reduce(0, +)
+                clientCPUEnd = clientCPU(workers)
                 if let pid { serverCPUEnd = Limits.cpuSeconds(pid: pid) }
                 if let serverLoops, serverScrapes == 1 {
                     serverLoops.begin(1)
@@ -214,20 +224,24 @@ package final class LoadRunner: Sendable {
             }
             let current = sum(gather(workers) { $0.snapshot })
             let seconds = Double(now - previousTime) / 1e9
+            let bytes = Double(current.receivedBytes &- previous.receivedBytes)
             var sample = RunResult.Sample(
                 t: Double(now - loadStart) / 1e9,
                 requestsPerSecond: seconds > 0 ? Double(current.completed &- previous.completed) / seconds : 0,
-                mibPerSecond: seconds > 0 ? Double(current.receivedBytes &- previous.receivedBytes) / seconds / 1_048_576 : 0,
+                mibPerSecond: seconds > 0 ? bytes / seconds / 1_048_576 : 0,
                 connections: current.open,
                 errors: current.errors,
                 warmup: tick <= windowStart && windowStart > loadStart)
             sample.serverRSSMiB = serverSide?.sample(now: now, windowBegins: windowStart)
-            sample.targetRate = config.targetRate(from: Double(previousTime - loadStart) / 1e9, to: Double(now - loadStart) / 1e9)
+            sample.targetRate = config.targetRate(from: Double(previousTime - loadStart) / 1e9,
+                                                  to: Double(now - loadStart) / 1e9)
             timeline.append(sample)
             if let stageRecorder, stageRecorder.stageEnded(by: min(now, windowEnd)) {
                 stageRecorder.take(at: min(now, windowEnd), totals: current, histogram: mergedHistogram(workers))
             }
-            if config.mode == .connect && timeline.count == 1 { try checkAnyConnected(config, workers, afterFirstSecond: true) }
+            if !mode.holdsConnections && timeline.count == 1 {
+                try checkAnyConnected(config, workers, afterFirstSecond: true)
+            }
             try checkAnyAlive(config, workers, current)
             if extras.isActive {
                 var histogram: Histogram?
@@ -252,12 +266,11 @@ package final class LoadRunner: Sendable {
         result.windowEnd = Self.wallClock(at: windowEnd)
         result.startAt = config.startAt
         result.id = config.runID
-        if config.mode == .udp { result.datagrams = final.datagrams }
+        final.modeFigures?.report(into: &result, config: config, window: window)
         if let stageRecorder {
             stageRecorder.take(at: windowEnd, totals: final.snapshot, histogram: final.histogram, cut: true)
             result.stages = stageRecorder.figures
         }
-        result.urls = RunResult.urlFigures(paths: config.http.paths, counts: final.urls, window: window)
         result.serverProcess = serverSide?.figures
         if final.serviceHistogram.count > 0 {
             result.serviceTimeUs = RunResult.Latency(final.serviceHistogram)
@@ -267,16 +280,21 @@ package final class LoadRunner: Sendable {
             result.tlsHandshakeUs = RunResult.Latency(final.handshakeHistogram)
             result.tlsHandshakeHistogram = RunResult.HistogramData(final.handshakeHistogram)
         }
-        if let warning = RunResult.rateWarning(target: config.rate, achieved: result.requestsPerSecond), !isInterrupted {
+        if let warning = RunResult.rateWarning(target: config.rate, achieved: result.requestsPerSecond),
+           !isInterrupted {
             result.warnings = [warning]
         }
         if let start = clientCPUStart, let end = clientCPUEnd {
             result.clientCPUSeconds = end - start
-            if result.requests > 0 { result.clientMicrosecondsPerRequest = (end - start) * 1e6 / Double(result.requests) }
+            if result.requests > 0 {
+                result.clientMicrosecondsPerRequest = (end - start) * 1e6 / Double(result.requests)
+            }
         }
         if let start = serverCPUStart, let end = serverCPUEnd {
             result.serverCPUSeconds = end - start
-            if result.requests > 0 { result.serverMicrosecondsPerRequest = (end - start) * 1e6 / Double(result.requests) }
+            if result.requests > 0 {
+                result.serverMicrosecondsPerRequest = (end - start) * 1e6 / Double(result.requests)
+            }
         }
         switch serverScrapes == 2 ? serverLoops?.finish() : nil {
         case .success(let figures): result.serverLoops = figures
@@ -295,16 +313,16 @@ package final class LoadRunner: Sendable {
     private func makeResult(_ config: LoadConfig, _ final: WorkerFinal, window: Double, warmup: Double,
                             timeline: [RunResult.Sample]) -> RunResult {
         let s = final.snapshot
-        let echoLike = config.mode == .echo || config.mode == .demo || config.mode == .udp
+        let mode = config.mode
         return RunResult(
-            mode: config.mode == .demo ? "echo" : config.mode.rawValue,
-            target: "\(config.host):\(config.port)\(config.mode == .http ? config.path : "")",
+            mode: mode.resultName,
+            target: mode.target(config),
             connections: config.connections,
             connectionsEstablished: s.established,
             connectionsFailed: s.failed,
             connectionsOpen: s.open,
-            messageSize: echoLike ? config.size : nil,
-            pipeline: echoLike || config.mode == .http ? config.pipeline : nil,
+            messageSize: mode.isEchoLike ? config.size : nil,
+            pipeline: mode.pipelines ? config.pipeline : nil,
             targetRate: config.rate,
             loops: config.loops,
             durationSeconds: window,
@@ -323,18 +341,7 @@ package final class LoadRunner: Sendable {
         let t = "[\(ReportText.fixed(s.t, 1).leftPadded(5))s]"
         let phase = s.warmup ? " warm-up" : ""
         let target = s.targetRate.map { " (target \(ReportText.fixed($0, 0)))" } ?? ""
-        switch config.mode {
-        case .idle:
-            return "  \(t) \(s.connections) connections open, \(s.errors) errors"
-        case .stream:
-            return "  \(t)\(phase) \(ReportText.fixed(s.mibPerSecond, 1)) MiB/s, \(s.connections) connections, \(s.errors) errors"
-        case .connect:
-            return "  \(t)\(phase) \(ReportText.fixed(s.requestsPerSecond, 0)) connections/s\(target), \(s.errors) errors"
-        case .udp:
-            return "  \(t)\(phase) \(ReportText.fixed(s.requestsPerSecond, 0)) datagrams/s echoed\(target), \(s.connections) flows, \(s.errors) errors"
-        default:
-            return "  \(t)\(phase) \(ReportText.fixed(s.requestsPerSecond, 0)) req/s\(target), \(s.connections) connections, \(s.errors) errors"
-        }
+        return "  \(t)\(phase) " + config.mode.progress(ProgressFigures(sample: s, target: target))
     }
 
     // MARK: Failing fast and starting together
@@ -343,12 +350,14 @@ package final class LoadRunner: Sendable {
     /// first second): a run that can only count errors names their cause at once instead of at the end.
     /// With TLS, a connection counts once its handshake is over: a certificate the client does not trust
     /// fails every handshake, and no amount of waiting changes that.
-    private func checkAnyConnected(_ config: LoadConfig, _ workers: [LoopWorker], afterFirstSecond: Bool = false) throws {
+    private func checkAnyConnected(_ config: LoadConfig, _ workers: [LoopWorker],
+                                   afterFirstSecond: Bool = false) throws {
         let s = sum(gather(workers) { $0.snapshot })
         let usable = config.tls.enabled ? s.secured : s.established
         guard usable == 0, s.failed > 0 || s.errors > 0, !isInterrupted else { return }
         let when = afterFirstSecond ? "in the first second" : "of \(ReportText.count(config.connections, "connection"))"
-        try stopEarly(config, workers, "no connection to \(config.host):\(config.port) could be \(config.tls.enabled ? "secured" : "made") \(when)")
+        let made = config.tls.enabled ? "secured" : "made"
+        try stopEarly(config, workers, "no connection to \(config.host):\(config.port) could be \(made) \(when)")
     }
 
     /// Throws when, during the load, every connection has gone without a single reply (echo, stream and http
@@ -356,8 +365,8 @@ package final class LoadRunner: Sendable {
     /// another protocol, or closes every connection it accepts. Replies that time out are left to the report:
     /// a server that stalls is what a load test is there to measure; so are idle connections a server closes.
     private func checkAnyAlive(_ config: LoadConfig, _ workers: [LoopWorker], _ s: WorkerSnapshot) throws {
-        guard config.mode != .connect, config.mode != .udp, config.mode != .idle, s.open == 0, s.completed == 0, s.receivedBytes == 0,
-              s.errors > 0, !isInterrupted else { return }
+        guard config.mode.expectsReplies, s.open == 0, s.completed == 0, s.receivedBytes == 0, s.errors > 0,
+              !isInterrupted else { return }
         let counts = errorCounts(workers)
         guard counts.total > counts[.timeout] else { return }
         try stopEarly(config, workers, "every connection to \(config.host):\(config.port) ended before a single reply")
@@ -368,14 +377,17 @@ package final class LoadRunner: Sendable {
         let counts = errorCounts(workers)
         let first = gather(workers) { $0.firstError }.compactMap { $0 }.first
         _ = gather(workers) { $0.finish() }
-        let kinds = counts.byName.sorted { $0.key < $1.key }.map { "\($0.key) \(ReportText.grouped($0.value))" }.joined(separator: ", ")
+        let kinds = counts.byName.sorted { $0.key < $1.key }
+            .map { "\($0.key) \(ReportText.grouped($0.value))" }.joined(separator: ", ")
         throw LoadTestError("\(what) (\(kinds))\(first.map { ": \($0)" } ?? ""); \(Self.hint(counts, config))")
     }
 
     /// What to check, from the kinds of error that stopped the run.
     static func hint(_ counts: ErrorCounts, _ config: LoadConfig) -> String {
         if counts[.tls] > 0 {
-            return "if the server's certificate is signed by a CA of your own, trust it with --tls-ca FILE; for a throwaway certificate, --insecure skips verification; and check that the server speaks TLS on port \(config.port)"
+            return "if the server's certificate is signed by a CA of your own, trust it with --tls-ca FILE; for a "
+                + "throwaway certificate, --insecure skips verification; and check that the server speaks TLS on "
+                + "port \(config.port)"
         }
         if counts[.connectTimeout] > 0 && counts[.refused] == 0 {
             return "can this machine reach \(config.host) (a firewall that drops connects looks like this)?"
@@ -383,7 +395,8 @@ package final class LoadRunner: Sendable {
         if counts[.refused] > 0 {
             return "is the server running there?"
         }
-        return "is the server running there, and does it speak \(config.tls.enabled ? "TLS" : "plaintext") \(config.mode == .http ? "HTTP/1.1" : "echo") on port \(config.port)?"
+        let layer = config.tls.enabled ? "TLS" : "plaintext"
+        return "is the server running there, and does it speak \(layer) \(config.mode.speaks) on port \(config.port)?"
     }
 
     /// Waits, connections open, until the wall clock reaches `startAt`; throws if it has already passed.
@@ -391,7 +404,9 @@ package final class LoadRunner: Sendable {
         let wait = startAt - Self.wallClock()
         guard wait >= 0 else {
             _ = gather(workers) { $0.finish() }
-            throw LoadTestError("--start-at was \(ReportText.fixed(-wait, 1)) s ago when the connections were open, so this run cannot measure the shared window: give the processes a start time further ahead")
+            throw LoadTestError("--start-at was \(ReportText.fixed(-wait, 1)) s ago when the connections were open, "
+                                + "so this run cannot measure the shared window: give the processes a start time "
+                                + "further ahead")
         }
         if !config.quiet { output("  waiting \(ReportText.fixed(wait, 1)) s for the start time (--start-at)") }
         sleep(until: Deadline.now().uptimeNanoseconds + Self.nanos(wait))
@@ -409,6 +424,11 @@ package final class LoadRunner: Sendable {
         let nowUptime = Deadline.now().uptimeNanoseconds
         let wall = wallClock()
         return wall - (Double(nowUptime) - Double(uptime)) / 1e9
+    }
+
+    /// The CPU time of the loops' threads so far, seconds.
+    private func clientCPU(_ workers: [LoopWorker]) -> Double {
+        gather(workers) { _ in Limits.threadCPUSeconds() }.reduce(0, +)
     }
 
     /// The loops' window histograms merged.
@@ -433,17 +453,19 @@ package final class LoadRunner: Sendable {
         let needed = config.connections * perConnection + Limits.reserve + config.loops * 4
         let limit = Limits.checkFileLimit(needed: needed)
         if !config.quiet {
-            let room = limit.connectionsThatFit(perConnection: perConnection, reserve: Limits.reserve + config.loops * 4)
-            output("  open-file limit \(limit.soft)\(limit.raised ? " (raised to the hard limit)" : ""): room for \(room) connections")
+            let room = limit.connectionsThatFit(perConnection: perConnection,
+                                                reserve: Limits.reserve + config.loops * 4)
+            let raised = limit.raised ? " (raised to the hard limit)" : ""
+            output("  open-file limit \(limit.soft)\(raised): room for \(room) connections")
         }
         guard limit.fits else {
             throw LoadTestError(Limits.advice(limit, connections: config.connections, perConnection: perConnection))
         }
-        if let ports = Limits.ephemeralPortRange(), config.mode != .connect {
-            let available = ports.count
-            if config.connections > available {
-                output("  warning: \(config.connections) connections to one address need more local ports than the \(available) in net.ipv4.ip_local_port_range (\(ports.lowerBound)-\(ports.upperBound)): expect addr_not_available errors; widen the range with `sysctl -w net.ipv4.ip_local_port_range=\"1024 65535\"`")
-            }
+        if let ports = Limits.ephemeralPortRange(), config.mode.holdsConnections, config.connections > ports.count {
+            output("  warning: \(config.connections) connections to one address need more local ports than the "
+                   + "\(ports.count) in net.ipv4.ip_local_port_range (\(ports.lowerBound)-\(ports.upperBound)): "
+                   + "expect addr_not_available errors; widen the range with "
+                   + "`sysctl -w net.ipv4.ip_local_port_range=\"1024 65535\"`")
         }
     }
 

@@ -73,13 +73,11 @@ struct WorkerFinal: Sendable {
     var firstError: String?
     var windowCompleted: UInt64 = 0
     var windowBytes: UInt64 = 0
-    var datagrams = RunResult.Datagrams()
-    /// HTTP with several URLs: each one's counts, by its index.
-    var urls: [URLCounts] = []
+    /// The counters only the mode keeps (``ModeLoop/finish()``).
+    var modeFigures: (any ModeFigures)?
 
     mutating func add(_ other: WorkerFinal) {
-        datagrams.add(other.datagrams)
-        URLCounts.add(other.urls, to: &urls)
+        if let theirs = other.modeFigures { modeFigures = modeFigures?.adding(theirs) ?? theirs }
         snapshot.add(other.snapshot)
         histogram.merge(other.histogram)
         serviceHistogram.merge(other.serviceHistogram)
@@ -150,10 +148,6 @@ final class LoopWorker: @unchecked Sendable {
     /// TLS handshakes completed in the window: connect start to socketDidSecure.
     @exclusivity(unchecked) var handshakeHistogram = Histogram()
     @exclusivity(unchecked) var errors = ErrorCounts()
-    /// UDP mode: the window's datagram counts (``UDPFlow``).
-    @exclusivity(unchecked) var datagrams = RunResult.Datagrams()
-    /// HTTP with several URLs: each one's counts, by its index in the rotation (empty otherwise).
-    @exclusivity(unchecked) var urls: [URLCounts] = []
     var firstError: String?
     @exclusivity(unchecked) var open = 0
     var established = 0
@@ -167,6 +161,8 @@ final class LoopWorker: @unchecked Sendable {
     @exclusivity(unchecked) var stopping = false
 
     private(set) var connections: [any LoadConnection] = []
+    /// The mode's share of this loop: it makes the connections and keeps the mode's own counters.
+    private var modeLoop: (any ModeLoop)?
     private var opened = 0
     private var connecting = 0
     private var filling = false
@@ -186,8 +182,6 @@ final class LoopWorker: @unchecked Sendable {
     @exclusivity(unchecked) var nextPaceAt = UInt64.max
     /// The time `pace` sends at: a paced connection records it as the request's actual send time.
     @exclusivity(unchecked) var paceNow: UInt64 = 0
-    /// HTTP mode: the request bytes, one per path in rotation, built once for every connection of the loop.
-    let httpRequests: [Data]
     /// The client TLS configuration (`--tls`); nil for plaintext.
     let tls: TLSConfiguration?
 
@@ -204,15 +198,13 @@ final class LoopWorker: @unchecked Sendable {
         self.target = target
         self.firstNumber = firstNumber
         self.signals = signals
-        let swept = config.mode == .echo || config.mode == .demo || config.mode == .http || config.mode == .udp || config.mode == .ws
-            || (config.mode == .stream && config.isOpenLoop)
+        let swept = config.mode.isSwept(config)
         replyTimeout = config.timeout > 0 && !swept ? config.timeout : -1
         sweepTimeout = config.timeout > 0 && swept ? UInt64(config.timeout * 1e9) : 0
         connectTimeout = config.timeout > 0 ? config.timeout : 30
         maxConnecting = max(1, config.maxConnecting / max(1, config.loops))
-        httpRequests = config.mode == .http ? config.httpRequests.map { Data($0) } : []
         tls = config.tls.configuration
-        if httpRequests.count > 1 { urls = Array(repeating: URLCounts(), count: httpRequests.count) }
+        modeLoop = config.mode.makeLoop(self)
     }
 
     deinit {
@@ -251,34 +243,6 @@ final class LoopWorker: @unchecked Sendable {
     @inline(__always)
     func inWindow(_ time: UInt64) -> Bool { time >= windowStart && time < windowEnd }
 
-    /// UDP: a datagram goes out, meant for `time`.
-    @inline(__always)
-    func recordDatagramSent(at time: UInt64) {
-        if inWindow(time) { datagrams.sent &+= 1 }
-    }
-
-    /// UDP: a datagram was not echoed within the timeout (found by the sweep, or its slot needed, at `now`).
-    func recordDatagramLost(now: UInt64) {
-        if inWindow(now) { datagrams.lost &+= 1 }
-    }
-
-    /// UDP: an echo arrived after a later one of its flow.
-    func recordDatagramReordered(now: UInt64) {
-        if inWindow(now) { datagrams.reordered &+= 1 }
-    }
-
-    /// UDP: an echo of a datagram already echoed or counted lost.
-    func recordDatagramDuplicate(now: UInt64) {
-        if inWindow(now) { datagrams.duplicates &+= 1 }
-    }
-
-    /// UDP: an echo whose length or bytes are not what was sent; also a `mismatch` error.
-    func recordDatagramCorrupt(now: UInt64, _ message: @autoclosure () -> String) {
-        guard !stopping else { return }
-        if inWindow(now) { datagrams.corrupt &+= 1 }
-        recordError(.mismatch, message())
-    }
-
     /// Counts an error unless the run is over.
     func recordError(_ kind: ErrorKind, _ message: @autoclosure () -> String) {
         guard !stopping else { return }
@@ -292,7 +256,8 @@ final class LoopWorker: @unchecked Sendable {
     /// Starts opening this loop's connections: paced over `--ramp`, or as fast as `maxConnecting` allows.
     func beginOpening() {
         guard target > 0 else { return }
-        if config.mode == .connect {
+        if !config.mode.holdsConnections {
+            // Churn slots open and close all the time: every one starts at once.
             for _ in 0..<target { openOne() }
             return
         }
@@ -325,18 +290,7 @@ final class LoopWorker: @unchecked Sendable {
         let number = firstNumber + opened
         opened += 1
         connecting += 1
-        let connection: any LoadConnection
-        switch config.mode {
-        case .demo, .echo:
-            connection = tls == nil ? EchoConnection(worker: self, number: number) as any LoadConnection
-                : TLSEchoConnection(worker: self, number: number)
-        case .stream: connection = StreamConnection(worker: self, number: number)
-        case .connect: connection = ChurnSlot(worker: self)
-        case .idle: connection = IdleConnection(worker: self)
-        case .http: connection = HTTPConnection(worker: self, number: number)
-        case .udp: connection = UDPFlow(worker: self, number: number)
-        case .ws: connection = WebSocketConnection(worker: self, number: number)
-        }
+        let connection = modeLoop!.makeConnection(number: number)
         connections.append(connection)
         if let paced = connection as? any PacedConnection { self.paced.append(paced) }
         if sweepTimeout > 0, let timed = connection as? any SweptConnection {
@@ -509,8 +463,8 @@ final class LoopWorker: @unchecked Sendable {
     func finish() -> WorkerFinal {
         let result = WorkerFinal(snapshot: snapshot, histogram: histogram, serviceHistogram: serviceHistogram,
                                  handshakeHistogram: handshakeHistogram, errors: errors, firstError: firstError,
-                                 windowCompleted: windowCompleted, windowBytes: windowBytes, datagrams: datagrams,
-                                 urls: urls)
+                                 windowCompleted: windowCompleted, windowBytes: windowBytes,
+                                 modeFigures: modeLoop?.finish())
         stopping = true
         pacerTimer?.close()
         pacerTimer = nil
@@ -524,6 +478,7 @@ final class LoopWorker: @unchecked Sendable {
     /// Drops the connections (after the loops have stopped).
     func release() {
         connections = []
+        modeLoop = nil
         paced = []
         swept = []
     }

@@ -77,52 +77,27 @@ package enum ReportText {
     /// The report printed at the end of a run.
     package static func report(_ r: RunResult) -> String {
         var lines: [String] = []
-        let what: String
-        switch r.mode {
-        case "connect": what = "connection churn (connect, 64 B echo, close)"
-        case "stream": what = "stream (bulk echo)"
-        case "idle": what = "idle connections"
-        case "http": what = "HTTP/1.1 keep-alive"
-        case "udp":
-            let size = r.messageSize.map { "\($0) B" } ?? "mixed sizes"
-            let pipeline = r.pipeline.map { "\($0) in flight per flow" } ?? "mixed pipelines"
-            what = "UDP echo \(size) datagrams, \(pipeline)"
-        default:
-            let size = r.messageSize.map { "\($0) B" } ?? "mixed sizes"
-            let pipeline = r.pipeline.map { "pipeline \($0)" } ?? "mixed pipelines"
-            what = "echo \(size), \(pipeline)"
-        }
+        let mode = LoadMode.reporting(r.mode) ?? .echo
+        let what = mode.reportTitle(r)
         var loop = r.targetRate.map { ", open loop at \(fixed($0, 0))/s" } ?? (r.mode == "idle" ? "" : ", closed loop")
         if let stages = r.stages, let rate = r.targetRate { loop = ", open loop in \(count(stages.count, "stage")), \(fixed(rate, 0))/s mean target" }
         lines.append("")
         lines.append("loadtest \(r.mode) → \(r.target): \(what)\(loop)\(r.id.map { " [\($0)]" } ?? "")")
         let sources = r.sources > 1 ? ", merged from \(r.sources) results" : ""
-        lines.append("  \(count(r.connections, r.mode == "connect" ? "churn slot" : r.mode == "udp" ? "flow" : "connection")) on \(r.loops) loop(s), \(fixed(r.durationSeconds, 2)) s measured after \(fixed(r.warmupSeconds, 1)) s warm-up\(sources)")
+        lines.append("  \(count(r.connections, mode.unit)) on \(r.loops) loop(s), \(fixed(r.durationSeconds, 2)) s "
+                     + "measured after \(fixed(r.warmupSeconds, 1)) s warm-up\(sources)")
         if let spread = r.windowStartSpread {
             lines.append("  windows: started within \(fixed(spread * 1000, 0)) ms of each other")
         }
-        if r.mode == "connect" {
-            lines.append("  connects: \(grouped(UInt64(r.connectionsEstablished))) made, \(grouped(UInt64(r.connectionsFailed))) failed (whole run, warm-up included)")
+        let established = grouped(UInt64(r.connectionsEstablished))
+        let failed = grouped(UInt64(r.connectionsFailed))
+        if mode.holdsConnections {
+            lines.append("  \(mode.unit == "flow" ? "flows" : "connections"): \(established) established, \(failed) failed, "
+                         + "\(grouped(UInt64(r.connectionsOpen))) open at the end")
         } else {
-            lines.append("  \(r.mode == "udp" ? "flows" : "connections"): \(grouped(UInt64(r.connectionsEstablished))) established, \(grouped(UInt64(r.connectionsFailed))) failed, \(grouped(UInt64(r.connectionsOpen))) open at the end")
+            lines.append("  connects: \(established) made, \(failed) failed (whole run, warm-up included)")
         }
-        switch r.mode {
-        case "idle":
-            lines.append("  kept: \(r.connectionsOpen) of \(r.connections) connections held for \(fixed(r.durationSeconds, 1)) s")
-        case "stream":
-            lines.append("  throughput: \(fixed(r.mibPerSecond, 1)) MiB/s echoed (\(grouped(r.bytes)) bytes)")
-        case "connect":
-            lines.append("  connections/s: \(fixed(r.requestsPerSecond, 0)) (\(grouped(r.requests)) cycles in the window)")
-        case "udp":
-            lines.append("  datagrams/s: \(fixed(r.requestsPerSecond, 0)) echoed (\(grouped(r.requests)) round trips, \(fixed(r.mibPerSecond, 2)) MiB/s received)")
-            if let d = r.datagrams {
-                lines.append("  datagrams: \(grouped(d.sent)) sent, \(grouped(d.lost)) lost (\(fixed(d.lossPercent, 3))%, no echo within the timeout), \(grouped(d.reordered)) reordered, \(grouped(d.duplicates)) duplicate or late, \(grouped(d.corrupt)) corrupt")
-            }
-        case "http":
-            lines.append("  requests/s: \(fixed(r.requestsPerSecond, 0)) (\(grouped(r.requests)) responses, \(fixed(r.mibPerSecond, 2)) MiB/s received, heads and bodies)")
-        default:
-            lines.append("  requests/s: \(fixed(r.requestsPerSecond, 0)) (\(grouped(r.requests)) requests, \(fixed(r.mibPerSecond, 2)) MiB/s received)")
-        }
+        lines += mode.reportThroughput(r)
         if r.latencyUs.count > 0 {
             lines += percentiles("latency\(r.targetRate != nil ? " (from intended send time)" : "")", r.latencyUs)
         }

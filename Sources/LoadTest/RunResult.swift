@@ -196,6 +196,8 @@ package struct RunResult: Codable, Sendable, Equatable {
     var tlsHandshakeHistogram: HistogramData?
     /// UDP mode: what happened to the datagrams of the window.
     package var datagrams: Datagrams?
+    /// ws mode: the workload, untimed messages and the server's close codes (RunResult+WebSocket.swift).
+    package var webSocket: WebSocket?
     /// With `--server-metrics`: the server's event loops over the window (utilisation and lag).
     package var serverLoops: ServerLoops?
     /// What the reader should know about the figures (a rate not reached, windows that do not line up, …).
@@ -318,7 +320,7 @@ package struct RunResult: Codable, Sendable, Equatable {
         case serviceHistogram = "service_histogram"
         case tlsHandshakeUs = "tls_handshake_us"
         case tlsHandshakeHistogram = "tls_handshake_histogram"
-        case datagrams, warnings
+        case datagrams, warnings, webSocket = "websocket"
         case serverLoops = "server_loops"
         case thresholds, stages, urls, serverProcess = "server_process"
     }
@@ -399,6 +401,9 @@ package struct RunResult: Codable, Sendable, Equatable {
             if let id = other.id { merged.id = merged.id.map { $0 + "," + id } ?? id }
             if let d = other.datagrams {
                 if merged.datagrams == nil { merged.datagrams = d } else { merged.datagrams!.add(d) }
+            }
+            if let w = other.webSocket {
+                if merged.webSocket == nil { merged.webSocket = w } else { merged.webSocket!.add(w) }
             }
             if merged.messageSize != other.messageSize { merged.messageSize = nil }
             if merged.pipeline != other.pipeline { merged.pipeline = nil }

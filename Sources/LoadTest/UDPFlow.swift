@@ -27,6 +27,8 @@ import Glibc
 /// a send error, as a real sender would see it.
 final class UDPFlow: LoopIOHandler, PacedConnection, SweptConnection {
     unowned(unsafe) let worker: LoopWorker
+    /// The loop's datagram counters.
+    unowned(unsafe) let shared: UDPLoop
     private let workerRef: Unmanaged<LoopWorker>
     private let pattern = Pattern.shared
     private let phase: UInt32
@@ -47,7 +49,9 @@ final class UDPFlow: LoopIOHandler, PacedConnection, SweptConnection {
     @exclusivity(unchecked) private var nextSend: UInt64 = 0
     @exclusivity(unchecked) private var highest: UInt64 = 0
 
-    init(worker: LoopWorker, number: Int) {
+    init(shared: UDPLoop, number: Int) {
+        self.shared = shared
+        let worker = shared.worker
         self.worker = worker
         workerRef = Unmanaged.passUnretained(worker)
         phase = Pattern.phase(of: number)
@@ -114,7 +118,7 @@ final class UDPFlow: LoopIOHandler, PacedConnection, SweptConnection {
         while base != nextSend && (!isWaiting(base) || times[base] < cutoff) {
             if isWaiting(base) {
                 waiting[slot(base)] = false
-                worker.recordDatagramLost(now: now)
+                shared.recordDatagramLost(now: now)
                 replaced += 1
             }
             base &+= 1
@@ -174,21 +178,21 @@ final class UDPFlow: LoopIOHandler, PacedConnection, SweptConnection {
             }
             let now = Deadline.now().uptimeNanoseconds
             guard count == size else {
-                worker.recordDatagramCorrupt(now: now, "an echo of \(count) bytes arrived on a flow sending \(size)-byte datagrams")
+                shared.recordDatagramCorrupt(now: now, "an echo of \(count) bytes arrived on a flow sending \(size)-byte datagrams")
                 continue
             }
             let sequence = UInt64(littleEndian: scratch.baseAddress!.loadUnaligned(as: UInt64.self))
             guard isWaiting(sequence) else {
-                worker.recordDatagramDuplicate(now: now)
+                shared.recordDatagramDuplicate(now: now)
                 continue
             }
             guard pattern.checkMessage(UnsafeRawBufferPointer(start: scratch.baseAddress, count: count), sequence: sequence, phase: phase) else {
-                worker.recordDatagramCorrupt(now: now, "echo \(sequence) of a flow did not match the datagram sent")
+                shared.recordDatagramCorrupt(now: now, "echo \(sequence) of a flow did not match the datagram sent")
                 continue
             }
             waiting[slot(sequence)] = false
             if sequence < highest {
-                worker.recordDatagramReordered(now: now)
+                shared.recordDatagramReordered(now: now)
             } else {
                 highest = sequence &+ 1
             }
@@ -215,14 +219,14 @@ final class UDPFlow: LoopIOHandler, PacedConnection, SweptConnection {
         let i = slot(sequence)
         if waiting[i] {
             // Still unanswered a whole ring later: long overtaken, lost.
-            worker.recordDatagramLost(now: time)
+            shared.recordDatagramLost(now: time)
             while base != nextSend && (base == waitingFor[i] || !isWaiting(base)) { base &+= 1 }
         }
         times[sequence] = time
         waitingFor[i] = sequence
         waiting[i] = true
         nextSend &+= 1
-        worker.recordDatagramSent(at: time)
+        shared.recordDatagramSent(at: time)
         pattern.fillMessage(outgoing, sequence: sequence, phase: phase)
         do {
             if case .wouldBlock = try Syscall.send(fd, UnsafeRawBufferPointer(outgoing)) {

@@ -20,21 +20,6 @@ struct URLCounts: Sendable {
     }
 }
 
-extension LoopWorker {
-    /// A response to URL `index` arrived at `now`, `latency` ns after it was (meant to be) sent.
-    @inline(__always)
-    func recordURLReply(_ index: Int, latency: UInt64, now: UInt64) {
-        guard inWindow(now) else { return }
-        urls[index].histogram.record(latency)
-    }
-
-    /// A response to URL `index` failed (status or check), or its request timed out.
-    func recordURLError(_ index: Int) {
-        guard !stopping else { return }
-        urls[index].errors &+= 1
-    }
-}
-
 extension RunResult {
     /// One URL's figures when an http run rotates several (`urls` in the JSON, flat: `url` beside `requests`, …).
     package struct URLFigures: Codable, Sendable, Equatable {

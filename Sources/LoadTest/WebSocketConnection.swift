@@ -24,7 +24,10 @@ final class WebSocketConnection: GCDAsyncSocketDelegate, PacedConnection, SweptC
     private static let frameTag = 2
 
     unowned(unsafe) let worker: LoopWorker
+    unowned(unsafe) let shared: WebSocketLoop
     private let settings: WebSocketSettings
+    /// The request path (several `--url`s: the connections take them in turn).
+    private let path: String
     private var socket: GCDAsyncSocket?
     private var session: WebSocketSession?
     private var state = ConnectionState.idle
@@ -45,9 +48,12 @@ final class WebSocketConnection: GCDAsyncSocketDelegate, PacedConnection, SweptC
     /// This connection's number, for where its first ping falls in the interval.
     private let number: Int
 
-    init(worker: LoopWorker, number: Int) {
+    init(shared: WebSocketLoop, number: Int) {
+        self.shared = shared
+        let worker = shared.worker
         self.worker = worker
         self.number = number
+        path = shared.paths[number % shared.paths.count]
         settings = worker.config.ws
         phase = Pattern.phase(of: number)
         size = worker.config.size
@@ -156,7 +162,7 @@ final class WebSocketConnection: GCDAsyncSocketDelegate, PacedConnection, SweptC
         guard sock === socket, let session else { return }
         // With TLS the request waits behind the handshake.
         let config = worker.config
-        sock.write(Data(session.upgradeRequest(path: config.path, hostHeader: config.hostHeader, headers: config.http.headers)),
+        sock.write(Data(session.upgradeRequest(path: path, hostHeader: config.hostHeader, headers: config.http.headers)),
                    withTimeout: -1, tag: 0)
         sock.readData(withTimeout: worker.connectTimeout, buffer: nil, bufferOffset: 0, maxLength: Self.readSize,
                       tag: Self.handshakeTag)
@@ -210,12 +216,7 @@ final class WebSocketConnection: GCDAsyncSocketDelegate, PacedConnection, SweptC
     /// The handshake is done: the connection counts as open and its workload starts.
     private func opened(_ sock: GCDAsyncSocket, now: UInt64) {
         state = .open
-        if reconnecting {
-            reconnecting = false
-            worker.open += 1
-        } else {
-            worker.connectionSettled(ok: true)
-        }
+        worker.replaceableConnectionOpened(replacing: &reconnecting)
         if worker.stopping { return }
         if let greeting = settings.greeting, let frame = Array(greeting.utf8).withUnsafeBytes({ session?.frame(.text, $0) }) {
             sock.write(Data(frame), withTimeout: -1, tag: 0)
@@ -267,7 +268,7 @@ final class WebSocketConnection: GCDAsyncSocketDelegate, PacedConnection, SweptC
                 let wall = WebSocketSettings.wallClockNanoseconds()
                 worker.recordReply(latency: wall > sent ? wall - sent : 0, bytes: payload.count, now: now)
             } else {
-                worker.recordUntimedReply(bytes: payload.count, now: now)
+                shared.recordUntimedMessage(bytes: payload.count, now: now)
             }
         }
         return true
@@ -286,6 +287,7 @@ final class WebSocketConnection: GCDAsyncSocketDelegate, PacedConnection, SweptC
     /// The server's close frame arrived (and was answered): normal with nothing outstanding, the slot
     /// reconnects; otherwise an error.
     private func serverClosed(code: UInt16?, reason: String, on sock: GCDAsyncSocket) {
+        shared.recordServerClose(code)
         let normal = code == nil || code == 1000 || code == 1001
         let outstanding = nextSend != nextReceive
         if normal && !outstanding && !worker.stopping {
@@ -311,27 +313,9 @@ final class WebSocketConnection: GCDAsyncSocketDelegate, PacedConnection, SweptC
         cancelPing()
         let previous = state
         state = .closed
-        if previous == .open { worker.connectionClosed() }
-        if previous == .open && reconnecting && !worker.stopping {
+        if worker.replaceableConnectionEnded(from: previous, replacing: &reconnecting, error: err) {
             connect(settling: false)
-            return
         }
-        if previous == .connecting {
-            if reconnecting { reconnecting = false } else { worker.connectionSettled(ok: false) }
-        }
-        if let err { worker.recordError(ErrorKind.classify(err), "\(err)") }
     }
 }
 
-extension LoopWorker {
-    /// A message with no send time in it arrived at `now`: counted (messages per second, bytes), not timed.
-    @inline(__always)
-    func recordUntimedReply(bytes: Int, now: UInt64) {
-        completed &+= 1
-        receivedBytes &+= UInt64(bytes)
-        if inWindow(now) {
-            windowCompleted &+= 1
-            windowBytes &+= UInt64(bytes)
-        }
-    }
-}

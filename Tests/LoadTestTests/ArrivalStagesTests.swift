@@ -89,7 +89,7 @@ final class ArrivalStagesTests: XCTestCase {
         XCTAssertEqual(config.warmup, 0)
         XCTAssertEqual(try XCTUnwrap(config.rate), 8400, accuracy: 1e-9)
         XCTAssertTrue(config.isOpenLoop)
-        for (extra, message) in [(["--rate", "1k"], "leave out --rate"), (["-d", "5"], "leave out -d"), (["--warmup", "1"], "leave out --warmup"),
+        for (extra, message) in [(["--rate", "1k"], "leave out --rate"), (["-d", "5"], "leave out --duration"), (["--warmup", "1"], "leave out --warmup"),
                                  (["--pipeline", "2"], "--rate and --pipeline")] {
             XCTAssertThrowsError(try CommandLineParser.parse(["echo", "--port", "9", "--stages", "1s:10"] + extra)) { error in
                 XCTAssertTrue("\(error)".contains(message), "\(error)")

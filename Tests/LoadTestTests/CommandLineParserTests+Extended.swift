@@ -43,7 +43,7 @@ final class CommandLineParserExtendedTests: XCTestCase {
         XCTAssertEqual(try config(["stream", "--port", "1", "--rate", "1k"]).size, 65536, "stream chunks default to 64 KiB")
         XCTAssertEqual(try config(["stream", "--port", "1", "--rate", "1k", "-s", "4k"]).size, 4096)
         XCTAssertEqual(try config(["connect", "--port", "1", "--rate", "500"]).rate, 500)
-        rejects(["idle", "--port", "1", "--rate", "100"], mentioning: "--rate applies to echo, http, stream, connect and udp")
+        rejects(["idle", "--port", "1", "--rate", "100"], mentioning: "--rate applies to echo, stream, connect, http")
     }
 
     func testStartTimes() {

@@ -128,7 +128,7 @@ final class CommandLineParserTests: XCTestCase {
         rejects(["echo", "--port", "1", "stray"], mentioning: "unexpected argument")
         rejects(["http"], mentioning: "--url")
         rejects(["http", "--url", "ftp://x/"], mentioning: "https://")
-        rejects(["echo", "--port", "1", "--url", "http://x/"], mentioning: "http mode")
+        rejects(["echo", "--port", "1", "--url", "http://x/"], mentioning: "http and ws modes")
         rejects(["--port", "9000"], mentioning: "mode")
         rejects(["echo", "--port", "1", "--json"], mentioning: "needs a value")
         rejects(["echo", "--port", "1", "--loops", "0"], mentioning: "--loops")

@@ -73,4 +73,43 @@ final class WebSocketModeTests: XCTestCase {
         assertNoErrors(result)
         XCTAssertGreaterThan(result.requests, 10)
     }
+
+    /// The shared machinery through the command line: two processes with one start time, each writing JSON and
+    /// an HdrHistogram log and judged by a threshold, then merged.
+    func testCommandLineStartAtOutputsThresholdsAndMerge() throws {
+        let peer = try WebSocketPeer("echo")
+        defer { peer.stop() }
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("ws-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let startAt = Int((Date().timeIntervalSince1970 + 3).rounded(.up))
+        let clients = try ["a", "b"].map { id in
+            try ChildProcess(ChildProcess.product("loadtest"), [
+                "ws", "--url", "ws://127.0.0.1:\(peer.port)/", "-c", "2", "-l", "1", "-d", "0.5", "--warmup", "0.2",
+                "--start-at", "\(startAt)", "--id", id, "--json", directory.appendingPathComponent("\(id).json").path,
+                "--hdr-log", directory.appendingPathComponent("\(id).hlog").path, "--threshold", "errors==0", "-q",
+            ])
+        }
+        for client in clients {
+            XCTAssertEqual(client.wait(seconds: 60), 0, client.standardOutput + client.standardError)
+        }
+        let parts = try ["a", "b"].map { try RunResult.decode(Data(contentsOf: directory.appendingPathComponent("\($0).json"))) }
+        for part in parts {
+            XCTAssertEqual(part.mode, "ws")
+            XCTAssertEqual(part.webSocket?.workload, "echo")
+            XCTAssertGreaterThan(part.requests, 0)
+            XCTAssertEqual(part.startAt, Double(startAt))
+        }
+        let log = try String(contentsOf: directory.appendingPathComponent("a.hlog"), encoding: .utf8)
+        XCTAssertTrue(log.contains("#[loadtest ws 127.0.0.1:\(peer.port)"), log)
+        let merged = directory.appendingPathComponent("merged.json").path
+        let run = try ChildProcess.run(ChildProcess.product("loadtest"),
+                                       ["merge", directory.appendingPathComponent("a.json").path,
+                                        directory.appendingPathComponent("b.json").path, "--json", merged, "-q"])
+        XCTAssertEqual(run.status, 0, run.error)
+        let sum = try RunResult.decode(Data(contentsOf: URL(fileURLWithPath: merged)))
+        XCTAssertEqual(sum.requests, parts.map(\.requests).reduce(0, +))
+        XCTAssertEqual(sum.webSocket?.workload, "echo")
+        XCTAssertEqual(sum.id, "a,b")
+    }
 }
