@@ -45,6 +45,8 @@ final class WebSocketConnection: GCDAsyncSocketDelegate, PacedConnection, SweptC
     private var pingTimer = TimerID.invalid
     /// The server closed normally with nothing outstanding: the slot opens a new connection.
     private var reconnecting = false
+    /// Echo messages framed and not yet written.
+    private var outgoing = Data()
     /// This connection's number, for where its first ping falls in the interval.
     private let number: Int
 
@@ -75,6 +77,7 @@ final class WebSocketConnection: GCDAsyncSocketDelegate, PacedConnection, SweptC
         state = .connecting
         nextSend = 0
         nextReceive = 0
+        outgoing = Data()
         session?.deallocate()
         session = WebSocketSession(handshake: WebSocketHandshake(subprotocols: settings.subprotocols),
                                    maxMessage: settings.maxMessage)
@@ -102,7 +105,8 @@ final class WebSocketConnection: GCDAsyncSocketDelegate, PacedConnection, SweptC
     func sendPaced(intended: UInt64) {
         guard let socket else { return }
         sentTimes[nextSend] = worker.paceNow
-        sendMessage(on: socket, at: intended)
+        queueMessage(at: intended)
+        flush(socket)
     }
 
     func expireRequests(sentBefore cutoff: UInt64) {
@@ -113,20 +117,29 @@ final class WebSocketConnection: GCDAsyncSocketDelegate, PacedConnection, SweptC
 
     // MARK: Sending
 
-    /// An echo message: the pattern for its sequence number, framed and masked in place.
-    private func sendMessage(on socket: GCDAsyncSocket, at time: UInt64) {
+    /// An echo message: the pattern for its sequence number, framed and masked in place at the end of
+    /// ``outgoing`` (the messages one read completes leave in one write, by ``flush(_:)``).
+    private func queueMessage(at time: UInt64) {
         guard let key = session?.maskKeys.next() else { return }
         times[nextSend] = time
         let sequence = nextSend
         nextSend &+= 1
         let size = self.size, phase = self.phase
-        var frame = Data(count: WebSocketFrame.clientFrameSize(payloadCount: size))
-        frame.withUnsafeMutableBytes { buffer in
+        let start = outgoing.count
+        outgoing.append(contentsOf: repeatElement(0, count: WebSocketFrame.clientFrameSize(payloadCount: size)))
+        outgoing.withUnsafeMutableBytes { buffer in
+            let frame = UnsafeMutableRawBufferPointer(rebasing: buffer[start...])
             let offset = WebSocketFrame.payloadOffset(payloadCount: size)
-            Pattern.shared.fillMessage(UnsafeMutableRawBufferPointer(rebasing: buffer[offset...]), sequence: sequence, phase: phase)
-            WebSocketFrame.writeClientFrame(.binary, payload: nil, payloadCount: size, maskKey: key, into: buffer.baseAddress!)
+            Pattern.shared.fillMessage(UnsafeMutableRawBufferPointer(rebasing: frame[offset...]), sequence: sequence, phase: phase)
+            WebSocketFrame.writeClientFrame(.binary, payload: nil, payloadCount: size, maskKey: key, into: frame.baseAddress!)
         }
-        socket.write(frame, withTimeout: -1, tag: 0)
+    }
+
+    /// Writes the queued messages, if any, in one write.
+    private func flush(_ socket: GCDAsyncSocket) {
+        guard !outgoing.isEmpty else { return }
+        socket.write(outgoing, withTimeout: -1, tag: 0)
+        outgoing = Data()
     }
 
     /// Heartbeat: the ping due at `nextPing` (its payload the sequence number), then the timer for the next.
@@ -180,6 +193,7 @@ final class WebSocketConnection: GCDAsyncSocketDelegate, PacedConnection, SweptC
             return receive(&input, on: sock, now: now)
         }
         guard keepReading else { return }
+        flush(sock)
         // Replies are timed out by the sweep (echo, heartbeat); a receiving connection may wait as long as the
         // server is quiet; a handshake still under way keeps its connect timeout.
         let timeout = state == .open ? -1 : worker.connectTimeout
@@ -199,6 +213,8 @@ final class WebSocketConnection: GCDAsyncSocketDelegate, PacedConnection, SweptC
                 case .pong(let payload):
                     pong(payload, now: now)
                 case .send(let bytes):
+                    // After the messages queued before it: a pong may go between messages, a close only last.
+                    flush(sock)
                     sock.write(Data(bytes), withTimeout: -1, tag: 0)
                 case .closed(let code, let reason):
                     serverClosed(code: code, reason: reason, on: sock)
@@ -207,6 +223,7 @@ final class WebSocketConnection: GCDAsyncSocketDelegate, PacedConnection, SweptC
             }
             return true
         } catch {
+            outgoing = Data()
             if let close = session?.failure(error) { sock.write(Data(close), withTimeout: -1, tag: 0) }
             fail(error.kind, error.description, after: true)
             return false
@@ -223,7 +240,7 @@ final class WebSocketConnection: GCDAsyncSocketDelegate, PacedConnection, SweptC
         }
         switch settings.workload {
         case .echo:
-            if !openLoop { for _ in 0..<worker.config.pipeline { sendMessage(on: sock, at: now) } }
+            if !openLoop { for _ in 0..<worker.config.pipeline { queueMessage(at: now) } }
         case .heartbeat(let seconds):
             // Spread over the interval by connection number, so the pings of many connections do not bunch.
             let interval = UInt64(seconds * 1e9)
@@ -258,7 +275,7 @@ final class WebSocketConnection: GCDAsyncSocketDelegate, PacedConnection, SweptC
             if openLoop {
                 if worker.nextPaceAt <= now { worker.pace(now: now) }
             } else {
-                sendMessage(on: sock, at: now)
+                queueMessage(at: now)
             }
         case .heartbeat:
             // Messages the server pushes to a held connection are counted as bytes only.
@@ -304,6 +321,7 @@ final class WebSocketConnection: GCDAsyncSocketDelegate, PacedConnection, SweptC
     /// Counts `kind` and closes the connection (after the writes queued, such as a close frame, when `after`).
     private func fail(_ kind: ErrorKind, _ message: @autoclosure () -> String, after: Bool = false) {
         worker.recordError(kind, message())
+        outgoing = Data()
         cancelPing()
         if after { socket?.disconnectAfterWriting() } else { socket?.disconnect() }
     }

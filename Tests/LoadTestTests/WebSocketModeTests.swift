@@ -34,7 +34,7 @@ final class WebSocketModeTests: XCTestCase {
         let peer = try WebSocketPeer("echo")
         defer { peer.stop() }
         for size in [1, 125, 126, 65_535, 65_536, 300_000] {
-            let result = try run(peer, connections: 2, duration: 0.3) { $0.size = size }
+            let result = try run(peer, connections: 2, duration: 1) { $0.size = size }
             assertNoErrors(result)
             XCTAssertGreaterThan(result.requests, 0, "size \(size)")
         }
