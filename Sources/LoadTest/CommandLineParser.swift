@@ -176,7 +176,8 @@ package enum CommandLineParser {
         if config.rate != nil && !mode.supportsOpenLoop {
             let names = LoadMode.all.filter(\.supportsOpenLoop).map(\.name)
             let flag = config.stages != nil ? "--stages" : "--rate"
-            throw ArgumentError("\(flag) applies to \(names.dropLast().joined(separator: ", ")) and \(names.last!) modes")
+            throw ArgumentError(
+                "\(flag) applies to \(names.dropLast().joined(separator: ", ")) and \(names.last!) modes")
         }
         try checkExtendedOptions(config)
         try checkTLSOptions(config)
@@ -219,9 +220,11 @@ package enum CommandLineParser {
         case "--rate":
             let text = try value()
             // An optional "/s", as --stages and --threshold take a rate (and vegeta's -rate=100/s).
-            guard let rate = number(text.hasSuffix("/s") ? String(text.dropLast(2)) : text), rate > 0, rate <= 1e9 else {
-                throw ArgumentError("--rate takes requests per second, more than 0 (e.g. 50000, 50k or 50k/s), "
-                                    + "not '\(text)'")
+            guard let rate = number(text.hasSuffix("/s") ? String(text.dropLast(2)) : text), rate > 0, rate <= 1e9
+            else {
+                throw ArgumentError(
+                    "--rate takes requests per second, more than 0 (e.g. 50000, 50k or 50k/s), "
+                        + "not '\(text)'")
             }
             config.rate = rate
         case "--duration":
@@ -287,7 +290,8 @@ package enum CommandLineParser {
             }
         }
         guard !inputs.isEmpty else { throw ArgumentError("merge needs JSON files: loadtest merge a.json b.json") }
-        return .merge(inputs: inputs, jsonPath: json, svgPath: svg, quiet: quiet, allowMixed: mixed, thresholds: thresholds)
+        return .merge(
+            inputs: inputs, jsonPath: json, svgPath: svg, quiet: quiet, allowMixed: mixed, thresholds: thresholds)
     }
 
     // MARK: Values
@@ -315,7 +319,9 @@ package enum CommandLineParser {
         var host: Substring
         var portText: Substring?
         if authority.hasPrefix("[") {
-            guard let close = authority.firstIndex(of: "]") else { throw ArgumentError("--url has an unclosed '[': '\(text)'") }
+            guard let close = authority.firstIndex(of: "]") else {
+                throw ArgumentError("--url has an unclosed '[': '\(text)'")
+            }
             host = authority[authority.index(after: authority.startIndex)..<close]
             let after = authority[authority.index(after: close)...]
             if after.hasPrefix(":") { portText = after.dropFirst() } else if !after.isEmpty {
@@ -338,8 +344,10 @@ package enum CommandLineParser {
 
     /// A positive count, with an optional k (×1000) or m (×1,000,000) suffix.
     static func count(_ flag: String, _ text: String, range: ClosedRange<Int>) throws(ArgumentError) -> Int {
-        guard let n = number(text), n == n.rounded(), n >= Double(range.lowerBound), n <= Double(range.upperBound) else {
-            throw ArgumentError("\(flag) takes a whole number from \(range.lowerBound) to \(range.upperBound), not '\(text)'")
+        guard let n = number(text), n == n.rounded(), n >= Double(range.lowerBound), n <= Double(range.upperBound)
+        else {
+            throw ArgumentError(
+                "\(flag) takes a whole number from \(range.lowerBound) to \(range.upperBound), not '\(text)'")
         }
         return Int(n)
     }
@@ -348,14 +356,17 @@ package enum CommandLineParser {
     static func bytes(_ flag: String, _ text: String, range: ClosedRange<Int>) throws(ArgumentError) -> Int {
         var digits = Substring(text.lowercased())
         var scale = 1
-        for (suffix, factor) in [("kib", 1024), ("mib", 1 << 20), ("kb", 1024), ("mb", 1 << 20), ("k", 1024), ("m", 1 << 20), ("b", 1)]
+        for (suffix, factor) in [
+            ("kib", 1024), ("mib", 1 << 20), ("kb", 1024), ("mb", 1 << 20), ("k", 1024), ("m", 1 << 20), ("b", 1),
+        ]
         where digits.hasSuffix(suffix) {
             digits = digits.dropLast(suffix.count)
             scale = factor
             break
         }
         guard let n = Int(digits), n >= 0, n <= range.upperBound / scale, n * scale >= range.lowerBound else {
-            throw ArgumentError("\(flag) takes a size from \(range.lowerBound) to \(range.upperBound) bytes (e.g. 64 or 16k), not '\(text)'")
+            throw ArgumentError("\(flag) takes a size from \(range.lowerBound) to \(range.upperBound) bytes "
+                + "(e.g. 64 or 16k), not '\(text)'")
         }
         return n * scale
     }
@@ -376,7 +387,8 @@ package enum CommandLineParser {
             value = Double(lower)
         }
         guard let v = value, v.isFinite, allowZero ? v >= 0 : v > 0, v <= 7 * 86400 else {
-            throw ArgumentError("\(flag) takes a time such as 10, 10s, 500ms or 2m\(allowZero ? "" : " (more than 0)"), not '\(text)'")
+            throw ArgumentError(
+                "\(flag) takes a time such as 10, 10s, 500ms or 2m\(allowZero ? "" : " (more than 0)"), not '\(text)'")
         }
         return v
     }
@@ -385,15 +397,22 @@ package enum CommandLineParser {
     static func number(_ text: String) -> Double? {
         var digits = Substring(text.lowercased())
         var scale = 1.0
-        if digits.hasSuffix("k") { scale = 1e3; digits = digits.dropLast() } else if digits.hasSuffix("m") { scale = 1e6; digits = digits.dropLast() }
-        guard !digits.isEmpty, digits.allSatisfy({ $0.isNumber || $0 == "." }), let v = Double(digits), v.isFinite else {
+        if digits.hasSuffix("k") {
+            scale = 1e3; digits = digits.dropLast()
+        } else if digits.hasSuffix("m") {
+            scale = 1e6; digits = digits.dropLast()
+        }
+        guard !digits.isEmpty, digits.allSatisfy({ $0.isNumber || $0 == "." }), let v = Double(digits), v.isFinite
+        else {
             return nil
         }
         return v * scale
     }
 
     private static func path(_ flag: String, _ text: String) throws(ArgumentError) -> String {
-        guard !text.isEmpty, !text.hasPrefix("-") || text == "-" else { throw ArgumentError("\(flag) needs a file name") }
+        guard !text.isEmpty, !text.hasPrefix("-") || text == "-" else {
+            throw ArgumentError("\(flag) needs a file name")
+        }
         return text
     }
 }

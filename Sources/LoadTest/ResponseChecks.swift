@@ -81,8 +81,10 @@ package struct ResponseChecks: Sendable, Equatable {
 
     /// Why a body of `count` bytes failed (for the first error's text).
     func failure(bodyBytes count: Int, path: String) -> String {
-        if let length, count != length { return "response to \(path): body of \(count) bytes, expected \(length) (--expect-length)" }
-        return "response to \(path): body (\(count) bytes) does not contain '\(String(decoding: body ?? [], as: UTF8.self))' (--expect-body)"
+        if let length, count != length { return "response to \(path): body of \(count) bytes, expected \(length) "
+            + "(--expect-length)" }
+        return "response to \(path): body (\(count) bytes) does not contain "
+            + "'\(String(decoding: body ?? [], as: UTF8.self))' (--expect-body)"
     }
 
     /// Whether `needle` occurs in `haystack` (a first-byte scan, then a compare).
@@ -107,14 +109,18 @@ package struct ResponseChecks: Sendable, Equatable {
 
     /// Parses `--expect-status`: codes (`200`), ranges (`200-299`) and classes (`2xx`), comma-separated.
     mutating func expectStatuses(_ text: String) throws(ArgumentError) {
-        let problem = ArgumentError("--expect-status takes status codes, ranges or classes separated by commas (200,204 or 200-299 or 2xx,301), not '\(text)'")
+        let problem = ArgumentError("--expect-status takes status codes, ranges or classes separated by commas "
+            + "(200,204 or 200-299 or 2xx,301), not '\(text)'")
         var bits = [UInt64](repeating: 0, count: 16)
         swap(&bits, &statusBits)
-        for part in text.split(separator: ",", omittingEmptySubsequences: false).map({ String($0).trimmed.lowercased() }) {
+        for part in text.split(separator: ",", omittingEmptySubsequences: false).map({ String($0).trimmed.lowercased() }
+        ) {
             var range: ClosedRange<Int>
             if part.count == 3, part.hasSuffix("xx"), let digit = Int(part.prefix(1)), (1...5).contains(digit) {
                 range = digit * 100...digit * 100 + 99
-            } else if let dash = part.firstIndex(of: "-"), let low = Int(part[..<dash]), let high = Int(part[part.index(after: dash)...]), low <= high {
+            } else if let dash = part.firstIndex(of: "-"), let low = Int(part[..<dash]),
+                let high = Int(part[part.index(after: dash)...]), low <= high
+            {
                 range = low...high
             } else if let code = Int(part) {
                 range = code...code

@@ -49,7 +49,8 @@ final class StreamConnection: GCDAsyncSocketDelegate, PacedConnection, SweptConn
 
     private func fillWrites(_ sock: GCDAsyncSocket) {
         while sent - received + UInt64(Self.chunk) <= UInt64(Self.inFlight) {
-            sock.write(Pattern.shared.streamChunk(offset: sent, phase: phase, count: Self.chunk), withTimeout: -1, tag: 0)
+            sock.write(
+                Pattern.shared.streamChunk(offset: sent, phase: phase, count: Self.chunk), withTimeout: -1, tag: 0)
             sent += UInt64(Self.chunk)
         }
     }
