@@ -27,7 +27,7 @@ extension CommandLineParser {
         case "--expect-body":
             let text = try value()
             guard !text.isEmpty else { throw ArgumentError("--expect-body needs a substring the body must contain") }
-            config.checks.body = Array(text.utf8)
+            config.checks.bodies.append(config.mode.takes("--send") ? try unescaped(flag, text) : Array(text.utf8))
         case "--expect-length":
             config.checks.length = try count(flag, try value(), range: 0...Int(Int32.max))
         default:

@@ -342,6 +342,68 @@ package enum CommandLineParser {
         return URLParts(host: String(host), port: port, path: path, hostHeader: String(authority), secure: secure)
     }
 
+    /// `text` with its escapes turned into bytes: `\r`, `\n`, `\t`, `\\`, `\0` and `\xHH`.
+    static func unescaped(_ flag: String, _ text: String) throws(ArgumentError) -> [UInt8] {
+        var bytes: [UInt8] = []
+        var i = text.utf8.startIndex
+        let utf8 = text.utf8
+        func problem(_ what: String) -> ArgumentError {
+            ArgumentError("\(flag): \(what) in '\(text)' (escapes: \\r \\n \\t \\\\ \\0 \\xHH)")
+        }
+        while i < utf8.endIndex {
+            let c = utf8[i]
+            i = utf8.index(after: i)
+            guard c == UInt8(ascii: "\\") else {
+                bytes.append(c)
+                continue
+            }
+            guard i < utf8.endIndex else { throw problem("a lone backslash at the end") }
+            let e = utf8[i]
+            i = utf8.index(after: i)
+            switch e {
+            case UInt8(ascii: "r"): bytes.append(13)
+            case UInt8(ascii: "n"): bytes.append(10)
+            case UInt8(ascii: "t"): bytes.append(9)
+            case UInt8(ascii: "0"): bytes.append(0)
+            case UInt8(ascii: "\\"): bytes.append(e)
+            case UInt8(ascii: "x"):
+                guard utf8.distance(from: i, to: utf8.endIndex) >= 2,
+                      let hi = hexDigit(utf8[i]), let lo = hexDigit(utf8[utf8.index(after: i)]) else {
+                    throw problem("\\x without two hexadecimal digits")
+                }
+                bytes.append(hi << 4 | lo)
+                i = utf8.index(i, offsetBy: 2)
+            default:
+                throw problem("an unknown escape \\\(Character(Unicode.Scalar(e)))")
+            }
+        }
+        return bytes
+    }
+
+    /// Hexadecimal bytes, spaces between them allowed (`0a 0B ff`, `0a0bff`).
+    static func hex(_ flag: String, _ text: String) throws(ArgumentError) -> [UInt8] {
+        let digits = text.utf8.filter { $0 != UInt8(ascii: " ") }
+        var bytes: [UInt8] = []
+        var i = 0
+        while i + 1 < digits.count, let hi = hexDigit(digits[i]), let lo = hexDigit(digits[i + 1]) {
+            bytes.append(hi << 4 | lo)
+            i += 2
+        }
+        guard i == digits.count, !bytes.isEmpty else {
+            throw ArgumentError("\(flag) takes bytes in hexadecimal, such as '10 0c 00 04', not '\(text)'")
+        }
+        return bytes
+    }
+
+    private static func hexDigit(_ c: UInt8) -> UInt8? {
+        switch c {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): c - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): c - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): c - UInt8(ascii: "A") + 10
+        default: nil
+        }
+    }
+
     /// A positive count, with an optional k (×1000) or m (×1,000,000) suffix.
     static func count(_ flag: String, _ text: String, range: ClosedRange<Int>) throws(ArgumentError) -> Int {
         guard let n = number(text), n == n.rounded(), n >= Double(range.lowerBound), n <= Double(range.upperBound)

@@ -80,7 +80,8 @@ package enum ReportText {
     /// The report printed at the end of a run.
     package static func report(_ r: RunResult) -> String {
         var lines: [String] = []
-        let mode = LoadMode.reporting(r.mode) ?? .echo
+        // A mode not built in (a LoadProtocol's) is reported as a request/response mode.
+        let mode = LoadMode.reporting(r.mode) ?? .requestResponse(name: r.mode, summary: "") { _ in TCPProtocol(TCPSettings()) }
         let what = mode.reportTitle(r)
         var loop = r.targetRate.map { ", open loop at \(fixed($0, 0))/s" } ?? (r.mode == "idle" ? "" : ", closed loop")
         if let stages = r.stages, let rate = r.targetRate {

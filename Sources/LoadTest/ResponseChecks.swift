@@ -12,8 +12,11 @@ package struct ResponseChecks: Sendable, Equatable {
     private var any2xx = true
     /// The statuses as given (`200,204`), nil for the default (2xx).
     package private(set) var statusText: String?
-    /// A substring the body must contain.
-    package var body: [UInt8]?
+    /// Substrings the body must contain: one for every reply, or several in step with the requests they answer
+    /// (tcp mode: the i-th for the replies to the i-th `--send`).
+    package var bodies: [[UInt8]] = []
+    /// A substring the body must contain (the first of ``bodies``).
+    package var body: [UInt8]? { bodies.first }
     /// The body length a response must have, bytes.
     package var length: Int?
 
@@ -37,8 +40,13 @@ package struct ResponseChecks: Sendable, Equatable {
 
     /// Whether a body passes the checks.
     func passes(body bytes: UnsafeRawBufferPointer) -> Bool {
+        passes(body: bytes, rotation: 0)
+    }
+
+    /// Whether the body of the reply to request `rotation` (0 up) passes the checks.
+    func passes(body bytes: UnsafeRawBufferPointer, rotation: UInt64) -> Bool {
         if let length, bytes.count != length { return false }
-        if let body { return Self.contains(bytes, body) }
+        if !bodies.isEmpty { return Self.contains(bytes, bodies[Int(rotation % UInt64(bodies.count))]) }
         return true
     }
 
@@ -79,12 +87,14 @@ package struct ResponseChecks: Sendable, Equatable {
         }
     }
 
-    /// Why a body of `count` bytes failed (for the first error's text).
-    func failure(bodyBytes count: Int, path: String) -> String {
-        if let length, count != length { return "response to \(path): body of \(count) bytes, expected \(length) "
-            + "(--expect-length)" }
-        return "response to \(path): body (\(count) bytes) does not contain "
-            + "'\(String(decoding: body ?? [], as: UTF8.self))' (--expect-body)"
+    /// Why a body of `count` bytes failed (for the first error's text); `rotation` as for ``passes(body:rotation:)``.
+    func failure(bodyBytes count: Int, path: String, rotation: UInt64 = 0) -> String {
+        if let length, count != length {
+            return "response to \(path): body of \(count) bytes, expected \(length) (--expect-length)"
+        }
+        let needle = bodies.isEmpty ? [] : bodies[Int(rotation % UInt64(bodies.count))]
+        return "response to \(path): body (\(count) bytes) does not contain '\(String(decoding: needle, as: UTF8.self))' "
+            + "(--expect-body)"
     }
 
     /// Whether `needle` occurs in `haystack` (a first-byte scan, then a compare).
