@@ -72,6 +72,11 @@ let package = Package(
             name: "loadtest",
             dependencies: ["LoadTest", "EpollLoop", "LoopSocket"]
         ),
+        // MQTT 3.1.1 publishers at QoS 1: an example of a load generator built on LoadTest's LoadProtocol.
+        .executableTarget(
+            name: "mqtt-load",
+            dependencies: ["LoadTest"]
+        ),
         // Helpers more than one test target needs (listing the process's open descriptors).
         .target(
             name: "SharedTestSupport",

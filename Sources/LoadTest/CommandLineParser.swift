@@ -55,6 +55,13 @@ package enum CommandLineParser {
             + "\n  Full guide: docs/loadtest.md\n\n" + commonOptions + "\n" + own + "\n\n" + usageTail
     }
 
+    /// The usage text of a program that runs only `mode` (a ``LoadProtocol``'s).
+    package static func usage(for mode: LoadMode) -> String {
+        let own = mode.options.map(\.usage).joined(separator: "\n")
+        return "usage: \(mode.name) --port P [OPTIONS]\n\nA load generator for the \(mode.name) protocol, built on "
+            + "loadtest (docs/loadtest.md).\n\n" + commonOptions + "\n" + own + "\n\n" + usageTail
+    }
+
     private static let usageHead = """
         usage: loadtest [MODE] [OPTIONS]
 
@@ -127,10 +134,12 @@ package enum CommandLineParser {
     ]
 
     /// Parses the arguments after the program name.
-    package static func parse(_ arguments: [String]) throws(ArgumentError) -> Command {
-        var mode = LoadMode.demo
+    /// Parses the arguments after the program name; with `fixed`, for a program that runs only that mode (a
+    /// ``LoadProtocol``'s): no mode is named, and no merge.
+    package static func parse(_ arguments: [String], mode fixed: LoadMode? = nil) throws(ArgumentError) -> Command {
+        var mode = fixed ?? LoadMode.demo
         var arguments = arguments[...]
-        if let first = arguments.first, !first.hasPrefix("-") {
+        if fixed == nil, let first = arguments.first, !first.hasPrefix("-") {
             arguments = arguments.dropFirst()
             if first == "merge" { return try parseMerge(arguments) }
             if first == "help" { return .help }

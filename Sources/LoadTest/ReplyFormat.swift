@@ -40,7 +40,7 @@ package enum ReplyFormat: Sendable, Equatable {
     package func frame(_ input: UnsafeRawBufferPointer) -> ReplyFraming {
         switch self {
         case .until(let delimiter):
-            guard let at = Self.find(delimiter, in: input, from: 0) else { return .needMore }
+            guard let at = input.firstIndex(of: delimiter) else { return .needMore }
             return .reply(length: at + delimiter.count)
         case .length(let length):
             return input.count >= length ? .reply(length: length) : .needMore
@@ -63,23 +63,6 @@ package enum ReplyFormat: Sendable, Equatable {
             }
         }
     }
-
-    /// The index of the first `needle` in `haystack` at or after `from`; nil if none.
-    static func find(_ needle: [UInt8], in haystack: UnsafeRawBufferPointer, from: Int) -> Int? {
-        guard !needle.isEmpty, haystack.count - from >= needle.count else { return nil }
-        let first = needle[0]
-        var i = from
-        let last = haystack.count - needle.count
-        while i <= last {
-            if haystack[i] == first {
-                var j = 1
-                while j < needle.count && haystack[i + j] == needle[j] { j += 1 }
-                if j == needle.count { return i }
-            }
-            i += 1
-        }
-        return nil
-    }
 }
 
 /// Where a Redis RESP2 value ends (<https://redis.io/docs/latest/develop/reference/protocol-spec/>).
@@ -99,7 +82,7 @@ enum RESP {
         guard at < b.count else { return .needMore }
         guard depth <= maxDepth else { return .malformed("RESP arrays nested deeper than \(maxDepth)") }
         let type = b[at]
-        guard let lineEnd = ReplyFormat.find(crlf, in: b, from: at + 1) else {
+        guard let lineEnd = b.firstIndex(of: crlf, from: at + 1) else {
             // A line longer than any legitimate header is left to --reply-max.
             return .needMore
         }

@@ -97,24 +97,9 @@ package struct ResponseChecks: Sendable, Equatable {
             + "(--expect-body)"
     }
 
-    /// Whether `needle` occurs in `haystack` (a first-byte scan, then a compare).
+    /// Whether `needle` occurs in `haystack`.
     static func contains(_ haystack: UnsafeRawBufferPointer, _ needle: [UInt8]) -> Bool {
-        guard !needle.isEmpty else { return true }
-        guard haystack.count >= needle.count else { return false }
-        let first = needle[0]
-        return needle.withUnsafeBufferPointer { n in
-            var i = 0
-            let last = haystack.count - n.count
-            while i <= last {
-                if haystack[i] == first {
-                    var j = 1
-                    while j < n.count && haystack[i + j] == n[j] { j += 1 }
-                    if j == n.count { return true }
-                }
-                i += 1
-            }
-            return false
-        }
+        needle.isEmpty || haystack.firstIndex(of: needle) != nil
     }
 
     /// Parses `--expect-status`: codes (`200`), ranges (`200-299`) and classes (`2xx`), comma-separated.
@@ -142,5 +127,27 @@ package struct ResponseChecks: Sendable, Equatable {
         }
         statusText = text
         any2xx = false
+    }
+}
+
+extension UnsafeRawBufferPointer {
+    /// Where `needle` first occurs at or after `from` (a first-byte scan, then a compare); nil if it does not,
+    /// or if it is empty.
+    func firstIndex(of needle: [UInt8], from: Int = 0) -> Int? {
+        guard !needle.isEmpty, count - from >= needle.count else { return nil }
+        let first = needle[0]
+        return needle.withUnsafeBufferPointer { n in
+            var i = from
+            let last = count - n.count
+            while i <= last {
+                if self[i] == first {
+                    var j = 1
+                    while j < n.count && self[i + j] == n[j] { j += 1 }
+                    if j == n.count { return i }
+                }
+                i += 1
+            }
+            return nil
+        }
     }
 }
