@@ -11,6 +11,8 @@ let package = Package(
         .library(name: "LoopSocket", targets: ["LoopSocket"]),
         // `import CocoaAsyncSocket`, unchanged: LoopSocket under the module name Apple apps import.
         .library(name: "CocoaAsyncSocket", targets: ["CocoaAsyncSocket"]),
+        // loadtest's engine and its LoadProtocol API: a load generator for your own protocol.
+        .library(name: "LoadTest", targets: ["LoadTest"]),
     ],
     targets: [
         .target(

@@ -175,10 +175,11 @@ package enum CommandLineParser {
         let given = scanner.given
         for options in ModeOptions.all where !mode.options.contains(where: { $0.flags == options.flags }) {
             guard let flag = options.flags.first(where: given.contains) else { continue }
-            let names = options.modes.map(\.name).joined(separator: " and ")
+            let modes = options.modes.map(\.name)
+            let names = modes.joined(separator: " and ") + (modes.count == 1 ? " mode" : " modes")
             let list = options.flags.count == 1 ? "\(flag) applies"
                 : options.flags.dropLast().joined(separator: ", ") + " and \(options.flags.last!) apply"
-            throw ArgumentError("\(flag) is not an option of \(mode.name) mode: \(list) to \(names) mode")
+            throw ArgumentError("\(flag) is not an option of \(mode.name) mode: \(list) to \(names)")
         }
         try mode.validate(&config, given)
         try checkFeatureOptions(&config, given: given)

@@ -12,15 +12,15 @@ import LoopSocket
 /// `--expect-body` (the one given, or the one in step with its request when several rotate) and
 /// `--expect-length`. Through GCDAsyncSocket, so TLS works as in http mode; replies are timed out by the
 /// worker's sweep.
-final class FramedConnection<P: LoadProtocol>: GCDAsyncSocketDelegate, PacedConnection, SweptConnection {
+final class FramedConnection<P: LoadProtocol>: SocketConnection, PacedConnection, SweptConnection {
     unowned(unsafe) let worker: LoopWorker
     private let proto: P
     private let number: Int
     private let replyMax: Int
     private let checks: ResponseChecks
     private let openLoop: Bool
-    private var socket: GCDAsyncSocket?
-    private var state = ConnectionState.idle
+    var socket: GCDAsyncSocket?
+    var state = ConnectionState.idle
     /// Connected, greeting sent, its answer not yet framed (the connection is not settled until it is).
     private var greeting = false
     /// A failure is closing the connection (the disconnect's callback may come later).
@@ -44,17 +44,6 @@ final class FramedConnection<P: LoadProtocol>: GCDAsyncSocketDelegate, PacedConn
         openLoop = worker.config.isOpenLoop
         times = SendTimes(capacity: openLoop ? 1024 : worker.config.pipeline)
         sentTimes = SendTimes(capacity: openLoop ? 1024 : 1)
-    }
-
-    func start() {
-        state = .connecting
-        socket = worker.connectSocket(self)
-        if socket == nil { state = .closed }
-    }
-
-    func stop() {
-        guard state == .open || state == .connecting else { return }
-        socket?.disconnect()
     }
 
     func expireRequests(sentBefore cutoff: UInt64) {
@@ -99,15 +88,8 @@ final class FramedConnection<P: LoadProtocol>: GCDAsyncSocketDelegate, PacedConn
         sock.readData(withTimeout: -1, tag: 0)
     }
 
-    func socketDidSecure(_ sock: GCDAsyncSocket) {
-        worker.recordHandshake(sock)
-    }
-
     func socketDidDisconnect(_ sock: GCDAsyncSocket, withError err: Error?) {
-        guard sock === socket else { return }
-        let previous = state
-        state = .closed
-        worker.connectionEnded(from: previous, error: err)
+        ended(sock, error: err)
     }
 
     // MARK: Traffic
@@ -161,6 +143,10 @@ final class FramedConnection<P: LoadProtocol>: GCDAsyncSocketDelegate, PacedConn
                 guard length >= (greeting ? 0 : 1), length <= pending else {
                     return fail(sock, .badResponse, "the framing of \(proto.name) reply \(nextReceive) said "
                                 + "\(length) bytes of the \(pending) received")
+                }
+                if length > replyMax {
+                    return fail(sock, .replyTooLarge, "\(proto.name) reply \(nextReceive) is \(length) bytes "
+                                + "(--reply-max \(replyMax))")
                 }
                 if greeting {
                     consumed += length

@@ -82,7 +82,8 @@ package enum LoadTestMain {
             // With the JSON or SVG on standard output, everything else goes to standard error, and with --quiet
             // nothing does unless the run fails: a pod's log (both streams in one) is then the JSON alone.
             let outputTaken = config.jsonPath == "-" || config.svgPath == "-"
-            let runner = LoadRunner(config: config, output: outputTaken ? printLineToStandardError : LoadRunner.printLine)
+            let runner = LoadRunner(
+                config: config, output: outputTaken ? printLineToStandardError : LoadRunner.printLine)
             let sources = interruptOnSignals(runner)
             let result: RunResult
             do {

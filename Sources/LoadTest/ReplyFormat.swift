@@ -105,7 +105,9 @@ enum RESP {
             }
             return .end(end)
         case UInt8(ascii: "*"):
-            guard let n = integer(line), n >= -1 else { return .malformed("a RESP array length that is not -1 or more") }
+            guard let n = integer(line), n >= -1 else {
+                return .malformed("a RESP array length that is not -1 or more")
+            }
             var next = afterLine
             var left = n
             while left > 0 {

@@ -81,7 +81,9 @@ package enum ReportText {
     package static func report(_ r: RunResult) -> String {
         var lines: [String] = []
         // A mode not built in (a LoadProtocol's) is reported as a request/response mode.
-        let mode = LoadMode.reporting(r.mode) ?? .requestResponse(name: r.mode, summary: "") { _ in TCPProtocol(TCPSettings()) }
+        let mode =
+            LoadMode.reporting(r.mode)
+            ?? .requestResponse(name: r.mode, summary: "") { _ in TCPProtocol(TCPSettings()) }
         let what = mode.reportTitle(r)
         var loop = r.targetRate.map { ", open loop at \(fixed($0, 0))/s" } ?? (r.mode == "idle" ? "" : ", closed loop")
         if let stages = r.stages, let rate = r.targetRate {

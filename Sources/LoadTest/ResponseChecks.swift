@@ -16,7 +16,10 @@ package struct ResponseChecks: Sendable, Equatable {
     /// (tcp mode: the i-th for the replies to the i-th `--send`).
     package var bodies: [[UInt8]] = []
     /// A substring the body must contain (the first of ``bodies``).
-    package var body: [UInt8]? { bodies.first }
+    package var body: [UInt8]? {
+        get { bodies.first }
+        set { bodies = newValue.map { [$0] } ?? [] }
+    }
     /// The body length a response must have, bytes.
     package var length: Int?
 
@@ -93,7 +96,8 @@ package struct ResponseChecks: Sendable, Equatable {
             return "response to \(path): body of \(count) bytes, expected \(length) (--expect-length)"
         }
         let needle = bodies.isEmpty ? [] : bodies[Int(rotation % UInt64(bodies.count))]
-        return "response to \(path): body (\(count) bytes) does not contain '\(String(decoding: needle, as: UTF8.self))' "
+        return
+            "response to \(path): body (\(count) bytes) does not contain '\(String(decoding: needle, as: UTF8.self))' "
             + "(--expect-body)"
     }
 

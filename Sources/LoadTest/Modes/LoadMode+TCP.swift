@@ -25,7 +25,9 @@ extension LoadMode {
                 throw ArgumentError("tcp mode takes one \(what) for every reply, or one per request in rotation "
                                     + "(\(tcp.requests.count)), not \(count)")
             }
-            if tcp.prefixInclusive && !tcp.formats.contains(where: { if case .lengthPrefix = $0 { true } else { false } }) {
+            if tcp.prefixInclusive
+                && !tcp.formats.contains(where: { if case .lengthPrefix = $0 { true } else { false } })
+            {
                 throw ArgumentError("--reply-prefix-inclusive goes with --reply-length-prefix")
             }
             config.tcp.formats = tcp.formats.map { format in
