@@ -11,6 +11,8 @@ let package = Package(
         .library(name: "LoopSocket", targets: ["LoopSocket"]),
         // `import CocoaAsyncSocket`, unchanged: LoopSocket under the module name Apple apps import.
         .library(name: "CocoaAsyncSocket", targets: ["CocoaAsyncSocket"]),
+        // loadtest's engine and its LoadProtocol API: a load generator for your own protocol.
+        .library(name: "LoadTest", targets: ["LoadTest"]),
     ],
     targets: [
         .target(
@@ -71,6 +73,11 @@ let package = Package(
         .executableTarget(
             name: "loadtest",
             dependencies: ["LoadTest", "EpollLoop", "LoopSocket"]
+        ),
+        // MQTT 3.1.1 publishers at QoS 1: an example of a load generator built on LoadTest's LoadProtocol.
+        .executableTarget(
+            name: "mqtt-load",
+            dependencies: ["LoadTest"]
         ),
         // Helpers more than one test target needs (listing the process's open descriptors).
         .target(

@@ -154,7 +154,16 @@ def accepted_flags():
     src = ROOT / "Sources"
     parsers = [src / "LoadTest" / name for name in os.listdir(src / "LoadTest")
                if name.startswith("CommandLineParser") or name == "LoadConfig+TLS.swift"]
+    parsers += [src / "LoadTest" / "Modes" / name for name in os.listdir(src / "LoadTest" / "Modes")]
     loadtest = set().union(*(quoted_cases(p) for p in parsers))
+    # Each mode's own options: the `flags: [...]` of its ModeOptions.
+    for mode in (src / "LoadTest" / "Modes").glob("*.swift"):
+        for group in re.findall(r"flags:\s*\[([^\]]*)\]", mode.read_text(encoding="utf-8")):
+            loadtest |= set(re.findall(r'"(-[^"]*)"', group))
+    # The short spellings: the keys of CommandLineParser.aliases.
+    parser_source = (src / "LoadTest" / "CommandLineParser.swift").read_text(encoding="utf-8")
+    aliases = parser_source[parser_source.index("static let aliases"):].split("]")[0]
+    loadtest |= set(re.findall(r'"(-[A-Za-z])"\s*:', aliases))
     merge_source = (src / "LoadTest" / "CommandLineParser.swift").read_text(encoding="utf-8")
     merge_body = merge_source[merge_source.index("func parseMerge"):]
     merge = quoted_cases_text(merge_body)
@@ -233,9 +242,11 @@ def option_tables(doc):
 
 
 def usage_text():
-    """loadtest's --help text, from the parser's source."""
-    source = (ROOT / "Sources" / "LoadTest" / "CommandLineParser.swift").read_text(encoding="utf-8")
-    return source[source.index("static let usage"):].split('"""')[1]
+    """loadtest's --help text, from the sources it is put together from: the parser's multi-line strings and
+    each mode's (its summary and its options' lines)."""
+    loadtest = ROOT / "Sources" / "LoadTest"
+    files = [loadtest / "CommandLineParser.swift"] + sorted((loadtest / "Modes").glob("*.swift"))
+    return "\n".join("\n".join(f.read_text(encoding="utf-8").split('"""')[1::2]) for f in files)
 
 
 def check_flags():
@@ -359,6 +370,7 @@ let package = Package(
             dependencies: [
                 .product(name: "EpollLoop", package: "IDENTITY"),
                 .product(name: "LoopSocket", package: "IDENTITY"),
+                .product(name: "LoadTest", package: "IDENTITY"),
             ],
             swiftSettings: [.unsafeFlags(["-suppress-warnings"])]
         ),

@@ -1,7 +1,7 @@
 /// Walks a command line for a hand-written parser (the package depends on no argument parser): each flag in
 /// its long name whatever the spelling (`-p` is `--port` when the program says so), its value given as the
-/// next argument or after `=` (`--port=9000`). The example servers and `loadtest` both parse through it, so
-/// the two accept the same forms.
+/// next argument or after `=` (`--port=9000`, `-p=9000`). The example servers and `loadtest` both parse
+/// through it, so the two accept the same forms.
 ///
 /// ```swift
 /// var scanner = ArgumentScanner(["-p", "9000", "--host=::1"], aliases: ["-p": "--port"])
@@ -35,7 +35,8 @@ public struct ArgumentScanner: Sendable {
             return stray
         }
         guard var argument = rest.popFirst() else { return nil }
-        if argument.hasPrefix("--"), let equals = argument.firstIndex(of: "=") {
+        if argument.hasPrefix("-"), let equals = argument.firstIndex(of: "="),
+           argument.hasPrefix("--") || aliases[String(argument[..<equals])] != nil {
             attached = String(argument[argument.index(after: equals)...])
             argument = String(argument[..<equals])
         }

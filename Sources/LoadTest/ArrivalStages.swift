@@ -132,7 +132,8 @@ package struct ArrivalStages: Sendable, Equatable {
     /// Parses `DURATION:RATE,...`: durations as `--duration` takes them (`0s` allowed), rates as `--rate`
     /// (`k` = 1,000, an optional `/s`; `0` allowed).
     package static func parse(_ text: String) throws(ArgumentError) -> ArrivalStages {
-        let usage = "--stages takes DURATION:RATE stages separated by commas, such as 10s:1k,30s:20k,10s:0 (the rate ramps linearly to each stage's target)"
+        let usage = "--stages takes DURATION:RATE stages separated by commas, such as 10s:1k,30s:20k,10s:0 (the "
+            + "rate ramps linearly to each stage's target)"
         var stages: [Stage] = []
         for part in text.split(separator: ",", omittingEmptySubsequences: false) {
             let fields = part.split(separator: ":", omittingEmptySubsequences: false)
@@ -153,7 +154,9 @@ package struct ArrivalStages: Sendable, Equatable {
         guard stages.count <= 1000 else { throw ArgumentError("--stages takes at most 1,000 stages") }
         let profile = ArrivalStages(stages)
         guard profile.duration > 0 else { throw ArgumentError("--stages lasts 0 s: give a stage a duration") }
-        guard profile.totalArrivals >= 1 else { throw ArgumentError("--stages sends nothing: give a stage a rate above 0") }
+        guard profile.totalArrivals >= 1 else {
+            throw ArgumentError("--stages sends nothing: give a stage a rate above 0")
+        }
         return profile
     }
 }

@@ -89,7 +89,8 @@ final class ChurnSlot: GCDAsyncSocketDelegate, PacedConnection {
             _ = setsockopt(sock.socketFD(), SOL_SOCKET, SO_LINGER, &linger, socklen_t(MemoryLayout<Glibc.linger>.size))
         }
         if openLoop {
-            worker.recordPacedReply(latency: now &- intendedAt, service: now &- startedAt, bytes: Self.messageSize, now: now)
+            worker.recordPacedReply(
+                latency: now &- intendedAt, service: now &- startedAt, bytes: Self.messageSize, now: now)
         } else {
             worker.recordReply(latency: now &- startedAt, bytes: Self.messageSize, now: now)
         }

@@ -68,7 +68,9 @@ extension CommandLineParser {
         case "--start-at":
             let text = try value()
             guard let time = wallClockTime(text) else {
-                throw ArgumentError("--start-at takes a wall-clock time: RFC 3339 (2026-11-24T12:00:00Z) or Unix seconds, not '\(text)'")
+                throw ArgumentError(
+                    "--start-at takes a wall-clock time: RFC 3339 (2026-11-24T12:00:00Z) or Unix seconds, not '\(text)'"
+                )
             }
             config.startAt = time
         case "--id":
@@ -97,7 +99,9 @@ extension CommandLineParser {
     /// RFC 3339 (`2026-11-24T12:00:00Z`, `2026-11-24T13:00:00.5+01:00`) or Unix seconds (`1795521600`), as Unix
     /// seconds; nil if it is neither.
     static func wallClockTime(_ text: String) -> Double? {
-        if text.utf8.allSatisfy({ ($0 >= 48 && $0 <= 57) || $0 == UInt8(ascii: ".") }), let seconds = Double(text), seconds > 0 {
+        if text.utf8.allSatisfy({ ($0 >= 48 && $0 <= 57) || $0 == UInt8(ascii: ".") }), let seconds = Double(text),
+            seconds > 0
+        {
             return seconds
         }
         let b = Array(text.utf8)
@@ -131,7 +135,9 @@ extension CommandLineParser {
         var offset = 0
         if at(b, i, in: "Zz") {
             i += 1
-        } else if at(b, i, in: "+-"), let h = digits(i + 1, 2), byte(i + 3, ":"), let m = digits(i + 4, 2), h < 24, m < 60 {
+        } else if at(b, i, in: "+-"), let h = digits(i + 1, 2), byte(i + 3, ":"), let m = digits(i + 4, 2), h < 24,
+            m < 60
+        {
             offset = (h * 3600 + m * 60) * (b[i] == UInt8(ascii: "-") ? -1 : 1)
             i += 6
         } else {
@@ -161,7 +167,9 @@ extension CommandLineParser {
     }
 
     static func outputPath(_ flag: String, _ text: String) throws(ArgumentError) -> String {
-        guard !text.isEmpty, !text.hasPrefix("-") || text == "-" else { throw ArgumentError("\(flag) needs a file name") }
+        guard !text.isEmpty, !text.hasPrefix("-") || text == "-" else {
+            throw ArgumentError("\(flag) needs a file name")
+        }
         return text
     }
 
@@ -172,7 +180,8 @@ extension CommandLineParser {
     /// An HTTP token character (RFC 9110): what a method or header name may contain.
     static func isTokenByte(_ c: UInt8) -> Bool {
         switch c {
-        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"):
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+            UInt8(ascii: "0")...UInt8(ascii: "9"):
             return true
         default:
             return "!#$%&'*+-.^_`|~".utf8.contains(c)

@@ -27,7 +27,7 @@ extension CommandLineParser {
         case "--expect-body":
             let text = try value()
             guard !text.isEmpty else { throw ArgumentError("--expect-body needs a substring the body must contain") }
-            config.checks.body = Array(text.utf8)
+            config.checks.bodies.append(config.mode.takes("--send") ? try unescaped(flag, text) : Array(text.utf8))
         case "--expect-length":
             config.checks.length = try count(flag, try value(), range: 0...Int(Int32.max))
         default:
@@ -49,8 +49,9 @@ extension CommandLineParser {
     /// holds the flags on the command line.
     static func checkFeatureOptions(_ config: inout LoadConfig, given: Set<String>) throws(ArgumentError) {
         if let stages = config.stages {
-            for flag in ["--rate", "-r", "--duration", "-d", "--warmup"] where given.contains(flag) {
-                throw ArgumentError("--stages sets the rate and the time (the first stage is the warm-up): leave out \(flag)")
+            for flag in ["--rate", "--duration", "--warmup"] where given.contains(flag) {
+                throw ArgumentError(
+                    "--stages sets the rate and the time (the first stage is the warm-up): leave out \(flag)")
             }
             config.rate = stages.meanRate
             config.duration = stages.duration
@@ -66,7 +67,8 @@ extension CommandLineParser {
                 }
             case .stage(let n)?:
                 guard let count = config.stages?.stages.count, n <= count else {
-                    throw ArgumentError("--threshold '\(threshold.text)': there is no stage \(n) (--stages has \(config.stages?.stages.count ?? 0))")
+                    throw ArgumentError("--threshold '\(threshold.text)': there is no stage \(n) (--stages has "
+                        + "\(config.stages?.stages.count ?? 0))")
                 }
             case nil: break
             }

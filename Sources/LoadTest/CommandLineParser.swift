@@ -55,6 +55,13 @@ package enum CommandLineParser {
             + "\n  Full guide: docs/loadtest.md\n\n" + commonOptions + "\n" + own + "\n\n" + usageTail
     }
 
+    /// The usage text of a program that runs only `mode` (a ``LoadProtocol``'s).
+    package static func usage(for mode: LoadMode) -> String {
+        let own = mode.options.map(\.usage).joined(separator: "\n")
+        return "usage: \(mode.name) --port P [OPTIONS]\n\nA load generator for the \(mode.name) protocol, built on "
+            + "loadtest (docs/loadtest.md).\n\n" + commonOptions + "\n" + own + "\n\n" + usageTail
+    }
+
     private static let usageHead = """
         usage: loadtest [MODE] [OPTIONS]
 
@@ -127,10 +134,12 @@ package enum CommandLineParser {
     ]
 
     /// Parses the arguments after the program name.
-    package static func parse(_ arguments: [String]) throws(ArgumentError) -> Command {
-        var mode = LoadMode.demo
+    /// Parses the arguments after the program name; with `fixed`, for a program that runs only that mode (a
+    /// ``LoadProtocol``'s): no mode is named, and no merge.
+    package static func parse(_ arguments: [String], mode fixed: LoadMode? = nil) throws(ArgumentError) -> Command {
+        var mode = fixed ?? LoadMode.demo
         var arguments = arguments[...]
-        if let first = arguments.first, !first.hasPrefix("-") {
+        if fixed == nil, let first = arguments.first, !first.hasPrefix("-") {
             arguments = arguments.dropFirst()
             if first == "merge" { return try parseMerge(arguments) }
             if first == "help" { return .help }
@@ -166,18 +175,19 @@ package enum CommandLineParser {
         let given = scanner.given
         for options in ModeOptions.all where !mode.options.contains(where: { $0.flags == options.flags }) {
             guard let flag = options.flags.first(where: given.contains) else { continue }
-            let names = options.modes.map(\.name).joined(separator: " and ")
+            let modes = options.modes.map(\.name)
+            let names = modes.joined(separator: " and ") + (modes.count == 1 ? " mode" : " modes")
             let list = options.flags.count == 1 ? "\(flag) applies"
                 : options.flags.dropLast().joined(separator: ", ") + " and \(options.flags.last!) apply"
-            let modes = options.modes.count == 1 ? "mode" : "modes"
-            throw ArgumentError("\(flag) is not an option of \(mode.name) mode: \(list) to \(names) \(modes)")
+            throw ArgumentError("\(flag) is not an option of \(mode.name) mode: \(list) to \(names)")
         }
         try mode.validate(&config, given)
         try checkFeatureOptions(&config, given: given)
         if config.rate != nil && !mode.supportsOpenLoop {
             let names = LoadMode.all.filter(\.supportsOpenLoop).map(\.name)
             let flag = config.stages != nil ? "--stages" : "--rate"
-            throw ArgumentError("\(flag) applies to \(names.dropLast().joined(separator: ", ")) and \(names.last!) modes")
+            throw ArgumentError(
+                "\(flag) applies to \(names.dropLast().joined(separator: ", ")) and \(names.last!) modes")
         }
         try checkExtendedOptions(config)
         try checkTLSOptions(config)
@@ -220,9 +230,11 @@ package enum CommandLineParser {
         case "--rate":
             let text = try value()
             // An optional "/s", as --stages and --threshold take a rate (and vegeta's -rate=100/s).
-            guard let rate = number(text.hasSuffix("/s") ? String(text.dropLast(2)) : text), rate > 0, rate <= 1e9 else {
-                throw ArgumentError("--rate takes requests per second, more than 0 (e.g. 50000, 50k or 50k/s), "
-                                    + "not '\(text)'")
+            guard let rate = number(text.hasSuffix("/s") ? String(text.dropLast(2)) : text), rate > 0, rate <= 1e9
+            else {
+                throw ArgumentError(
+                    "--rate takes requests per second, more than 0 (e.g. 50000, 50k or 50k/s), "
+                        + "not '\(text)'")
             }
             config.rate = rate
         case "--duration":
@@ -288,7 +300,8 @@ package enum CommandLineParser {
             }
         }
         guard !inputs.isEmpty else { throw ArgumentError("merge needs JSON files: loadtest merge a.json b.json") }
-        return .merge(inputs: inputs, jsonPath: json, svgPath: svg, quiet: quiet, allowMixed: mixed, thresholds: thresholds)
+        return .merge(
+            inputs: inputs, jsonPath: json, svgPath: svg, quiet: quiet, allowMixed: mixed, thresholds: thresholds)
     }
 
     // MARK: Values
@@ -304,10 +317,13 @@ package enum CommandLineParser {
 
     /// `http://host[:port][/path]` or `https://...` (ws mode: `ws://` or `wss://`, as `schemes` says); IPv6
     /// hosts in brackets.
-    static func parseURL(_ text: String, schemes: (plain: String, secure: String) = ("http", "https")) throws(ArgumentError) -> URLParts {
+    static func parseURL(
+        _ text: String, schemes: (plain: String, secure: String) = ("http", "https")
+    ) throws(ArgumentError) -> URLParts {
         let secure = text.hasPrefix(schemes.secure + "://")
         guard secure || text.hasPrefix(schemes.plain + "://") else {
-            throw ArgumentError("--url must look like \(schemes.plain)://host:port/path or \(schemes.secure)://host:port/path, not '\(text)'")
+            throw ArgumentError("--url must look like \(schemes.plain)://host:port/path or "
+                                + "\(schemes.secure)://host:port/path, not '\(text)'")
         }
         let rest = text.dropFirst((secure ? schemes.secure : schemes.plain).count + 3)
         let authority = rest.prefix { $0 != "/" && $0 != "?" }
@@ -317,7 +333,9 @@ package enum CommandLineParser {
         var host: Substring
         var portText: Substring?
         if authority.hasPrefix("[") {
-            guard let close = authority.firstIndex(of: "]") else { throw ArgumentError("--url has an unclosed '[': '\(text)'") }
+            guard let close = authority.firstIndex(of: "]") else {
+                throw ArgumentError("--url has an unclosed '[': '\(text)'")
+            }
             host = authority[authority.index(after: authority.startIndex)..<close]
             let after = authority[authority.index(after: close)...]
             if after.hasPrefix(":") { portText = after.dropFirst() } else if !after.isEmpty {
@@ -338,10 +356,74 @@ package enum CommandLineParser {
         return URLParts(host: String(host), port: port, path: path, hostHeader: String(authority), secure: secure)
     }
 
+    /// `text` with its escapes turned into bytes: `\r`, `\n`, `\t`, `\\`, `\0` and `\xHH`.
+    static func unescaped(_ flag: String, _ text: String) throws(ArgumentError) -> [UInt8] {
+        var bytes: [UInt8] = []
+        var i = text.utf8.startIndex
+        let utf8 = text.utf8
+        func problem(_ what: String) -> ArgumentError {
+            ArgumentError("\(flag): \(what) in '\(text)' (escapes: \\r \\n \\t \\\\ \\0 \\xHH)")
+        }
+        while i < utf8.endIndex {
+            let c = utf8[i]
+            i = utf8.index(after: i)
+            guard c == UInt8(ascii: "\\") else {
+                bytes.append(c)
+                continue
+            }
+            guard i < utf8.endIndex else { throw problem("a lone backslash at the end") }
+            let e = utf8[i]
+            i = utf8.index(after: i)
+            switch e {
+            case UInt8(ascii: "r"): bytes.append(13)
+            case UInt8(ascii: "n"): bytes.append(10)
+            case UInt8(ascii: "t"): bytes.append(9)
+            case UInt8(ascii: "0"): bytes.append(0)
+            case UInt8(ascii: "\\"): bytes.append(e)
+            case UInt8(ascii: "x"):
+                guard utf8.distance(from: i, to: utf8.endIndex) >= 2,
+                      let hi = hexDigit(utf8[i]), let lo = hexDigit(utf8[utf8.index(after: i)]) else {
+                    throw problem("\\x without two hexadecimal digits")
+                }
+                bytes.append(hi << 4 | lo)
+                i = utf8.index(i, offsetBy: 2)
+            default:
+                throw problem("an unknown escape \\\(Character(Unicode.Scalar(e)))")
+            }
+        }
+        return bytes
+    }
+
+    /// Hexadecimal bytes, spaces between them allowed (`0a 0B ff`, `0a0bff`).
+    static func hex(_ flag: String, _ text: String) throws(ArgumentError) -> [UInt8] {
+        let digits = text.utf8.filter { $0 != UInt8(ascii: " ") }
+        var bytes: [UInt8] = []
+        var i = 0
+        while i + 1 < digits.count, let hi = hexDigit(digits[i]), let lo = hexDigit(digits[i + 1]) {
+            bytes.append(hi << 4 | lo)
+            i += 2
+        }
+        guard i == digits.count, !bytes.isEmpty else {
+            throw ArgumentError("\(flag) takes bytes in hexadecimal, such as '10 0c 00 04', not '\(text)'")
+        }
+        return bytes
+    }
+
+    private static func hexDigit(_ c: UInt8) -> UInt8? {
+        switch c {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): c - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): c - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): c - UInt8(ascii: "A") + 10
+        default: nil
+        }
+    }
+
     /// A positive count, with an optional k (×1000) or m (×1,000,000) suffix.
     static func count(_ flag: String, _ text: String, range: ClosedRange<Int>) throws(ArgumentError) -> Int {
-        guard let n = number(text), n == n.rounded(), n >= Double(range.lowerBound), n <= Double(range.upperBound) else {
-            throw ArgumentError("\(flag) takes a whole number from \(range.lowerBound) to \(range.upperBound), not '\(text)'")
+        guard let n = number(text), n == n.rounded(), n >= Double(range.lowerBound), n <= Double(range.upperBound)
+        else {
+            throw ArgumentError(
+                "\(flag) takes a whole number from \(range.lowerBound) to \(range.upperBound), not '\(text)'")
         }
         return Int(n)
     }
@@ -350,14 +432,17 @@ package enum CommandLineParser {
     static func bytes(_ flag: String, _ text: String, range: ClosedRange<Int>) throws(ArgumentError) -> Int {
         var digits = Substring(text.lowercased())
         var scale = 1
-        for (suffix, factor) in [("kib", 1024), ("mib", 1 << 20), ("kb", 1024), ("mb", 1 << 20), ("k", 1024), ("m", 1 << 20), ("b", 1)]
+        for (suffix, factor) in [
+            ("kib", 1024), ("mib", 1 << 20), ("kb", 1024), ("mb", 1 << 20), ("k", 1024), ("m", 1 << 20), ("b", 1),
+        ]
         where digits.hasSuffix(suffix) {
             digits = digits.dropLast(suffix.count)
             scale = factor
             break
         }
         guard let n = Int(digits), n >= 0, n <= range.upperBound / scale, n * scale >= range.lowerBound else {
-            throw ArgumentError("\(flag) takes a size from \(range.lowerBound) to \(range.upperBound) bytes (e.g. 64 or 16k), not '\(text)'")
+            throw ArgumentError("\(flag) takes a size from \(range.lowerBound) to \(range.upperBound) bytes "
+                + "(e.g. 64 or 16k), not '\(text)'")
         }
         return n * scale
     }
@@ -378,7 +463,8 @@ package enum CommandLineParser {
             value = Double(lower)
         }
         guard let v = value, v.isFinite, allowZero ? v >= 0 : v > 0, v <= 7 * 86400 else {
-            throw ArgumentError("\(flag) takes a time such as 10, 10s, 500ms or 2m\(allowZero ? "" : " (more than 0)"), not '\(text)'")
+            throw ArgumentError(
+                "\(flag) takes a time such as 10, 10s, 500ms or 2m\(allowZero ? "" : " (more than 0)"), not '\(text)'")
         }
         return v
     }
@@ -387,15 +473,22 @@ package enum CommandLineParser {
     static func number(_ text: String) -> Double? {
         var digits = Substring(text.lowercased())
         var scale = 1.0
-        if digits.hasSuffix("k") { scale = 1e3; digits = digits.dropLast() } else if digits.hasSuffix("m") { scale = 1e6; digits = digits.dropLast() }
-        guard !digits.isEmpty, digits.allSatisfy({ $0.isNumber || $0 == "." }), let v = Double(digits), v.isFinite else {
+        if digits.hasSuffix("k") {
+            scale = 1e3; digits = digits.dropLast()
+        } else if digits.hasSuffix("m") {
+            scale = 1e6; digits = digits.dropLast()
+        }
+        guard !digits.isEmpty, digits.allSatisfy({ $0.isNumber || $0 == "." }), let v = Double(digits), v.isFinite
+        else {
             return nil
         }
         return v * scale
     }
 
     private static func path(_ flag: String, _ text: String) throws(ArgumentError) -> String {
-        guard !text.isEmpty, !text.hasPrefix("-") || text == "-" else { throw ArgumentError("\(flag) needs a file name") }
+        guard !text.isEmpty, !text.hasPrefix("-") || text == "-" else {
+            throw ArgumentError("\(flag) needs a file name")
+        }
         return text
     }
 }

@@ -224,7 +224,8 @@ final class EchoConnection: LoopIOHandler, PacedConnection, SweptConnection {
         var sequence = first
         if openLoop {
             while sequence != reader.sequence {
-                worker.recordPacedReply(latency: now &- times[sequence], service: now &- sentTimes[sequence], bytes: size, now: now)
+                worker.recordPacedReply(
+                    latency: now &- times[sequence], service: now &- sentTimes[sequence], bytes: size, now: now)
                 sequence &+= 1
             }
         } else {

@@ -27,6 +27,11 @@ package enum ErrorKind: String, CaseIterable, Sendable, Codable {
     case tls
     /// An HTTP response whose body failed a check (`--expect-body`, `--expect-length`).
     case check
+    /// A reply that could not be framed within `--reply-max` bytes (tcp mode and ``LoadProtocol``s): the
+    /// connection is closed rather than buffer without bound.
+    case replyTooLarge = "reply_too_large"
+    /// A complete reply that reports an error (Redis's `-ERR`, ``ReplyFraming/errorReply(length:_:)``).
+    case errorReply = "error_reply"
     /// WebSocket: the opening handshake failed (not 101, a wrong `Sec-WebSocket-Accept`, an unasked-for
     /// subprotocol or extension).
     case wsHandshake = "ws_handshake"

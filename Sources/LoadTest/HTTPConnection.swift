@@ -83,7 +83,9 @@ final class HTTPConnection: GCDAsyncSocketDelegate, PacedConnection, SweptConnec
     }
 
     func expireRequests(sentBefore cutoff: UInt64) {
-        guard state == .open, !reconnecting, nextSend != nextReceive, times[nextReceive] < cutoff, let socket else { return }
+        guard state == .open, !reconnecting, nextSend != nextReceive, times[nextReceive] < cutoff, let socket else {
+            return
+        }
         worker.recordError(.timeout, "no HTTP response within \(worker.config.timeout) s")
         if perURL { shared.recordURLError(receiveURL) }
         socket.disconnect()
@@ -134,7 +136,9 @@ final class HTTPConnection: GCDAsyncSocketDelegate, PacedConnection, SweptConnec
                 return
             }
             guard let head = data.withUnsafeBytes({ HTTPResponseHead.parse($0) }) else {
-                worker.recordError(.badResponse, "response head could not be used (malformed): \(String(decoding: data.prefix(200), as: UTF8.self))")
+                worker.recordError(
+                    .badResponse,
+                    "response head could not be used (malformed): \(String(decoding: data.prefix(200), as: UTF8.self))")
                 sock.disconnect()
                 return
             }
@@ -142,7 +146,8 @@ final class HTTPConnection: GCDAsyncSocketDelegate, PacedConnection, SweptConnec
                 pendingHead = head
                 pendingHeadBytes = data.count
                 chunkedBytes = 0
-                sock.readData(to: Self.lineEnd, withTimeout: worker.replyTimeout, maxLength: HTTPChunkLine.maxLineLength, tag: 3)
+                sock.readData(
+                    to: Self.lineEnd, withTimeout: worker.replyTimeout, maxLength: HTTPChunkLine.maxLineLength, tag: 3)
                 return
             }
             if head.bodyLength > 0 {
@@ -172,7 +177,8 @@ final class HTTPConnection: GCDAsyncSocketDelegate, PacedConnection, SweptConnec
         switch tag {
         case 3:
             guard let size = data.withUnsafeBytes({ HTTPChunkLine.size($0) }) else {
-                return badChunk(sock, "chunk size line could not be used: \(String(decoding: data.prefix(100), as: UTF8.self))")
+                return badChunk(
+                    sock, "chunk size line could not be used: \(String(decoding: data.prefix(100), as: UTF8.self))")
             }
             if size == 0 {
                 sock.readData(to: Self.lineEnd, withTimeout: timeout, maxLength: HTTPChunkLine.maxLineLength, tag: 5)
@@ -184,7 +190,9 @@ final class HTTPConnection: GCDAsyncSocketDelegate, PacedConnection, SweptConnec
                 return badChunk(sock, "a chunk was not followed by CRLF")
             }
             if inspectsBody {
-                data.withUnsafeBytes { chunkedScan.feed(UnsafeRawBufferPointer(rebasing: $0.dropLast(2)), needle: checks.body) }
+                data.withUnsafeBytes {
+                    chunkedScan.feed(UnsafeRawBufferPointer(rebasing: $0.dropLast(2)), needle: checks.body)
+                }
             }
             sock.readData(to: Self.lineEnd, withTimeout: timeout, maxLength: HTTPChunkLine.maxLineLength, tag: 3)
         default:
@@ -207,12 +215,15 @@ final class HTTPConnection: GCDAsyncSocketDelegate, PacedConnection, SweptConnec
         sock.disconnect()
     }
 
-    private func complete(_ sock: GCDAsyncSocket, head: HTTPResponseHead, bodyBytes: Int, headBytes: Int, bodyPasses: Bool) {
+    private func complete(
+        _ sock: GCDAsyncSocket, head: HTTPResponseHead, bodyBytes: Int, headBytes: Int, bodyPasses: Bool
+    ) {
         let now = Deadline.now().uptimeNanoseconds
         readQueued = false
         let sentAt = times[nextReceive]
         if openLoop {
-            worker.recordPacedReply(latency: now &- sentAt, service: now &- sentTimes[nextReceive], bytes: headBytes + bodyBytes, now: now)
+            worker.recordPacedReply(
+                latency: now &- sentAt, service: now &- sentTimes[nextReceive], bytes: headBytes + bodyBytes, now: now)
         } else {
             worker.recordReply(latency: now &- sentAt, bytes: headBytes + bodyBytes, now: now)
         }
@@ -249,7 +260,8 @@ final class HTTPConnection: GCDAsyncSocketDelegate, PacedConnection, SweptConnec
             if perURL { shared.recordURLError(url) }
         } else if !bodyPasses {
             let paths = worker.config.http.paths
-            worker.recordError(.check, checks.failure(bodyBytes: bodyBytes, path: paths.isEmpty ? worker.config.path : paths[url]))
+            worker.recordError(
+                .check, checks.failure(bodyBytes: bodyBytes, path: paths.isEmpty ? worker.config.path : paths[url]))
             if perURL { shared.recordURLError(url) }
         }
     }

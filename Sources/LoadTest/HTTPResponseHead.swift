@@ -29,7 +29,9 @@ package struct HTTPResponseHead: Equatable, Sendable {
             var valueStart = colon + 1
             var valueEnd = end
             while valueStart < valueEnd && (bytes[valueStart] == space || bytes[valueStart] == tab) { valueStart += 1 }
-            while valueEnd > valueStart && (bytes[valueEnd - 1] == space || bytes[valueEnd - 1] == tab) { valueEnd -= 1 }
+            while valueEnd > valueStart && (bytes[valueEnd - 1] == space || bytes[valueEnd - 1] == tab) {
+                valueEnd -= 1
+            }
             let name = start..<colon
             let value = valueStart..<valueEnd
             if matches(bytes, name, "content-length") {
@@ -92,7 +94,8 @@ package struct HTTPResponseHead: Equatable, Sendable {
     }
 
     /// Whether the bytes in `range` equal `lowercase` ignoring ASCII case.
-    private static func matches(_ bytes: UnsafeRawBufferPointer, _ range: Range<Int>, _ lowercase: StaticString) -> Bool {
+    private static func matches(_ bytes: UnsafeRawBufferPointer, _ range: Range<Int>, _ lowercase: StaticString) -> Bool
+    {
         guard range.count == lowercase.utf8CodeUnitCount else { return false }
         let literal = lowercase.utf8Start
         for (k, i) in range.enumerated() where bytes[i] | 0x20 != literal[k] { return false }
@@ -100,7 +103,9 @@ package struct HTTPResponseHead: Equatable, Sendable {
     }
 
     /// Whether `lowercase` occurs in the bytes in `range`, ignoring ASCII case.
-    private static func contains(_ bytes: UnsafeRawBufferPointer, _ range: Range<Int>, _ lowercase: StaticString) -> Bool {
+    private static func contains(
+        _ bytes: UnsafeRawBufferPointer, _ range: Range<Int>, _ lowercase: StaticString
+    ) -> Bool {
         let length = lowercase.utf8CodeUnitCount
         guard range.count >= length else { return false }
         for start in range.lowerBound...(range.upperBound - length)

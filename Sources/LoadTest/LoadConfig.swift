@@ -63,6 +63,9 @@ package struct LoadConfig: Sendable, Equatable {
     package var stages: ArrivalStages?
     /// Pass/fail criteria checked at the end (`--threshold`).
     package var thresholds: [Threshold] = []
+    /// `tcp` mode: the requests and how replies end (``TCPSettings``); its `replyMax` also bounds a
+    /// ``LoadProtocol``'s replies.
+    package var tcp = TCPSettings()
     /// `ws` mode: the workload, subprotocols, message limit and greeting (LoadConfig+WebSocket.swift).
     package var ws = WebSocketSettings()
     /// `http` mode: what a response must be to count as a success (`--expect-status`, `--expect-body`).

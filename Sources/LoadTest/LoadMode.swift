@@ -90,7 +90,7 @@ package struct LoadMode: Sendable {
     }
 
     /// The modes a command line can name, in `--help`'s order.
-    package static let all: [LoadMode] = [.echo, .stream, .connect, .idle, .http, .udp, .ws]
+    package static let all: [LoadMode] = [.echo, .stream, .connect, .idle, .http, .udp, .tcp, .ws]
 
     /// The mode called `name` (the demo too), nil if there is none.
     package init?(rawValue name: String) {

@@ -41,23 +41,34 @@ final class MetricsEndpoint: Sendable {
     /// `targetRate` is the open-loop rate now (with `--stages` it moves; default: `--rate`).
     static func text(config: LoadConfig, totals: WorkerSnapshot, errors: ErrorCounts, histogram: Histogram?,
                      targetRate: Double? = nil) -> String {
-        var labels = "mode=\"\(config.mode == .demo ? "echo" : config.mode.rawValue)\""
+        var labels = "mode=\"\(config.mode.resultName)\""
         if let id = config.runID { labels += ",id=\"\(escape(id))\"" }
         var s = ""
         func metric(_ name: String, _ type: String, _ help: String, _ samples: [(String, String)]) {
             s += "# HELP \(name) \(help)\n# TYPE \(name) \(type)\n"
             for (suffixAndLabels, value) in samples { s += "\(name)\(suffixAndLabels) \(value)\n" }
         }
-        metric("loadtest_requests_total", "counter", "Requests completed (round trips, HTTP responses, churn cycles), warm-up included.",
-               [("{\(labels)}", "\(totals.completed)")])
-        metric("loadtest_received_bytes_total", "counter", "Bytes received, warm-up included.", [("{\(labels)}", "\(totals.receivedBytes)")])
-        metric("loadtest_errors_total", "counter", "Errors by kind.",
-               ErrorKind.allCases.map { ("{\(labels),kind=\"\($0.rawValue)\"}", "\(errors[$0])") })
+        metric(
+            "loadtest_requests_total", "counter",
+            "Requests completed (round trips, HTTP responses, churn cycles), warm-up included.",
+            [("{\(labels)}", "\(totals.completed)")])
+        metric(
+            "loadtest_received_bytes_total", "counter", "Bytes received, warm-up included.",
+            [("{\(labels)}", "\(totals.receivedBytes)")])
+        metric(
+            "loadtest_errors_total", "counter", "Errors by kind.",
+            ErrorKind.allCases.map { ("{\(labels),kind=\"\($0.rawValue)\"}", "\(errors[$0])") })
         metric("loadtest_connections_open", "gauge", "Connections open now.", [("{\(labels)}", "\(totals.open)")])
-        metric("loadtest_connections_established_total", "counter", "Connections established.", [("{\(labels)}", "\(totals.established)")])
-        metric("loadtest_connections_failed_total", "counter", "Connections that could not be opened.", [("{\(labels)}", "\(totals.failed)")])
+        metric(
+            "loadtest_connections_established_total", "counter", "Connections established.",
+            [("{\(labels)}", "\(totals.established)")])
+        metric(
+            "loadtest_connections_failed_total", "counter", "Connections that could not be opened.",
+            [("{\(labels)}", "\(totals.failed)")])
         if let rate = targetRate ?? config.rate {
-            metric("loadtest_target_rate", "gauge", "The open-loop rate asked for, requests per second.", [("{\(labels)}", "\(rate)")])
+            metric(
+                "loadtest_target_rate", "gauge", "The open-loop rate asked for, requests per second.",
+                [("{\(labels)}", "\(rate)")])
         }
         let h = histogram ?? Histogram()
         var samples: [(String, String)] = []
@@ -67,7 +78,9 @@ final class MetricsEndpoint: Sendable {
         samples.append(("_bucket{\(labels),le=\"+Inf\"}", "\(h.count)"))
         samples.append(("_sum{\(labels)}", "\(Double(h.sum) / 1e9)"))
         samples.append(("_count{\(labels)}", "\(h.count)"))
-        metric("loadtest_latency_seconds", "histogram", "Latency in the measuring window (open loop: from the intended send time).", samples)
+        metric(
+            "loadtest_latency_seconds", "histogram",
+            "Latency in the measuring window (open loop: from the intended send time).", samples)
         return s
     }
 
@@ -79,7 +92,9 @@ final class MetricsEndpoint: Sendable {
     /// lowest value is).
     static func countAtOrBelow(_ h: Histogram, nanoseconds: UInt64) -> UInt64 {
         var total: UInt64 = 0
-        for (index, count) in h.nonEmptyBuckets where Histogram.lowestValue(ofBucket: index) <= nanoseconds { total += count }
+        for (index, count) in h.nonEmptyBuckets where Histogram.lowestValue(ofBucket: index) <= nanoseconds {
+            total += count
+        }
         return total
     }
 

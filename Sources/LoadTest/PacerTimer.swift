@@ -6,7 +6,8 @@ import Glibc
 /// are microseconds apart). Falls back to the wheel where `timerfd` is unavailable. Loop-confined.
 final class PacerTimer: LoopIOHandler {
     private typealias Create = @convention(c) (Int32, Int32) -> Int32
-    private typealias SetTime = @convention(c) (Int32, Int32, UnsafePointer<itimerspec>, UnsafeMutablePointer<itimerspec>?) -> Int32
+    private typealias SetTime =
+        @convention(c) (Int32, Int32, UnsafePointer<itimerspec>, UnsafeMutablePointer<itimerspec>?) -> Int32
 
     /// `timerfd_create` and `timerfd_settime`, looked up once (the Glibc module does not import
     /// `<sys/timerfd.h>`).

@@ -42,7 +42,9 @@ extension ReportText {
     /// `1,234/s (12,340), p50 1.20 ms, p99 3.40 ms, max 9.00 ms, 0 errors`.
     static func partFigures(_ p: RunResult.PartFigures) -> String {
         let timing = p.latencyUs.count > 0
-            ? ", p50 \(latency(us: p.latencyUs.p50)), p99 \(latency(us: p.latencyUs.p99)), max \(latency(us: p.latencyUs.max))" : ""
-        return "\(fixed(p.requestsPerSecond, 0))/s (\(grouped(p.requests)))\(timing), \(count(Int(clamping: p.errors), "error"))"
+            ? ", p50 \(latency(us: p.latencyUs.p50)), p99 \(latency(us: p.latencyUs.p99)), max "
+                + "\(latency(us: p.latencyUs.max))" : ""
+        return "\(fixed(p.requestsPerSecond, 0))/s (\(grouped(p.requests)))\(timing), "
+            + "\(count(Int(clamping: p.errors), "error"))"
     }
 }

@@ -32,7 +32,8 @@ struct Pattern: @unchecked Sendable {
             bytes.storeBytes(of: UInt8(truncatingIfNeeded: x >> 24), toByteOffset: i, as: UInt8.self)
         }
         for i in Self.period..<(Self.period + Self.maxRun) {
-            bytes.storeBytes(of: bytes.load(fromByteOffset: i - Self.period, as: UInt8.self), toByteOffset: i, as: UInt8.self)
+            bytes.storeBytes(
+                of: bytes.load(fromByteOffset: i - Self.period, as: UInt8.self), toByteOffset: i, as: UInt8.self)
         }
     }
 
@@ -82,7 +83,9 @@ struct Pattern: @unchecked Sendable {
     /// stream with `phase`: the check for replies that arrive split at any byte. `part` must not run past the
     /// message's end.
     @inline(__always)
-    func checkMessagePart(_ part: UnsafeRawBufferPointer, at offset: Int, size: Int, sequence: UInt64, phase: UInt32) -> Bool {
+    func checkMessagePart(
+        _ part: UnsafeRawBufferPointer, at offset: Int, size: Int, sequence: UInt64, phase: UInt32
+    ) -> Bool {
         guard let base = part.baseAddress else { return true }
         let header = min(8, size)
         var checked = 0

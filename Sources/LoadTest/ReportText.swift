@@ -48,7 +48,8 @@ package enum ReportText {
         [
             "  \(title):",
             "    p50 \(latency(us: l.p50))   p90 \(latency(us: l.p90))   p99 \(latency(us: l.p99))",
-            "    p99.9 \(latency(us: l.p99_9))   p99.99 \(latency(us: l.p99_99))   max \(latency(us: l.max))   mean \(latency(us: l.mean))",
+            "    p99.9 \(latency(us: l.p99_9))   p99.99 \(latency(us: l.p99_99))   max \(latency(us: l.max))   "
+                + "mean \(latency(us: l.mean))",
         ]
     }
 
@@ -57,10 +58,12 @@ package enum ReportText {
         func lag(_ l: RunResult.ServerLag) -> String {
             guard l.count > 0 else { return "no lag samples" }
             func at(_ us: Double?) -> String { us.map { "≤ " + latency(us: $0) } ?? "> 10 s" }
-            return "lag p50 \(at(l.p50Us))   p90 \(at(l.p90Us))   p99 \(at(l.p99Us))   p99.9 \(at(l.p99_9Us))   mean \(latency(us: l.meanUs ?? 0)) (\(grouped(l.count)) samples)"
+            return "lag p50 \(at(l.p50Us))   p90 \(at(l.p90Us))   p99 \(at(l.p99Us))   p99.9 \(at(l.p99_9Us))   "
+                + "mean \(latency(us: l.meanUs ?? 0)) (\(grouped(l.count)) samples)"
         }
         func line(_ l: RunResult.ServerLoop) -> String {
-            "utilisation \(fixed(l.utilisation, 2)) (busy \(fixed(l.busySeconds, 3)) s, waiting \(fixed(l.waitSeconds, 3)) s), \(grouped(l.iterations)) iterations, \(grouped(l.stalls)) stalls"
+            "utilisation \(fixed(l.utilisation, 2)) (busy \(fixed(l.busySeconds, 3)) s, waiting "
+                + "\(fixed(l.waitSeconds, 3)) s), \(grouped(l.iterations)) iterations, \(grouped(l.stalls)) stalls"
         }
         var lines = ["  server loops (\(s.source), over the window):"]
         lines.append("    \(s.loops.count == 1 ? "the loop" : "all \(s.loops.count) loops"): \(line(s.all))")
@@ -77,10 +80,15 @@ package enum ReportText {
     /// The report printed at the end of a run.
     package static func report(_ r: RunResult) -> String {
         var lines: [String] = []
-        let mode = LoadMode.reporting(r.mode) ?? .echo
+        // A mode not built in (a LoadProtocol's) is reported as a request/response mode.
+        let mode =
+            LoadMode.reporting(r.mode)
+            ?? .requestResponse(name: r.mode, summary: "") { _ in TCPProtocol(TCPSettings()) }
         let what = mode.reportTitle(r)
         var loop = r.targetRate.map { ", open loop at \(fixed($0, 0))/s" } ?? (r.mode == "idle" ? "" : ", closed loop")
-        if let stages = r.stages, let rate = r.targetRate { loop = ", open loop in \(count(stages.count, "stage")), \(fixed(rate, 0))/s mean target" }
+        if let stages = r.stages, let rate = r.targetRate {
+            loop = ", open loop in \(count(stages.count, "stage")), \(fixed(rate, 0))/s mean target"
+        }
         lines.append("")
         lines.append("loadtest \(r.mode) → \(r.target): \(what)\(loop)\(r.id.map { " [\($0)]" } ?? "")")
         let sources = r.sources > 1 ? ", merged from \(r.sources) results" : ""
@@ -92,8 +100,9 @@ package enum ReportText {
         let established = grouped(UInt64(r.connectionsEstablished))
         let failed = grouped(UInt64(r.connectionsFailed))
         if mode.holdsConnections {
-            lines.append("  \(mode.unit == "flow" ? "flows" : "connections"): \(established) established, \(failed) failed, "
-                         + "\(grouped(UInt64(r.connectionsOpen))) open at the end")
+            lines.append(
+                "  \(mode.unit == "flow" ? "flows" : "connections"): \(established) established, \(failed) failed, "
+                    + "\(grouped(UInt64(r.connectionsOpen))) open at the end")
         } else {
             lines.append("  connects: \(established) made, \(failed) failed (whole run, warm-up included)")
         }
@@ -108,7 +117,9 @@ package enum ReportText {
             lines += percentiles("TLS handshake (connect to secured, \(grouped(l.count)) in the window)", l)
         }
         if let cpu = r.clientCPUSeconds, let per = r.clientMicrosecondsPerRequest {
-            lines.append("  loadtest CPU: \(fixed(cpu, 2)) s over the window (\(fixed(cpu / max(r.durationSeconds, 1e-9) * 100, 0)) % of a core), \(fixed(per, 2)) µs per request")
+            lines.append("  loadtest CPU: \(fixed(cpu, 2)) s over the window "
+                + "(\(fixed(cpu / max(r.durationSeconds, 1e-9) * 100, 0)) % of a core), \(fixed(per, 2)) µs per "
+                    + "request")
         }
         if let cpu = r.serverCPUSeconds, let per = r.serverMicrosecondsPerRequest {
             lines.append("  server CPU: \(fixed(cpu, 2)) s over the window, \(fixed(per, 2)) µs per request")
@@ -120,7 +131,8 @@ package enum ReportText {
         if r.errors.total == 0 {
             lines.append("  errors: none")
         } else {
-            let kinds = r.errors.byKind.sorted { $0.key < $1.key }.map { "\($0.key) \(grouped($0.value))" }.joined(separator: ", ")
+            let kinds = r.errors.byKind.sorted { $0.key < $1.key }.map { "\($0.key) \(grouped($0.value))" }.joined(
+                separator: ", ")
             lines.append("  errors: \(grouped(r.errors.total)) (\(kinds))")
             if let first = r.errors.first { lines.append("    first: \(first)") }
         }

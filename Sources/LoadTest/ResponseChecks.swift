@@ -12,8 +12,14 @@ package struct ResponseChecks: Sendable, Equatable {
     private var any2xx = true
     /// The statuses as given (`200,204`), nil for the default (2xx).
     package private(set) var statusText: String?
-    /// A substring the body must contain.
-    package var body: [UInt8]?
+    /// Substrings the body must contain: one for every reply, or several in step with the requests they answer
+    /// (tcp mode: the i-th for the replies to the i-th `--send`).
+    package var bodies: [[UInt8]] = []
+    /// A substring the body must contain (the first of ``bodies``).
+    package var body: [UInt8]? {
+        get { bodies.first }
+        set { bodies = newValue.map { [$0] } ?? [] }
+    }
     /// The body length a response must have, bytes.
     package var length: Int?
 
@@ -37,8 +43,13 @@ package struct ResponseChecks: Sendable, Equatable {
 
     /// Whether a body passes the checks.
     func passes(body bytes: UnsafeRawBufferPointer) -> Bool {
+        passes(body: bytes, rotation: 0)
+    }
+
+    /// Whether the body of the reply to request `rotation` (0 up) passes the checks.
+    func passes(body bytes: UnsafeRawBufferPointer, rotation: UInt64) -> Bool {
         if let length, bytes.count != length { return false }
-        if let body { return Self.contains(bytes, body) }
+        if !bodies.isEmpty { return Self.contains(bytes, bodies[Int(rotation % UInt64(bodies.count))]) }
         return true
     }
 
@@ -79,42 +90,36 @@ package struct ResponseChecks: Sendable, Equatable {
         }
     }
 
-    /// Why a body of `count` bytes failed (for the first error's text).
-    func failure(bodyBytes count: Int, path: String) -> String {
-        if let length, count != length { return "response to \(path): body of \(count) bytes, expected \(length) (--expect-length)" }
-        return "response to \(path): body (\(count) bytes) does not contain '\(String(decoding: body ?? [], as: UTF8.self))' (--expect-body)"
+    /// Why a body of `count` bytes failed (for the first error's text); `rotation` as for ``passes(body:rotation:)``.
+    func failure(bodyBytes count: Int, path: String, rotation: UInt64 = 0) -> String {
+        if let length, count != length {
+            return "response to \(path): body of \(count) bytes, expected \(length) (--expect-length)"
+        }
+        let needle = bodies.isEmpty ? [] : bodies[Int(rotation % UInt64(bodies.count))]
+        return
+            "response to \(path): body (\(count) bytes) does not contain '\(String(decoding: needle, as: UTF8.self))' "
+            + "(--expect-body)"
     }
 
-    /// Whether `needle` occurs in `haystack` (a first-byte scan, then a compare).
+    /// Whether `needle` occurs in `haystack`.
     static func contains(_ haystack: UnsafeRawBufferPointer, _ needle: [UInt8]) -> Bool {
-        guard !needle.isEmpty else { return true }
-        guard haystack.count >= needle.count else { return false }
-        let first = needle[0]
-        return needle.withUnsafeBufferPointer { n in
-            var i = 0
-            let last = haystack.count - n.count
-            while i <= last {
-                if haystack[i] == first {
-                    var j = 1
-                    while j < n.count && haystack[i + j] == n[j] { j += 1 }
-                    if j == n.count { return true }
-                }
-                i += 1
-            }
-            return false
-        }
+        needle.isEmpty || haystack.firstIndex(of: needle) != nil
     }
 
     /// Parses `--expect-status`: codes (`200`), ranges (`200-299`) and classes (`2xx`), comma-separated.
     mutating func expectStatuses(_ text: String) throws(ArgumentError) {
-        let problem = ArgumentError("--expect-status takes status codes, ranges or classes separated by commas (200,204 or 200-299 or 2xx,301), not '\(text)'")
+        let problem = ArgumentError("--expect-status takes status codes, ranges or classes separated by commas "
+            + "(200,204 or 200-299 or 2xx,301), not '\(text)'")
         var bits = [UInt64](repeating: 0, count: 16)
         swap(&bits, &statusBits)
-        for part in text.split(separator: ",", omittingEmptySubsequences: false).map({ String($0).trimmed.lowercased() }) {
+        for part in text.split(separator: ",", omittingEmptySubsequences: false).map({ String($0).trimmed.lowercased() }
+        ) {
             var range: ClosedRange<Int>
             if part.count == 3, part.hasSuffix("xx"), let digit = Int(part.prefix(1)), (1...5).contains(digit) {
                 range = digit * 100...digit * 100 + 99
-            } else if let dash = part.firstIndex(of: "-"), let low = Int(part[..<dash]), let high = Int(part[part.index(after: dash)...]), low <= high {
+            } else if let dash = part.firstIndex(of: "-"), let low = Int(part[..<dash]),
+                let high = Int(part[part.index(after: dash)...]), low <= high
+            {
                 range = low...high
             } else if let code = Int(part) {
                 range = code...code
@@ -126,5 +131,27 @@ package struct ResponseChecks: Sendable, Equatable {
         }
         statusText = text
         any2xx = false
+    }
+}
+
+extension UnsafeRawBufferPointer {
+    /// Where `needle` first occurs at or after `from` (a first-byte scan, then a compare); nil if it does not,
+    /// or if it is empty.
+    func firstIndex(of needle: [UInt8], from: Int = 0) -> Int? {
+        guard !needle.isEmpty, count - from >= needle.count else { return nil }
+        let first = needle[0]
+        return needle.withUnsafeBufferPointer { n in
+            var i = from
+            let last = count - n.count
+            while i <= last {
+                if self[i] == first {
+                    var j = 1
+                    while j < n.count && self[i + j] == n[j] { j += 1 }
+                    if j == n.count { return i }
+                }
+                i += 1
+            }
+            return nil
+        }
     }
 }

@@ -13,7 +13,11 @@ final class RunExtras {
     init(config: LoadConfig, loop: EventLoop, output: (String) -> Void) throws {
         self.config = config
         log = config.hdrLogPath.map {
-            HdrIntervalLog(path: $0, description: "loadtest \(config.mode == .demo ? "echo" : config.mode.rawValue) \(config.host):\(config.port), \(config.connections) connections\(config.runID.map { ", id \($0)" } ?? ""); latency in ns\(config.rate != nil ? " from the intended send time" : "")")
+            let id = config.runID.map { ", id \($0)" } ?? ""
+            let from = config.rate != nil ? " from the intended send time" : ""
+            return HdrIntervalLog(path: $0, description: "loadtest \(config.mode.resultName) "
+                + "\(config.host):\(config.port), "
+                                  + "\(config.connections) connections\(id); latency in ns\(from)")
         }
         if let address = config.metrics {
             do {
@@ -21,8 +25,10 @@ final class RunExtras {
             } catch {
                 throw LoadTestError("--metrics: cannot listen on \(address.host):\(address.port): \(error)")
             }
-            metrics!.publish(MetricsEndpoint.text(config: config, totals: WorkerSnapshot(), errors: ErrorCounts(), histogram: nil))
-            if !config.quiet { output("  metrics at http://\(address.host.contains(":") ? "[\(address.host)]" : address.host):\(metrics!.port)/metrics") }
+            metrics!.publish(MetricsEndpoint.text(config: config, totals: WorkerSnapshot(), errors: ErrorCounts(),
+                                                  histogram: nil))
+            let host = address.host.contains(":") ? "[\(address.host)]" : address.host
+            if !config.quiet { output("  metrics at http://\(host):\(metrics!.port)/metrics") }
         } else {
             metrics = nil
         }

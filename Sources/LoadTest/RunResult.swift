@@ -115,12 +115,15 @@ package struct RunResult: Codable, Sendable, Equatable {
         package var targetRate: Double?
 
         enum CodingKeys: String, CodingKey {
-            case t, requestsPerSecond = "requests_per_second", mibPerSecond = "mib_per_second", connections, errors, warmup
+            case t, requestsPerSecond = "requests_per_second", mibPerSecond = "mib_per_second", connections, errors,
+                warmup
             case serverRSSMiB = "server_rss_mib", targetRate = "target_rate"
         }
 
         /// A sample.
-        package init(t: Double, requestsPerSecond: Double, mibPerSecond: Double, connections: Int, errors: UInt64, warmup: Bool) {
+        package init(
+            t: Double, requestsPerSecond: Double, mibPerSecond: Double, connections: Int, errors: UInt64, warmup: Bool
+        ) {
             self.t = t
             self.requestsPerSecond = requestsPerSecond
             self.mibPerSecond = mibPerSecond
@@ -353,7 +356,9 @@ package struct RunResult: Codable, Sendable, Equatable {
         guard var merged = results.first else { throw ArgumentError("nothing to merge") }
         let differences = settingDifferences(results)
         if !differences.isEmpty && !allowMixed {
-            throw ArgumentError("the results were run with different settings (\(differences.joined(separator: "; "))): their sum would describe no run; merge them anyway with --mixed")
+            throw ArgumentError("the results were run with different settings "
+                + "(\(differences.joined(separator: "; "))): their sum would describe no run; merge them anyway "
+                    + "with --mixed")
         }
         var histogram = merged.latencyHistogram
         var service = merged.serviceHistogram?.histogram

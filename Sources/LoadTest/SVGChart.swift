@@ -45,8 +45,14 @@ package enum SVGChart {
             switch kind {
             case .latency: svg += percentilePlot(result, top: top)
             case .throughput: svg += throughputPlot(result, top: top)
-            case .connections: svg += timePlot(result, top: top, title: "Open connections", values: result.timeline.map { Double($0.connections) }, color: "#9467bd")
-            case .serverMemory: svg += timePlot(result, top: top, title: "Server memory (resident MiB)", values: result.timeline.map { $0.serverRSSMiB ?? 0 }, color: "#d62728")
+            case .connections:
+                svg += timePlot(
+                    result, top: top, title: "Open connections", values: result.timeline.map { Double($0.connections) },
+                    color: "#9467bd")
+            case .serverMemory:
+                svg += timePlot(
+                    result, top: top, title: "Server memory (resident MiB)",
+                    values: result.timeline.map { $0.serverRSSMiB ?? 0 }, color: "#d62728")
             }
         }
         svg += "</svg>\n"
@@ -127,7 +133,9 @@ package enum SVGChart {
         let (unit, scale) = largest >= 10_000 ? ("ms", 1000.0) : ("µs", 1.0)
         let maxY = niceCeiling(largest / scale)
         var s = "<g>\n"
-        s += text(x0, top + 22, "Latency by percentile (\(unit))\(result.targetRate != nil ? ", from intended send time" : "")", bold: true)
+        s += text(
+            x0, top + 22,
+            "Latency by percentile (\(unit))\(result.targetRate != nil ? ", from intended send time" : "")", bold: true)
         s += axes(x0, y0, w, h)
         if points.isEmpty {
             s += text(x0 + w / 2, y0 + h / 2, "no latency samples", anchor: "middle")
@@ -157,9 +165,10 @@ package enum SVGChart {
         // Open loop (requests, not bytes): the target rate beside the achieved one, dashed.
         let target = byteMode || !result.timeline.contains(where: { $0.targetRate != nil })
             ? nil : result.timeline.map { $0.targetRate ?? 0 }
-        return timePlot(result, top: top, title: title + (target == nil ? "" : ", target dashed"),
-                        values: result.timeline.map { byteMode ? $0.mibPerSecond : $0.requestsPerSecond }, color: "#2ca02c",
-                        target: target)
+        return timePlot(
+            result, top: top, title: title + (target == nil ? "" : ", target dashed"),
+            values: result.timeline.map { byteMode ? $0.mibPerSecond : $0.requestsPerSecond }, color: "#2ca02c",
+            target: target)
     }
 
     /// A per-second series over the run's timeline, the warm-up shaded; `target`, a second series drawn dashed.
@@ -178,7 +187,8 @@ package enum SVGChart {
             return s + "</g>\n"
         }
         if let lastWarm = samples.last(where: { $0.warmup }) {
-            s += "<rect x=\"\(fmt(x0))\" y=\"\(fmt(y0))\" width=\"\(fmt(w * lastWarm.t / maxT))\" height=\"\(fmt(h))\" fill=\"#f4f4f4\"/>\n"
+            s += "<rect x=\"\(fmt(x0))\" y=\"\(fmt(y0))\" width=\"\(fmt(w * lastWarm.t / maxT))\" "
+                + "height=\"\(fmt(h))\" fill=\"#f4f4f4\"/>\n"
             s += text(x0 + 4, y0 + 14, "warm-up", color: "#999")
         }
         s += axes(x0, y0, w, h)
@@ -190,7 +200,8 @@ package enum SVGChart {
         }
         s += yTicks(x0, y0, w, h, maxY)
         // --stages: a thin line where each stage begins, numbered (a jump of 0 s takes no line of its own).
-        for (i, stage) in (result.stages ?? []).enumerated() where stage.durationSeconds > 0 && stage.startSeconds > 0 && stage.startSeconds < maxT {
+        for (i, stage) in (result.stages ?? []).enumerated()
+        where stage.durationSeconds > 0 && stage.startSeconds > 0 && stage.startSeconds < maxT {
             let x = x0 + w * stage.startSeconds / maxT
             s += line(x, y0, x, y0 + h, stroke: "#ccc")
             s += text(x + 3, y0 + 12, "\(i + 1)", color: "#999")
@@ -205,7 +216,8 @@ package enum SVGChart {
                 path.append("\(fmt(x0 + w * sample.t / maxT)),\(fmt(y))")
                 previousT = sample.t
             }
-            s += "<polyline fill=\"none\" stroke=\"\(dash.isEmpty ? color : "#555")\" stroke-width=\"2\"\(dash) points=\"\(path.joined(separator: " "))\"/>\n"
+            s += "<polyline fill=\"none\" stroke=\"\(dash.isEmpty ? color : "#555")\" stroke-width=\"2\"\(dash) "
+                + "points=\"\(path.joined(separator: " "))\"/>\n"
         }
         s += "</g>\n"
         return s
@@ -242,9 +254,13 @@ package enum SVGChart {
         "<line x1=\"\(fmt(x1))\" y1=\"\(fmt(y1))\" x2=\"\(fmt(x2))\" y2=\"\(fmt(y2))\" stroke=\"\(stroke)\"/>\n"
     }
 
-    private static func text(_ x: Double, _ y: Double, _ content: String, anchor: String = "start", bold: Bool = false, color: String = "#333") -> String {
+    private static func text(
+        _ x: Double, _ y: Double, _ content: String, anchor: String = "start", bold: Bool = false,
+        color: String = "#333"
+    ) -> String {
         let escaped = content.replacingAll("&", "&amp;").replacingAll("<", "&lt;").replacingAll(">", "&gt;")
-        return "<text x=\"\(fmt(x))\" y=\"\(fmt(y))\" text-anchor=\"\(anchor)\" fill=\"\(color)\"\(bold ? " font-weight=\"bold\"" : "")>\(escaped)</text>\n"
+        return "<text x=\"\(fmt(x))\" y=\"\(fmt(y))\" text-anchor=\"\(anchor)\" "
+            + "fill=\"\(color)\"\(bold ? " font-weight=\"bold\"" : "")>\(escaped)</text>\n"
     }
 
     private static func fmt(_ v: Double, _ decimals: Int = 1) -> String {

@@ -35,7 +35,9 @@ enum ServerLoopMetrics {
     static func parse(_ page: String) -> Scrape {
         var scrape = Scrape()
         for line in page.split(separator: "\n") where !line.hasPrefix("#") {
-            guard let brace = line.firstIndex(of: "{"), let close = line.lastIndex(of: "}"), brace < close else { continue }
+            guard let brace = line.firstIndex(of: "{"), let close = line.lastIndex(of: "}"), brace < close else {
+                continue
+            }
             let name = line[..<brace]
             guard name.hasPrefix("epoll_loop_"),
                   let text = line[line.index(after: close)...].split(separator: " ").first,  // a timestamp may follow
@@ -148,7 +150,9 @@ enum ServerLoopMetrics {
     /// resolves the name and waits). Every step is bounded by `timeout` seconds in all.
     static func fetch(_ address: MetricsAddress, timeout: Double) throws(LoadTestError) -> String {
         let source = "http://\(address.host.contains(":") ? "[\(address.host)]" : address.host):\(address.port)/metrics"
-        func failure(_ what: String) -> LoadTestError { LoadTestError("--server-metrics: cannot read \(source): \(what)") }
+        func failure(_ what: String) -> LoadTestError {
+            LoadTestError("--server-metrics: cannot read \(source): \(what)")
+        }
         let deadline = Deadline.now().uptimeNanoseconds + LoadRunner.nanos(timeout)
         let server: ServerAddress
         do {
@@ -163,9 +167,13 @@ enum ServerLoopMetrics {
         var limit = timeval(tv_sec: Int(timeout), tv_usec: Int((timeout - timeout.rounded(.down)) * 1e6))
         setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
-        guard server.withSockaddr({ connect(fd, $0, $1) }) == 0 else { throw failure("connect failed: " + String(cString: strerror(errno))) }
+        guard server.withSockaddr({ connect(fd, $0, $1) }) == 0 else {
+            throw failure("connect failed: " + String(cString: strerror(errno)))
+        }
         let host = address.host.contains(":") ? "[\(address.host)]" : address.host
-        let request = Array("GET /metrics HTTP/1.1\r\nHost: \(host):\(address.port)\r\nAccept: text/plain\r\nConnection: close\r\n\r\n".utf8)
+        let request = Array(
+            "GET /metrics HTTP/1.1\r\nHost: \(host):\(address.port)\r\nAccept: text/plain\r\nConnection: close\r\n\r\n"
+                .utf8)
         var sent = 0
         while sent < request.count {
             let n = request.withUnsafeBytes { send(fd, $0.baseAddress! + sent, $0.count - sent, Int32(MSG_NOSIGNAL)) }
@@ -180,17 +188,24 @@ enum ServerLoopMetrics {
                 guard h.status == 200 else { throw failure("HTTP status \(h.status)") }
                 return String(decoding: bytes[start..<(start + h.bodyLength)], as: UTF8.self)
             }
-            guard Deadline.now().uptimeNanoseconds < deadline else { throw failure("no complete answer within \(timeout) s") }
+            guard Deadline.now().uptimeNanoseconds < deadline else {
+                throw failure("no complete answer within \(timeout) s")
+            }
             let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
             if n < 0 && errno == EINTR { continue }
             guard n > 0 else {
-                throw failure(n == 0 ? "the connection closed before the answer was complete" : String(cString: strerror(errno)))
+                throw failure(
+                    n == 0 ? "the connection closed before the answer was complete" : String(cString: strerror(errno)))
             }
             bytes += chunk[0..<n]
             guard bytes.count <= 64 << 20 else { throw failure("the page is larger than 64 MiB") }
             if head == nil, let end = Self.headEnd(bytes) {
-                guard let parsed = bytes.withUnsafeBytes({ HTTPResponseHead.parse(UnsafeRawBufferPointer(rebasing: $0[0..<end])) }),
-                      !parsed.chunked else { throw failure("not an HTTP/1.1 response with Content-Length") }
+                guard
+                    let parsed = bytes.withUnsafeBytes({
+                        HTTPResponseHead.parse(UnsafeRawBufferPointer(rebasing: $0[0..<end]))
+                    }),
+                    !parsed.chunked
+                else { throw failure("not an HTTP/1.1 response with Content-Length") }
                 head = (parsed, end)
             }
         }
@@ -199,7 +214,8 @@ enum ServerLoopMetrics {
     /// The index just past the head's CRLF CRLF, if it has arrived.
     private static func headEnd(_ bytes: [UInt8]) -> Int? {
         guard bytes.count >= 4 else { return nil }
-        for i in 0...(bytes.count - 4) where bytes[i] == 13 && bytes[i + 1] == 10 && bytes[i + 2] == 13 && bytes[i + 3] == 10 {
+        for i in 0...(bytes.count - 4)
+        where bytes[i] == 13 && bytes[i + 1] == 10 && bytes[i + 2] == 13 && bytes[i + 3] == 10 {
             return i + 4
         }
         return nil
@@ -209,7 +225,8 @@ enum ServerLoopMetrics {
     static func scrape(_ address: MetricsAddress, timeout: Double) throws(LoadTestError) -> Scrape {
         let scrape = parse(try fetch(address, timeout: timeout))
         guard !scrape.names.isEmpty else {
-            throw LoadTestError("--server-metrics: \(address.host):\(address.port)/metrics has no epoll_loop_* series: is it an EpollLoop server's metrics page?")
+            throw LoadTestError("--server-metrics: \(address.host):\(address.port)/metrics has no epoll_loop_* "
+                + "series: is it an EpollLoop server's metrics page?")
         }
         return scrape
     }

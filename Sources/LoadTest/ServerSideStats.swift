@@ -18,7 +18,8 @@ struct ProcessStatus: Equatable {
         for line in text.split(separator: "\n") {
             guard let colon = line.firstIndex(of: ":") else { continue }
             let name = line[..<colon]
-            let value = line[line.index(after: colon)...].split(whereSeparator: { $0 == " " || $0 == "\t" }).first.map(String.init)
+            let value = line[line.index(after: colon)...].split(whereSeparator: { $0 == " " || $0 == "\t" }).first.map(
+                String.init)
             switch name {
             case "VmRSS": rss = value.flatMap(Double.init).map { $0 / 1024 }
             case "VmHWM": hwm = value.flatMap(Double.init).map { $0 / 1024 }
@@ -83,7 +84,8 @@ extension RunResult {
         package var threads: Int?
 
         enum CodingKeys: String, CodingKey {
-            case pid, rssBeforeMiB = "rss_before_mib", rssWindowStartMiB = "rss_window_start_mib", rssPeakMiB = "rss_peak_mib"
+            case pid, rssBeforeMiB = "rss_before_mib", rssWindowStartMiB = "rss_window_start_mib", rssPeakMiB =
+                "rss_peak_mib"
             case rssEndMiB = "rss_end_mib", highWaterMiB = "vm_hwm_mib", threads
         }
     }
@@ -98,10 +100,13 @@ extension ReportText {
         if let v = s.rssWindowStartMiB { parts.append("\(mib(v)) as the window began") }
         if let v = s.rssEndMiB { parts.append("\(mib(v)) at the end") }
         parts.append("\(mib(s.rssPeakMiB)) peak")
-        var lines = ["  server memory (pid \(s.pid)): resident \(parts.joined(separator: ", "))\(s.highWaterMiB.map { " (VmHWM \(mib($0)))" } ?? "")\(s.threads.map { ", \(count($0, "thread"))" } ?? "")"]
+        let highWater = s.highWaterMiB.map { " (VmHWM \(mib($0)))" } ?? ""
+        let threads = s.threads.map { ", \(count($0, "thread"))" } ?? ""
+        var lines = ["  server memory (pid \(s.pid)): resident \(parts.joined(separator: ", "))\(highWater)\(threads)"]
         if let before = s.rssBeforeMiB, let end = s.rssEndMiB, connectionsOpen > 0 {
             let grown = end - before
-            lines.append("    \(grown >= 0 ? "+" : "")\(mib(grown)) with \(count(connectionsOpen, "connection")) open: \(fixed(grown * 1024 / Double(connectionsOpen), 1)) KiB each")
+            lines.append("    \(grown >= 0 ? "+" : "")\(mib(grown)) with \(count(connectionsOpen, "connection")) "
+                + "open: \(fixed(grown * 1024 / Double(connectionsOpen), 1)) KiB each")
         }
         return lines
     }

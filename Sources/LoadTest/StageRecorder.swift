@@ -17,7 +17,9 @@ final class StageRecorder {
     init(stages: ArrivalStages, loadStart: UInt64, start: WorkerSnapshot) {
         self.stages = stages
         self.loadStart = loadStart
-        ends = stages.stages.indices.map { loadStart + LoadRunner.nanos(stages.starts[$0] + stages.stages[$0].duration) }
+        ends = stages.stages.indices.map {
+            loadStart + LoadRunner.nanos(stages.starts[$0] + stages.stages[$0].duration)
+        }
         previous = (start.errors, Histogram())
     }
 
@@ -40,11 +42,14 @@ final class StageRecorder {
             let end = min(ends[i], now)
             let seconds = Double(end - min(start, end)) / 1e9
             // Every open-loop reply in the window is in the histogram: its count is the stage's requests.
-            let part = RunResult.PartFigures(histogram.subtracting(previous.histogram), errors: totals.errors &- previous.errors, seconds: seconds)
-            figures.append(RunResult.StageFigures(
-                stage: ArrivalStages([stages.stages[i]]).text, startSeconds: stages.starts[i], durationSeconds: seconds,
-                fromRate: stages.fromRates[i], toRate: stages.stages[i].target,
-                targetRate: stages.meanRate(from: stages.starts[i], to: stages.starts[i] + seconds), figures: part))
+            let part = RunResult.PartFigures(
+                histogram.subtracting(previous.histogram), errors: totals.errors &- previous.errors, seconds: seconds)
+            figures.append(
+                RunResult.StageFigures(
+                    stage: ArrivalStages([stages.stages[i]]).text, startSeconds: stages.starts[i],
+                    durationSeconds: seconds,
+                    fromRate: stages.fromRates[i], toRate: stages.stages[i].target,
+                    targetRate: stages.meanRate(from: stages.starts[i], to: stages.starts[i] + seconds), figures: part))
             previous = (totals.errors, histogram)
         }
     }
@@ -67,7 +72,8 @@ extension RunResult {
         package var figures: PartFigures
 
         enum CodingKeys: String, CodingKey {
-            case stage, startSeconds = "start_s", durationSeconds = "duration_s", fromRate = "from_rate", toRate = "to_rate"
+            case stage, startSeconds = "start_s", durationSeconds = "duration_s", fromRate = "from_rate", toRate =
+                "to_rate"
             case targetRate = "target_rate"
         }
 
@@ -87,10 +93,13 @@ extension RunResult.StageFigures {
     // memberwise initializer).
     package init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
-        self.init(stage: try c.decode(String.self, forKey: .stage), startSeconds: try c.decode(Double.self, forKey: .startSeconds),
-                  durationSeconds: try c.decode(Double.self, forKey: .durationSeconds),
-                  fromRate: try c.decode(Double.self, forKey: .fromRate), toRate: try c.decode(Double.self, forKey: .toRate),
-                  targetRate: try c.decode(Double.self, forKey: .targetRate), figures: try RunResult.PartFigures(from: decoder))
+        self.init(
+            stage: try c.decode(String.self, forKey: .stage),
+            startSeconds: try c.decode(Double.self, forKey: .startSeconds),
+            durationSeconds: try c.decode(Double.self, forKey: .durationSeconds),
+            fromRate: try c.decode(Double.self, forKey: .fromRate), toRate: try c.decode(Double.self, forKey: .toRate),
+            targetRate: try c.decode(Double.self, forKey: .targetRate),
+            figures: try RunResult.PartFigures(from: decoder))
     }
 
     package func encode(to encoder: any Encoder) throws {
@@ -122,12 +131,15 @@ extension ReportText {
     static func stages(_ stages: [RunResult.StageFigures]) -> [String] {
         var lines = ["  stages (rate target → achieved):"]
         for (i, s) in stages.enumerated() {
-            let shape = s.fromRate == s.toRate ? "hold \(fixed(s.toRate, 0))/s" : "\(fixed(s.fromRate, 0)) → \(fixed(s.toRate, 0))/s"
+            let shape =
+                s.fromRate == s.toRate
+                ? "hold \(fixed(s.toRate, 0))/s" : "\(fixed(s.fromRate, 0)) → \(fixed(s.toRate, 0))/s"
             guard s.durationSeconds > 0 else {
                 lines.append("    \(i + 1). \(s.stage) (\(shape))")
                 continue
             }
-            lines.append("    \(i + 1). \(s.stage) (\(shape)) at \(fixed(s.startSeconds, 1)) s: \(fixed(s.targetRate, 0))/s → \(partFigures(s.figures))")
+            lines.append("    \(i + 1). \(s.stage) (\(shape)) at \(fixed(s.startSeconds, 1)) s: "
+                + "\(fixed(s.targetRate, 0))/s → \(partFigures(s.figures))")
         }
         return lines
     }

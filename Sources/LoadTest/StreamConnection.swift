@@ -7,18 +7,18 @@ import LoopSocket
 /// Closed loop: writes 64 KiB chunks of its pattern stream while less than 256 KiB is unechoed (throughput).
 /// Open loop (`--rate`): writes one `--size` chunk whenever the worker's schedule says so, and times each
 /// chunk from its intended (and its actual) send until its last byte is echoed.
-final class StreamConnection: GCDAsyncSocketDelegate, PacedConnection, SweptConnection {
+final class StreamConnection: SocketConnection, PacedConnection, SweptConnection {
     static let chunk = 64 * 1024
     static let inFlight = 256 * 1024
     /// Open loop: unechoed bytes a connection may have before the schedule passes it by.
     static let openLoopInFlight = 4 * 1024 * 1024
 
     unowned(unsafe) let worker: LoopWorker
-    private var socket: GCDAsyncSocket?
+    var socket: GCDAsyncSocket?
     private let phase: UInt32
     private var sent: UInt64 = 0
     private var received: UInt64 = 0
-    private var state = ConnectionState.idle
+    var state = ConnectionState.idle
     // Open loop: the chunks in flight, by sequence number.
     private let openLoop: Bool
     private let size: UInt64
@@ -36,20 +36,10 @@ final class StreamConnection: GCDAsyncSocketDelegate, PacedConnection, SweptConn
         sentTimes = SendTimes(capacity: openLoop ? 1024 : 1)
     }
 
-    func start() {
-        state = .connecting
-        socket = worker.connectSocket(self)
-        if socket == nil { state = .closed }
-    }
-
-    func stop() {
-        guard state == .open || state == .connecting else { return }
-        socket?.disconnect()
-    }
-
     private func fillWrites(_ sock: GCDAsyncSocket) {
         while sent - received + UInt64(Self.chunk) <= UInt64(Self.inFlight) {
-            sock.write(Pattern.shared.streamChunk(offset: sent, phase: phase, count: Self.chunk), withTimeout: -1, tag: 0)
+            sock.write(
+                Pattern.shared.streamChunk(offset: sent, phase: phase, count: Self.chunk), withTimeout: -1, tag: 0)
             sent += UInt64(Self.chunk)
         }
     }
@@ -117,13 +107,7 @@ final class StreamConnection: GCDAsyncSocketDelegate, PacedConnection, SweptConn
         sock.readData(withTimeout: worker.replyTimeout, tag: 0)
     }
 
-    func socketDidSecure(_ sock: GCDAsyncSocket) {
-        worker.recordHandshake(sock)
-    }
-
     func socketDidDisconnect(_ sock: GCDAsyncSocket, withError err: Error?) {
-        let previous = state
-        state = .closed
-        worker.connectionEnded(from: previous, error: err)
+        ended(sock, error: err)
     }
 }

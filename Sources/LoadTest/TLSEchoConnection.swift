@@ -6,13 +6,13 @@ import LoopSocket
 /// byte), closed loop with `pipeline` in flight, but through GCDAsyncSocket and its TLS layer, since the raw
 /// path talks to the kernel itself. Its own cost per request is therefore higher than the plaintext echo's;
 /// compare TLS servers with each other, not with plaintext numbers.
-final class TLSEchoConnection: GCDAsyncSocketDelegate, LoadConnection {
+final class TLSEchoConnection: SocketConnection {
     unowned(unsafe) let worker: LoopWorker
     private let phase: UInt32
     private let size: Int
     private let timeout: Double
-    private var socket: GCDAsyncSocket?
-    private var state = ConnectionState.idle
+    var socket: GCDAsyncSocket?
+    var state = ConnectionState.idle
     private var nextSend: UInt64 = 0
     private var nextReply: UInt64 = 0
     /// When each message in flight was sent, oldest first (at most `pipeline`).
@@ -26,17 +26,6 @@ final class TLSEchoConnection: GCDAsyncSocketDelegate, LoadConnection {
         size = worker.config.size
         timeout = worker.config.timeout > 0 ? worker.config.timeout : -1
         message = Data(count: worker.config.size)
-    }
-
-    func start() {
-        state = .connecting
-        socket = worker.connectSocket(self)
-        if socket == nil { state = .closed }
-    }
-
-    func stop() {
-        guard state == .open || state == .connecting else { return }
-        socket?.disconnect()
     }
 
     func socket(_ sock: GCDAsyncSocket, didConnectToHost host: String, port: UInt16) {
@@ -76,13 +65,7 @@ final class TLSEchoConnection: GCDAsyncSocketDelegate, LoadConnection {
         if !worker.stopping { send(sock) }
     }
 
-    func socketDidSecure(_ sock: GCDAsyncSocket) {
-        worker.recordHandshake(sock)
-    }
-
     func socketDidDisconnect(_ sock: GCDAsyncSocket, withError err: Error?) {
-        let previous = state
-        state = .closed
-        worker.connectionEnded(from: previous, error: err)
+        ended(sock, error: err)
     }
 }

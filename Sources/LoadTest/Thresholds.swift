@@ -92,15 +92,18 @@ package struct Threshold: Sendable, Equatable {
         package var description: String {
             switch self {
             case .noComparison(let text):
-                return "threshold '\(text)' has no comparison: write METRIC<VALUE, such as p99<10ms, errors<0.1% or rate>=50000 (<, <=, >, >= or ==)"
+                return "threshold '\(text)' has no comparison: write METRIC<VALUE, such as p99<10ms, errors<0.1% "
+                    + "or rate>=50000 (<, <=, >, >= or ==)"
             case .unknownMetric(let name, let text):
-                return "threshold '\(text)': unknown metric '\(name)'; use p50, p90, p95, p99, p99.9 (any pN or p(N)), median, mean, min, max, rate, requests or errors"
+                return "threshold '\(text)': unknown metric '\(name)'; use p50, p90, p95, p99, p99.9 (any pN or "
+                    + "p(N)), median, mean, min, max, rate, requests or errors"
             case .badPercentile(let name, let text):
                 return "threshold '\(text)': '\(name)' is not a percentile from p0.001 to p100"
             case .badValue(let value, let text, let expected):
                 return "threshold '\(text)': '\(value)' is not \(expected)"
             case .badScope(let scope, let text):
-                return "threshold '\(text)': '\(scope)' is not a scope: write {url:/path} (one of several --url) or {stage:N} (one of --stages, from 1)"
+                return "threshold '\(text)': '\(scope)' is not a scope: write {url:/path} (one of several --url) "
+                    + "or {stage:N} (one of --stages, from 1)"
             }
         }
     }
@@ -190,7 +193,8 @@ package struct Threshold: Sendable, Equatable {
     /// A time in µs: `ns`, `us`/`µs`, `ms`, `s`, or a bare number of milliseconds.
     static func microseconds(_ text: String) -> Double? {
         let lower = text.lowercased()
-        for (suffix, scale) in [("ns", 0.001), ("us", 1), ("µs", 1), ("ms", 1000), ("s", 1_000_000)] where lower.hasSuffix(suffix) {
+        for (suffix, scale) in [("ns", 0.001), ("us", 1), ("µs", 1), ("ms", 1000), ("s", 1_000_000)]
+        where lower.hasSuffix(suffix) {
             return Double(String(lower.dropLast(suffix.count)).trimmed).map { $0 * scale }
         }
         return Double(lower).map { $0 * 1000 }
@@ -233,7 +237,8 @@ package struct Threshold: Sendable, Equatable {
         case .url(let path)?:
             if let urls = result.urls { return urls.first { $0.url == path }.map { Judged($0.figures) } }
             // One URL: its figures are the run's.
-            return result.mode == "http" && result.target.hasSuffix(path) && !result.target.contains(",") ? Judged(result) : nil
+            return result.mode == "http" && result.target.hasSuffix(path) && !result.target.contains(",")
+                ? Judged(result) : nil
         case .stage(let n)?:
             guard let stages = result.stages, n <= stages.count else { return nil }
             return Judged(stages[n - 1].figures)
@@ -342,10 +347,12 @@ extension ReportText {
     static func thresholds(_ outcomes: [RunResult.ThresholdOutcome]) -> [String] {
         let failed = outcomes.filter { !$0.passed }.count
         let width = outcomes.map(\.threshold.count).max() ?? 0
-        var lines = ["  thresholds: \(failed == 0 ? "\(outcomes.count == 1 ? "the one" : "all \(outcomes.count)") passed" : "\(failed) of \(outcomes.count) failed")"]
+        let all = outcomes.count == 1 ? "the one" : "all \(outcomes.count)"
+        var lines = ["  thresholds: \(failed == 0 ? "\(all) passed" : "\(failed) of \(outcomes.count) failed")"]
         for o in outcomes {
             let name = o.threshold + String(repeating: " ", count: max(0, width - o.threshold.count))
-            lines.append("    \(o.passed ? "pass" : "FAIL")  \(name)  \(o.value.map { figure($0, unit: o.unit) } ?? "not measured")")
+            lines.append("    \(o.passed ? "pass" : "FAIL")  \(name)  "
+                + "\(o.value.map { figure($0, unit: o.unit) } ?? "not measured")")
         }
         return lines
     }

@@ -178,7 +178,8 @@ final class UDPFlow: LoopIOHandler, PacedConnection, SweptConnection {
             }
             let now = Deadline.now().uptimeNanoseconds
             guard count == size else {
-                shared.recordDatagramCorrupt(now: now, "an echo of \(count) bytes arrived on a flow sending \(size)-byte datagrams")
+                shared.recordDatagramCorrupt(
+                    now: now, "an echo of \(count) bytes arrived on a flow sending \(size)-byte datagrams")
                 continue
             }
             let sequence = UInt64(littleEndian: scratch.baseAddress!.loadUnaligned(as: UInt64.self))
@@ -186,7 +187,10 @@ final class UDPFlow: LoopIOHandler, PacedConnection, SweptConnection {
                 shared.recordDatagramDuplicate(now: now)
                 continue
             }
-            guard pattern.checkMessage(UnsafeRawBufferPointer(start: scratch.baseAddress, count: count), sequence: sequence, phase: phase) else {
+            guard
+                pattern.checkMessage(
+                    UnsafeRawBufferPointer(start: scratch.baseAddress, count: count), sequence: sequence, phase: phase)
+            else {
                 shared.recordDatagramCorrupt(now: now, "echo \(sequence) of a flow did not match the datagram sent")
                 continue
             }
@@ -197,7 +201,8 @@ final class UDPFlow: LoopIOHandler, PacedConnection, SweptConnection {
                 highest = sequence &+ 1
             }
             if openLoop {
-                worker.recordPacedReply(latency: now &- times[sequence], service: now &- sentTimes[sequence], bytes: size, now: now)
+                worker.recordPacedReply(
+                    latency: now &- times[sequence], service: now &- sentTimes[sequence], bytes: size, now: now)
             } else {
                 worker.recordReply(latency: now &- times[sequence], bytes: size, now: now)
             }

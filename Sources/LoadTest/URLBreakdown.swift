@@ -50,7 +50,9 @@ extension RunResult {
     /// The figures of each path from the loops' counts (nil for one URL).
     static func urlFigures(paths: [String], counts: [URLCounts], window: Double) -> [URLFigures]? {
         guard paths.count > 1, counts.count == paths.count else { return nil }
-        return zip(paths, counts).map { URLFigures(url: $0, figures: PartFigures($1.histogram, errors: $1.errors, seconds: window)) }
+        return zip(paths, counts).map {
+            URLFigures(url: $0, figures: PartFigures($1.histogram, errors: $1.errors, seconds: window))
+        }
     }
 
     /// Merged results: each URL's counts added, when every result has the same URLs in the same order.

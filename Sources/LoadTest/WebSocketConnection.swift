@@ -79,8 +79,9 @@ final class WebSocketConnection: GCDAsyncSocketDelegate, PacedConnection, SweptC
         nextReceive = 0
         outgoing = Data()
         session?.deallocate()
-        session = WebSocketSession(handshake: WebSocketHandshake(subprotocols: settings.subprotocols),
-                                   maxMessage: settings.maxMessage)
+        session = WebSocketSession(
+            handshake: WebSocketHandshake(subprotocols: settings.subprotocols),
+            maxMessage: settings.maxMessage)
         socket = worker.connectSocket(self, settling: settling)
         if socket == nil { state = .closed }
     }
@@ -124,14 +125,17 @@ final class WebSocketConnection: GCDAsyncSocketDelegate, PacedConnection, SweptC
         times[nextSend] = time
         let sequence = nextSend
         nextSend &+= 1
-        let size = self.size, phase = self.phase
+        let size = self.size
+        let phase = self.phase
         let start = outgoing.count
         outgoing.append(contentsOf: repeatElement(0, count: WebSocketFrame.clientFrameSize(payloadCount: size)))
         outgoing.withUnsafeMutableBytes { buffer in
             let frame = UnsafeMutableRawBufferPointer(rebasing: buffer[start...])
             let offset = WebSocketFrame.payloadOffset(payloadCount: size)
-            Pattern.shared.fillMessage(UnsafeMutableRawBufferPointer(rebasing: frame[offset...]), sequence: sequence, phase: phase)
-            WebSocketFrame.writeClientFrame(.binary, payload: nil, payloadCount: size, maskKey: key, into: frame.baseAddress!)
+            Pattern.shared.fillMessage(
+                UnsafeMutableRawBufferPointer(rebasing: frame[offset...]), sequence: sequence, phase: phase)
+            WebSocketFrame.writeClientFrame(
+                .binary, payload: nil, payloadCount: size, maskKey: key, into: frame.baseAddress!)
         }
     }
 
@@ -175,10 +179,12 @@ final class WebSocketConnection: GCDAsyncSocketDelegate, PacedConnection, SweptC
         guard sock === socket, let session else { return }
         // With TLS the request waits behind the handshake.
         let config = worker.config
-        sock.write(Data(session.upgradeRequest(path: path, hostHeader: config.hostHeader, headers: config.http.headers)),
-                   withTimeout: -1, tag: 0)
-        sock.readData(withTimeout: worker.connectTimeout, buffer: nil, bufferOffset: 0, maxLength: Self.readSize,
-                      tag: Self.handshakeTag)
+        sock.write(
+            Data(session.upgradeRequest(path: path, hostHeader: config.hostHeader, headers: config.http.headers)),
+            withTimeout: -1, tag: 0)
+        sock.readData(
+            withTimeout: worker.connectTimeout, buffer: nil, bufferOffset: 0, maxLength: Self.readSize,
+            tag: Self.handshakeTag)
     }
 
     func socketDidSecure(_ sock: GCDAsyncSocket) {
@@ -197,8 +203,9 @@ final class WebSocketConnection: GCDAsyncSocketDelegate, PacedConnection, SweptC
         // Replies are timed out by the sweep (echo, heartbeat); a receiving connection may wait as long as the
         // server is quiet; a handshake still under way keeps its connect timeout.
         let timeout = state == .open ? -1 : worker.connectTimeout
-        sock.readData(withTimeout: timeout, buffer: nil, bufferOffset: 0, maxLength: Self.readSize,
-                      tag: state == .open ? Self.frameTag : Self.handshakeTag)
+        sock.readData(
+            withTimeout: timeout, buffer: nil, bufferOffset: 0, maxLength: Self.readSize,
+            tag: state == .open ? Self.frameTag : Self.handshakeTag)
     }
 
     /// Acts on every step the session finds in `input`; false when the connection is ending.
@@ -235,7 +242,9 @@ final class WebSocketConnection: GCDAsyncSocketDelegate, PacedConnection, SweptC
         state = .open
         worker.replaceableConnectionOpened(replacing: &reconnecting)
         if worker.stopping { return }
-        if let greeting = settings.greeting, let frame = Array(greeting.utf8).withUnsafeBytes({ session?.frame(.text, $0) }) {
+        if let greeting = settings.greeting,
+            let frame = Array(greeting.utf8).withUnsafeBytes({ session?.frame(.text, $0) })
+        {
             sock.write(Data(frame), withTimeout: -1, tag: 0)
         }
         switch settings.workload {
@@ -260,13 +269,16 @@ final class WebSocketConnection: GCDAsyncSocketDelegate, PacedConnection, SweptC
                 fail(.mismatch, "the server sent a message nobody asked for (\(payload.count) bytes)")
                 return false
             }
-            guard !text, payload.count == size, Pattern.shared.checkMessage(payload, sequence: nextReceive, phase: phase) else {
+            guard !text, payload.count == size,
+                Pattern.shared.checkMessage(payload, sequence: nextReceive, phase: phase)
+            else {
                 fail(.mismatch, "echoed message \(nextReceive) did not match what was sent (\(payload.count) bytes)")
                 return false
             }
             if openLoop {
-                worker.recordPacedReply(latency: now &- times[nextReceive], service: now &- sentTimes[nextReceive],
-                                        bytes: size, now: now)
+                worker.recordPacedReply(
+                    latency: now &- times[nextReceive], service: now &- sentTimes[nextReceive],
+                    bytes: size, now: now)
             } else {
                 worker.recordReply(latency: now &- times[nextReceive], bytes: size, now: now)
             }
@@ -310,9 +322,14 @@ final class WebSocketConnection: GCDAsyncSocketDelegate, PacedConnection, SweptC
         if normal && !outstanding && !worker.stopping {
             reconnecting = true
         } else if normal {
-            worker.recordError(.closed, "the server closed the WebSocket (\(code.map(String.init) ?? "no status")) with replies outstanding")
+            worker.recordError(
+                .closed,
+                "the server closed the WebSocket (\(code.map(String.init) ?? "no status")) with replies outstanding")
         } else {
-            worker.recordError(.wsClose, "the server closed the WebSocket with status \(code!)\(reason.isEmpty ? "" : ": \(reason.prefix(100))")")
+            worker.recordError(
+                .wsClose,
+                "the server closed the WebSocket with status \(code!)\(reason.isEmpty ? "" : ": \(reason.prefix(100))")"
+            )
         }
         cancelPing()
         sock.disconnectAfterWriting()
@@ -336,4 +353,3 @@ final class WebSocketConnection: GCDAsyncSocketDelegate, PacedConnection, SweptC
         }
     }
 }
-

@@ -28,8 +28,10 @@ enum WebSocketFrame {
     /// big-endian order are the four masking bytes). `payload` may be nil to mask the bytes already in place at
     /// the payload's offset (see ``payloadOffset(payloadCount:)``). Returns the bytes written.
     @discardableResult @inline(__always)
-    static func writeClientFrame(_ opcode: WebSocketOpcode, fin: Bool = true, payload: UnsafeRawBufferPointer?,
-                                 payloadCount: Int, maskKey: UInt32, into out: UnsafeMutableRawPointer) -> Int {
+    static func writeClientFrame(
+        _ opcode: WebSocketOpcode, fin: Bool = true, payload: UnsafeRawBufferPointer?,
+        payloadCount: Int, maskKey: UInt32, into out: UnsafeMutableRawPointer
+    ) -> Int {
         out.storeBytes(of: (fin ? 0x80 : 0) | opcode.rawValue, as: UInt8.self)
         var offset: Int
         if payloadCount < 126 {
@@ -71,7 +73,8 @@ enum WebSocketFrame {
         }
         var rest = word
         while i < count {
-            (bytes + i).storeBytes(of: (bytes + i).load(as: UInt8.self) ^ UInt8(truncatingIfNeeded: rest), as: UInt8.self)
+            (bytes + i).storeBytes(
+                of: (bytes + i).load(as: UInt8.self) ^ UInt8(truncatingIfNeeded: rest), as: UInt8.self)
             rest >>= 8
             i += 1
         }

@@ -37,7 +37,8 @@ struct WebSocketHandshake {
         let given = Set(headers.map { $0.prefix { $0 != ":" }.lowercased() })
         var text = "GET \(path) HTTP/1.1\r\n"
         if !given.contains("host") { text += "Host: \(hostHeader)\r\n" }
-        text += "Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: \(key)\r\nSec-WebSocket-Version: 13\r\n"
+        text +=
+            "Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: \(key)\r\nSec-WebSocket-Version: 13\r\n"
         if !subprotocols.isEmpty { text += "Sec-WebSocket-Protocol: \(subprotocols.joined(separator: ", "))\r\n" }
         if !given.contains("user-agent") { text += "User-Agent: loadtest\r\n" }
         for header in headers { text += header + "\r\n" }
@@ -58,7 +59,9 @@ struct WebSocketHandshake {
         guard parts[1] == "101" else { throw .handshake("HTTP status \(parts[1]), not 101: \(statusLine.prefix(100))") }
         var fields: [String: [String]] = [:]
         while let line = lines.next() {
-            guard let colon = line.firstIndex(of: ":") else { throw .handshake("a header line without a colon: \(line.prefix(100))") }
+            guard let colon = line.firstIndex(of: ":") else {
+                throw .handshake("a header line without a colon: \(line.prefix(100))")
+            }
             let name = line[..<colon].lowercased()
             let value = trimmed(line[line.index(after: colon)...])
             fields[name, default: []].append(value)
@@ -66,8 +69,12 @@ struct WebSocketHandshake {
         func tokens(_ name: String) -> [String] {
             (fields[name] ?? []).flatMap { $0.split(separator: ",") }.map { trimmed($0).lowercased() }
         }
-        guard tokens("upgrade").contains("websocket") else { throw .handshake("no 'Upgrade: websocket' in the response") }
-        guard tokens("connection").contains("upgrade") else { throw .handshake("no 'Connection: Upgrade' in the response") }
+        guard tokens("upgrade").contains("websocket") else {
+            throw .handshake("no 'Upgrade: websocket' in the response")
+        }
+        guard tokens("connection").contains("upgrade") else {
+            throw .handshake("no 'Connection: Upgrade' in the response")
+        }
         let expected = Self.accept(for: key)
         guard let accept = fields["sec-websocket-accept"], accept.count == 1 else {
             throw .handshake("no (or more than one) Sec-WebSocket-Accept in the response")
@@ -76,11 +83,13 @@ struct WebSocketHandshake {
             throw .handshake("Sec-WebSocket-Accept is '\(accept[0].prefix(60))', not '\(expected)'")
         }
         if let extensions = fields["sec-websocket-extensions"], !extensions.allSatisfy(\.isEmpty) {
-            throw .handshake("the server chose extensions none were offered: \(extensions.joined(separator: ", ").prefix(100))")
+            throw .handshake(
+                "the server chose extensions none were offered: \(extensions.joined(separator: ", ").prefix(100))")
         }
         guard let chosen = fields["sec-websocket-protocol"] else { return nil }
         guard chosen.count == 1, subprotocols.contains(chosen[0]) else {
-            throw .handshake("the server chose the subprotocol '\(chosen.joined(separator: ", ").prefix(100))', which was not offered")
+            let names = chosen.joined(separator: ", ").prefix(100)
+            throw .handshake("the server chose the subprotocol '\(names)', which was not offered")
         }
         return chosen[0]
     }

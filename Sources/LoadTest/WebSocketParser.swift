@@ -112,7 +112,9 @@ struct WebSocketParser {
 
     /// A complete control frame or message as an event: a message's text checked to be UTF-8, a close's payload
     /// checked too.
-    private mutating func event(_ opcode: WebSocketOpcode, _ payload: UnsafeRawBufferPointer) throws(WebSocketError) -> WebSocketEvent {
+    private mutating func event(
+        _ opcode: WebSocketOpcode, _ payload: UnsafeRawBufferPointer
+    ) throws(WebSocketError) -> WebSocketEvent {
         if opcode.isControl { return try controlEvent(opcode, payload) }
         let text = (messageOpcode ?? opcode) == .text
         messageOpcode = nil
@@ -126,15 +128,18 @@ struct WebSocketParser {
         // The common case, a header whole in this read: two loads. Otherwise gathered byte by byte.
         let inPlace = headerCount == 0 && input.count >= 10
         if inPlace {
-            header = (UInt64(littleEndian: input.loadUnaligned(as: UInt64.self)),
-                      UInt64(UInt16(littleEndian: input.loadUnaligned(fromByteOffset: 8, as: UInt16.self))))
+            header = (
+                UInt64(littleEndian: input.loadUnaligned(as: UInt64.self)),
+                UInt64(UInt16(littleEndian: input.loadUnaligned(fromByteOffset: 8, as: UInt16.self)))
+            )
         } else {
             while headerCount < 2 {
                 guard let byte = input.first else { return false }
                 appendHeader(byte, &input)
             }
         }
-        let first = headerByte(0), second = headerByte(1)
+        let first = headerByte(0)
+        let second = headerByte(1)
         if first & 0x70 != 0 { throw .reservedBits(first & 0x70) }
         if second & 0x80 != 0 { throw .maskedFrame }
         let lengthCode = Int(second & 0x7F)
@@ -207,7 +212,9 @@ struct WebSocketParser {
 
     /// A complete control frame as an event (a close's payload checked: empty, or a code that may be sent and
     /// a UTF-8 reason).
-    private func controlEvent(_ opcode: WebSocketOpcode, _ payload: UnsafeRawBufferPointer) throws(WebSocketError) -> WebSocketEvent {
+    private func controlEvent(
+        _ opcode: WebSocketOpcode, _ payload: UnsafeRawBufferPointer
+    ) throws(WebSocketError) -> WebSocketEvent {
         switch opcode {
         case .ping: return .ping(payload)
         case .pong: return .pong(payload)

@@ -96,7 +96,9 @@ struct WebSocketSession {
         let take = min(input.count, WebSocketHandshake.maxResponseHead - head.count)
         let searchFrom = max(0, head.count - 3)
         head.append(contentsOf: UnsafeRawBufferPointer(rebasing: input[..<take]))
-        let end = head.withUnsafeBytes { WebSocketHandshake.headEnd(UnsafeRawBufferPointer(rebasing: $0[searchFrom...])) }
+        let end = head.withUnsafeBytes {
+            WebSocketHandshake.headEnd(UnsafeRawBufferPointer(rebasing: $0[searchFrom...]))
+        }
         guard let end else {
             if head.count >= WebSocketHandshake.maxResponseHead {
                 throw .handshakeTooLong(limit: WebSocketHandshake.maxResponseHead)
@@ -108,7 +110,9 @@ struct WebSocketSession {
         // What came after the head is left in `input` for the parser.
         input = UnsafeRawBufferPointer(rebasing: input[(take - (head.count - headLength))...])
         let verified = head.withUnsafeBytes { bytes in
-            Result { () throws(WebSocketError) in try handshake.verify(UnsafeRawBufferPointer(rebasing: bytes[..<headLength])) }
+            Result { () throws(WebSocketError) in
+                try handshake.verify(UnsafeRawBufferPointer(rebasing: bytes[..<headLength]))
+            }
         }
         let subprotocol = try verified.get()
         head = []
@@ -124,9 +128,11 @@ struct WebSocketSession {
     /// A whole client frame of `opcode` with `payload`, masked with the next key.
     mutating func frame(_ opcode: WebSocketOpcode, _ payload: UnsafeRawBufferPointer) -> [UInt8] {
         let key = maskKeys.next()
-        return [UInt8](unsafeUninitializedCapacity: WebSocketFrame.clientFrameSize(payloadCount: payload.count)) { buffer, count in
-            count = WebSocketFrame.writeClientFrame(opcode, payload: payload, payloadCount: payload.count, maskKey: key,
-                                                    into: UnsafeMutableRawPointer(buffer.baseAddress!))
+        return [UInt8](unsafeUninitializedCapacity: WebSocketFrame.clientFrameSize(payloadCount: payload.count)) {
+            buffer, count in
+            count = WebSocketFrame.writeClientFrame(
+                opcode, payload: payload, payloadCount: payload.count, maskKey: key,
+                into: UnsafeMutableRawPointer(buffer.baseAddress!))
         }
     }
 

@@ -60,6 +60,20 @@ final class TLSModeTests: XCTestCase {
         }
     }
 
+    /// tcp mode over TLS: every connection makes its handshake, and the requests and replies go through it.
+    func testTCPModeOverTLS() throws {
+        let server = try TLSEchoTestServer()
+        defer { try? server.stop() }
+        let result = try run(.tcp, port: server.port) { config in
+            config.tcp.requests = [Array("hello\n".utf8)]
+            config.tcp.formats = [.until([10])]
+            config.checks.bodies = [Array("hello\n".utf8)]
+        }
+        XCTAssertGreaterThan(result.requests, 50)
+        XCTAssertEqual(result.errors.total, 0, "\(result.errors)")
+        XCTAssertEqual(server.handshakes.full, 4)
+    }
+
     func testEchoStreamIdleOverTLS() throws {
         let server = try TLSEchoTestServer()
         defer { XCTAssertNoThrow(try server.stop()) }

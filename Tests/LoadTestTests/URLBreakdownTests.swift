@@ -92,7 +92,7 @@ final class URLBreakdownTests: XCTestCase {
         XCTAssertEqual(config.checks.length, 11)
         XCTAssertTrue(config.checks.accepts(status: 204))
         XCTAssertThrowsError(try CommandLineParser.parse(["echo", "--port", "9", "--expect-body", "x"])) { error in
-            XCTAssertTrue("\(error)".contains("apply to http mode"), "\(error)")
+            XCTAssertTrue("\(error)".contains("apply to http and tcp modes"), "\(error)")
         }
         XCTAssertThrowsError(try CommandLineParser.parse(["http", "--url", "http://h:1/", "--expect-body", ""]))
     }

@@ -28,7 +28,9 @@ extension ModeOptions {
     /// `--close fin|rst`: how a churn slot closes.
     static let close = ModeOptions(
         flags: ["--close"],
-        usage: "  --close fin|rst     connect mode: how to close (default rst: no TIME_WAIT)"
+        usage: """
+              --close fin|rst     how a slot closes (default rst: no TIME_WAIT)
+            """
     ) { flag, config, value throws(ArgumentError) in
         guard flag == "--close" else { return false }
         let how = try value()

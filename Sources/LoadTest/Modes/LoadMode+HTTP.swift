@@ -15,11 +15,12 @@ extension LoadMode {
             ["  requests/s: \(ReportText.fixed(r.requestsPerSecond, 0)) (\(ReportText.grouped(r.requests)) responses, "
                 + "\(ReportText.fixed(r.mibPerSecond, 2)) MiB/s received, heads and bodies)"]
         }
-        mode.options = [.httpTarget, .httpRequest, .responseChecks]
+        mode.options = [.httpTarget, .httpRequest, .statusCheck, .bodyChecks]
         mode.validate = { (config: inout LoadConfig, given: Set<String>) throws(ArgumentError) in
             guard given.contains("--url") || given.contains("--port") else {
                 throw ArgumentError("http mode needs --url http://host:port/path")
             }
+            if config.checks.bodies.count > 1 { throw ArgumentError("http mode takes one --expect-body") }
             if config.hostHeader.isEmpty { config.hostHeader = "\(config.host):\(config.port)" }
         }
         return mode
@@ -105,15 +106,27 @@ extension ModeOptions {
         return try CommandLineParser.parseHTTPRequestOption(flag, into: &config, value: value)
     }
 
-    /// What a response must be to count as a success (`--expect-*`).
-    static let responseChecks = ModeOptions(
-        flags: ["--expect-status", "--expect-body", "--expect-length"],
+    /// The HTTP statuses that count as a success.
+    static let statusCheck = ModeOptions(
+        flags: ["--expect-status"],
         usage: """
               --expect-status L   the statuses that succeed, such as 200,204 or 2xx,301 (default 2xx)
-              --expect-body TEXT  a response body must contain TEXT (else a 'check' error)
-              --expect-length B   a response body must be B bytes long
             """
     ) { flag, config, value throws(ArgumentError) in
-        try CommandLineParser.parseCheckOption(flag, into: &config, value: value)
+        guard flag == "--expect-status" else { return false }
+        return try CommandLineParser.parseCheckOption(flag, into: &config, value: value)
+    }
+
+    /// What a response's body must be to count as a success (else a `check` error).
+    static let bodyChecks = ModeOptions(
+        flags: ["--expect-body", "--expect-length"],
+        usage: """
+              --expect-body TEXT  a response (reply) body must contain TEXT (else a 'check' error); tcp: with
+                                  escapes as --send, repeatable: one per --send, in rotation
+              --expect-length B   a response (reply) body must be B bytes long
+            """
+    ) { flag, config, value throws(ArgumentError) in
+        guard flag != "--expect-status" else { return false }
+        return try CommandLineParser.parseCheckOption(flag, into: &config, value: value)
     }
 }

@@ -25,8 +25,10 @@ extension LoadMode {
             return "UDP echo \(size) datagrams, \(pipeline)"
         }
         mode.reportThroughput = { r in
-            var lines = ["  datagrams/s: \(ReportText.fixed(r.requestsPerSecond, 0)) echoed (\(ReportText.grouped(r.requests)) "
-                         + "round trips, \(ReportText.fixed(r.mibPerSecond, 2)) MiB/s received)"]
+            var lines = [
+                "  datagrams/s: \(ReportText.fixed(r.requestsPerSecond, 0)) echoed (\(ReportText.grouped(r.requests)) "
+                    + "round trips, \(ReportText.fixed(r.mibPerSecond, 2)) MiB/s received)"
+            ]
             if let d = r.datagrams {
                 lines.append("  datagrams: \(ReportText.grouped(d.sent)) sent, \(ReportText.grouped(d.lost)) lost "
                              + "(\(ReportText.fixed(d.lossPercent, 3))%, no echo within the timeout), "

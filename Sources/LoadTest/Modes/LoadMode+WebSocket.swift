@@ -5,11 +5,14 @@ extension LoadMode {
     /// `--pipeline`, or open loop), heartbeats on held connections (`--ws-ping`), or receive-only connections
     /// (`--ws-receive`). Several `--url`s of one server are given to the connections in turn.
     package static let ws: LoadMode = {
-        var mode = LoadMode(name: "ws", summary: """
-              ws        WebSocket (RFC 6455): --url ws://host:port/path (wss:// for TLS); echo round trips of
-                        --size bytes (--pipeline K, or --rate), heartbeats (--ws-ping T, pong latency) or
-                        receive-only connections (--ws-receive, messages/s; latency from a send time)
-            """) { WebSocketLoop(worker: $0) }
+        var mode = LoadMode(
+            name: "ws",
+            summary: """
+                  ws        WebSocket (RFC 6455): --url ws://host:port/path (wss:// for TLS); echo round trips of
+                            --size bytes (--pipeline K, or --rate), heartbeats (--ws-ping T, pong latency) or
+                            receive-only connections (--ws-receive, messages/s; latency from a send time)
+                """
+        ) { WebSocketLoop(worker: $0) }
         mode.speaks = "WebSocket"
         mode.isEchoLike = true
         mode.pipelines = true
@@ -23,27 +26,35 @@ extension LoadMode {
         }
         mode.reportTitle = { r in
             switch r.webSocket?.workload {
-            case "heartbeat": "WebSocket heartbeats, a ping every \(ReportText.fixed(r.webSocket?.pingIntervalSeconds ?? 0, 3)) s"
+            case "heartbeat":
+                "WebSocket heartbeats, a ping every \(ReportText.fixed(r.webSocket?.pingIntervalSeconds ?? 0, 3)) s"
             case "receive": "WebSocket, receive only"
-            default: "WebSocket echo \(r.messageSize.map { "\($0) B" } ?? "mixed sizes"), "
-                + (r.pipeline.map { "pipeline \($0)" } ?? "mixed pipelines")
+            default:
+                "WebSocket echo \(r.messageSize.map { "\($0) B" } ?? "mixed sizes"), "
+                    + (r.pipeline.map { "pipeline \($0)" } ?? "mixed pipelines")
             }
         }
         mode.reportThroughput = { r in
-            let what = switch r.webSocket?.workload {
-            case "heartbeat": "pongs"
-            case "receive": "messages received"
-            default: "echoed messages"
-            }
-            var lines = ["  messages/s: \(ReportText.fixed(r.requestsPerSecond, 0)) (\(ReportText.grouped(r.requests)) \(what), "
-                         + "\(ReportText.fixed(r.mibPerSecond, 2)) MiB/s received)"]
+            let what =
+                switch r.webSocket?.workload {
+                case "heartbeat": "pongs"
+                case "receive": "messages received"
+                default: "echoed messages"
+                }
+            var lines = [
+                "  messages/s: \(ReportText.fixed(r.requestsPerSecond, 0)) (\(ReportText.grouped(r.requests)) \(what), "
+                    + "\(ReportText.fixed(r.mibPerSecond, 2)) MiB/s received)"
+            ]
             if let ws = r.webSocket {
                 if ws.untimedMessages > 0 {
-                    lines.append("  untimed: \(ReportText.grouped(ws.untimedMessages)) messages carried no send time "
-                                 + "(latency is of the \(ReportText.grouped(r.latencyUs.count)) that did)")
+                    lines.append(
+                        "  untimed: \(ReportText.grouped(ws.untimedMessages)) messages carried no send time "
+                            + "(latency is of the \(ReportText.grouped(r.latencyUs.count)) that did)")
                 }
                 if !ws.serverCloses.isEmpty {
-                    let codes = ws.serverCloses.sorted { $0.key < $1.key }.map { "\($0.key) ×\(ReportText.grouped($0.value))" }
+                    let codes = ws.serverCloses.sorted { $0.key < $1.key }.map {
+                        "\($0.key) ×\(ReportText.grouped($0.value))"
+                    }
                     lines.append("  server closes: " + codes.joined(separator: ", "))
                 }
             }
@@ -58,11 +69,14 @@ extension LoadMode {
             switch config.ws.workload {
             case .echo:
                 guard config.size <= config.ws.maxMessage else {
-                    throw ArgumentError("--size \(config.size) is over --ws-max-message \(config.ws.maxMessage): the echo would be refused")
+                    throw ArgumentError("--size \(config.size) is over --ws-max-message \(config.ws.maxMessage): "
+                                        + "the echo would be refused")
                 }
             case .heartbeat, .receive:
                 let flag = config.ws.workload == .receive ? "--ws-receive" : "--ws-ping"
-                if config.isOpenLoop { throw ArgumentError("\(flag) and --rate/--stages do not go together: open loop paces echo messages") }
+                if config.isOpenLoop {
+                    throw ArgumentError("\(flag) and --rate/--stages do not go together: open loop paces echo messages")
+                }
                 if given.contains("--pipeline") || given.contains("--size") {
                     throw ArgumentError("\(flag) and --pipeline/--size do not go together: they shape echo messages")
                 }
@@ -89,15 +103,20 @@ extension ModeOptions {
     ) { flag, config, value throws(ArgumentError) in
         switch flag {
         case "--ws-ping":
-            if config.ws.workload == .receive { throw ArgumentError("--ws-ping and --ws-receive are separate workloads: give one") }
+            if config.ws.workload == .receive {
+                throw ArgumentError("--ws-ping and --ws-receive are separate workloads: give one")
+            }
             let text = try value()
             let seconds = try CommandLineParser.seconds(flag, text, allowZero: false)
             guard seconds >= 0.001, seconds <= 3600 else {
-                throw ArgumentError("--ws-ping takes an interval from 1ms to 1h, such as 500ms, 1s or 30s, not '\(text)'")
+                throw ArgumentError(
+                    "--ws-ping takes an interval from 1ms to 1h, such as 500ms, 1s or 30s, not '\(text)'")
             }
             config.ws.workload = .heartbeat(interval: seconds)
         case "--ws-receive":
-            if case .heartbeat = config.ws.workload { throw ArgumentError("--ws-ping and --ws-receive are separate workloads: give one") }
+            if case .heartbeat = config.ws.workload {
+                throw ArgumentError("--ws-ping and --ws-receive are separate workloads: give one")
+            }
             config.ws.workload = .receive
         case "--ws-subprotocol":
             let name = try value()
