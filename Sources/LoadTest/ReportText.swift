@@ -85,7 +85,8 @@ package enum ReportText {
             LoadMode.reporting(r.mode)
             ?? .requestResponse(name: r.mode, summary: "") { _ in TCPProtocol(TCPSettings()) }
         let what = mode.reportTitle(r)
-        var loop = r.targetRate.map { ", open loop at \(fixed($0, 0))/s" } ?? (r.mode == "idle" ? "" : ", closed loop")
+        let closed = mode.supportsOpenLoop ? ", closed loop" : ""  // idle connections run no loop at all
+        var loop = r.targetRate.map { ", open loop at \(fixed($0, 0))/s" } ?? closed
         if let stages = r.stages, let rate = r.targetRate {
             loop = ", open loop in \(count(stages.count, "stage")), \(fixed(rate, 0))/s mean target"
         }

@@ -66,8 +66,9 @@ package enum SVGChart {
 
     /// Connections, settings and the date of the window (UTC).
     static func subtitle(_ r: RunResult) -> String {
-        var parts = [ReportText.count(r.connections, r.mode == "connect" ? "churn slot" : "connection")]
-        if let size = r.messageSize, r.mode == "echo" { parts.append("\(size) B") }
+        let mode = LoadMode.reporting(r.mode)
+        var parts = [ReportText.count(r.connections, mode?.unit ?? "connection")]
+        if let size = r.messageSize, mode?.isEchoLike == true { parts.append("\(size) B") }
         if let pipeline = r.pipeline, pipeline > 1 { parts.append("pipeline \(pipeline)") }
         parts.append(r.targetRate.map { rate in
             r.stages.map { "open loop in \(ReportText.count($0.count, "stage")) (\(ReportText.fixed(rate, 0))/s mean)" }
