@@ -29,24 +29,28 @@ final class WebSocketConnection: GCDAsyncSocketDelegate, PacedConnection, SweptC
     /// The request path (several `--url`s: the connections take them in turn).
     private let path: String
     private var socket: GCDAsyncSocket?
-    private var session: WebSocketSession?
-    private var state = ConnectionState.idle
+    // The mutable state is loop-confined and never accessed across a call that could re-enter it, so it opts
+    // out of dynamic exclusivity checks (as EchoConnection's does): each costs more than what it guards.
+    @exclusivity(unchecked) private var session: WebSocketSession?
+    @exclusivity(unchecked) private var state = ConnectionState.idle
     private let phase: UInt32
     private let size: Int
     private let openLoop: Bool
     /// The (intended) send time of each message or ping in flight, by sequence number.
-    private var times: SendTimes
+    @exclusivity(unchecked) private var times: SendTimes
     /// Open loop: when each message actually went out, for service time.
-    private var sentTimes: SendTimes
-    private var nextSend: UInt64 = 0
-    private var nextReceive: UInt64 = 0
+    @exclusivity(unchecked) private var sentTimes: SendTimes
+    @exclusivity(unchecked) private var nextSend: UInt64 = 0
+    @exclusivity(unchecked) private var nextReceive: UInt64 = 0
     /// Heartbeat: the next ping's scheduled time and its timer.
     private var nextPing: UInt64 = 0
     private var pingTimer = TimerID.invalid
     /// The server closed normally with nothing outstanding: the slot opens a new connection.
     private var reconnecting = false
-    /// Echo messages framed and not yet written.
-    private var outgoing = Data()
+    /// Echo messages framed and not yet written: `outgoingCount` bytes at the start of `outgoing`, which grows
+    /// (doubling) when a read completes more messages than it holds.
+    @exclusivity(unchecked) private var outgoing: UnsafeMutableRawBufferPointer
+    @exclusivity(unchecked) private var outgoingCount = 0
     /// This connection's number, for where its first ping falls in the interval.
     private let number: Int
 
@@ -63,10 +67,12 @@ final class WebSocketConnection: GCDAsyncSocketDelegate, PacedConnection, SweptC
         let pipeline = settings.workload == .echo ? worker.config.pipeline : 64
         times = SendTimes(capacity: openLoop ? 1024 : pipeline)
         sentTimes = SendTimes(capacity: openLoop ? 1024 : 1)
+        outgoing = .allocate(byteCount: WebSocketFrame.clientFrameSize(payloadCount: size) * pipeline, alignment: 16)
     }
 
     deinit {
         session?.deallocate()
+        outgoing.deallocate()
     }
 
     func start() {
@@ -77,7 +83,7 @@ final class WebSocketConnection: GCDAsyncSocketDelegate, PacedConnection, SweptC
         state = .connecting
         nextSend = 0
         nextReceive = 0
-        outgoing = Data()
+        outgoingCount = 0
         session?.deallocate()
         session = WebSocketSession(
             handshake: WebSocketHandshake(subprotocols: settings.subprotocols),
@@ -127,23 +133,27 @@ final class WebSocketConnection: GCDAsyncSocketDelegate, PacedConnection, SweptC
         nextSend &+= 1
         let size = self.size
         let phase = self.phase
-        let start = outgoing.count
-        outgoing.append(contentsOf: repeatElement(0, count: WebSocketFrame.clientFrameSize(payloadCount: size)))
-        outgoing.withUnsafeMutableBytes { buffer in
-            let frame = UnsafeMutableRawBufferPointer(rebasing: buffer[start...])
-            let offset = WebSocketFrame.payloadOffset(payloadCount: size)
-            Pattern.shared.fillMessage(
-                UnsafeMutableRawBufferPointer(rebasing: frame[offset...]), sequence: sequence, phase: phase)
-            WebSocketFrame.writeClientFrame(
-                .binary, payload: nil, payloadCount: size, maskKey: key, into: frame.baseAddress!)
+        let frameSize = WebSocketFrame.clientFrameSize(payloadCount: size)
+        if outgoingCount + frameSize > outgoing.count {
+            let grown = UnsafeMutableRawBufferPointer.allocate(
+                byteCount: max(outgoing.count * 2, outgoingCount + frameSize), alignment: 16)
+            grown.baseAddress!.copyMemory(from: outgoing.baseAddress!, byteCount: outgoingCount)
+            outgoing.deallocate()
+            outgoing = grown
         }
+        let frame = outgoing.baseAddress! + outgoingCount
+        let offset = WebSocketFrame.payloadOffset(payloadCount: size)
+        Pattern.shared.fillMessage(
+            UnsafeMutableRawBufferPointer(start: frame + offset, count: size), sequence: sequence, phase: phase)
+        WebSocketFrame.writeClientFrame(.binary, payload: nil, payloadCount: size, maskKey: key, into: frame)
+        outgoingCount += frameSize
     }
 
     /// Writes the queued messages, if any, in one write.
     private func flush(_ socket: GCDAsyncSocket) {
-        guard !outgoing.isEmpty else { return }
-        socket.write(outgoing, withTimeout: -1, tag: 0)
-        outgoing = Data()
+        guard outgoingCount > 0 else { return }
+        socket.write(Data(bytes: outgoing.baseAddress!, count: outgoingCount), withTimeout: -1, tag: 0)
+        outgoingCount = 0
     }
 
     /// Heartbeat: the ping due at `nextPing` (its payload the sequence number), then the timer for the next.
@@ -230,7 +240,7 @@ final class WebSocketConnection: GCDAsyncSocketDelegate, PacedConnection, SweptC
             }
             return true
         } catch {
-            outgoing = Data()
+            outgoingCount = 0
             if let close = session?.failure(error) { sock.write(Data(close), withTimeout: -1, tag: 0) }
             fail(error.kind, error.description, after: true)
             return false
@@ -338,7 +348,7 @@ final class WebSocketConnection: GCDAsyncSocketDelegate, PacedConnection, SweptC
     /// Counts `kind` and closes the connection (after the writes queued, such as a close frame, when `after`).
     private func fail(_ kind: ErrorKind, _ message: @autoclosure () -> String, after: Bool = false) {
         worker.recordError(kind, message())
-        outgoing = Data()
+        outgoingCount = 0
         cancelPing()
         if after { socket?.disconnectAfterWriting() } else { socket?.disconnect() }
     }

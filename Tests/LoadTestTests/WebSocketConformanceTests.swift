@@ -42,7 +42,6 @@ final class WebSocketConformanceTests: XCTestCase {
         // Two messages per round, every 10 ms: a mis-joined fragment would have failed the connection.
         XCTAssertGreaterThan(result.requests, 10)
         XCTAssertTrue(peer.waitFor("fragments: pong p1\n"), peer.child.standardOutput)
-        XCTAssertTrue(peer.waitFor("fragments: client close 1000\n"), "a polite close at the end: " + peer.child.standardOutput)
         XCTAssertFalse(peer.child.standardOutput.contains("UNMASKED"))
     }
 
@@ -54,6 +53,9 @@ final class WebSocketConformanceTests: XCTestCase {
         XCTAssertEqual(result.errors.total, 0, result.errors.first ?? "")
         XCTAssertTrue(peer.waitFor("headers: x-token=abc protocols=chat, superchat origin=http://example.com\n"),
                       peer.child.standardOutput)
+        // A quiet server hears the client's close at the end of the run (one still sending may not: a socket
+        // closed with bytes unread resets the connection, and the close frame can be lost with it).
+        XCTAssertTrue(peer.waitFor("headers: client close 1000\n"), "a polite close at the end: " + peer.child.standardOutput)
     }
 
     func testMaskedServerFrame() throws {
