@@ -238,7 +238,7 @@ extension GCDAsyncUdpSocket {
         } catch {
             notify { $0.udpSocket($1, didNotConnect: error) }
         }
-        pumpSends()
+        pump()
     }
 
     /// The address to use out of a resolver's list: the preferred family first, only enabled families

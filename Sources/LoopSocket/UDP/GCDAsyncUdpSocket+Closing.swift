@@ -23,7 +23,7 @@ extension GCDAsyncUdpSocket {
     public func closeAfterSending() {
         onLoop { [self] in
             flags.insert(.closeAfterSends)
-            if sends.isEmpty && !flags.contains(.sendPumping) { closeWithError(nil) }
+            if sends.isEmpty && !pumpState.contains(.pumping) { closeWithError(nil) }
         }
     }
 
@@ -43,6 +43,7 @@ extension GCDAsyncUdpSocket {
         // Not connected any more before the descriptors go, so the getters never see a connected socket
         // without one.
         flags = []
+        pumpState.remove(.again)  // a pump on the stack stops at the generation; a deferred one finds nothing
         peerAddress = nil
         closeChannels()
         for tag in tags { notifyDidNotSend(tag: tag, error: GCDAsyncUdpSocketError.closed) }

@@ -55,7 +55,7 @@ extension GCDAsyncUdpSocket {
             }
             flags.remove([.receiveOnce, .receiveContinuous])
             flags.insert(mode)
-            if !held.isEmpty { schedulePump() }
+            if !held.isEmpty { requestPump() }
             updateInterest()
         }
     }
@@ -95,7 +95,7 @@ extension GCDAsyncUdpSocket {
     func handleIO(_ events: IOEvents, on channel: DatagramChannel) {
         if events.contains(.writable) && flags.contains(.sendBlocked) {
             flags.remove(.sendBlocked)
-            pumpSends()
+            pump()
         }
         guard channel === channel4 || channel === channel6 else { return }  // closed by a callback
         if events.contains(.readable) || events.contains(.error) {
@@ -126,22 +126,22 @@ extension GCDAsyncUdpSocket {
         scratch.prepareReceive(count: batch, limit: limit, coalescing: channel.coalesces)
         let generation = self.generation
         let outcome = Result { () throws(SyscallError) in try Syscall.receiveMessages(channel.fd, scratch.receiveMessages, count: batch) }
-        flags.insert(.receiving)
-        switch outcome {
-        case .success(.wouldBlock):
-            break
-        case .success(.processed(let count)):
-            countReceived(count, scratch: scratch)
-            deliverBatch(count, scratch: scratch, limit: limit, generation: generation)
-        case .failure(let error) where Self.isTransient(error.errno):
-            notifyDidNotReceive(GCDAsyncUdpSocketError(error))
-        case .failure(let error):
-            closeWithError(GCDAsyncUdpSocketError(error))
-            return
+        // Sends the callbacks queue leave together, in the pump that follows the batch.
+        holdingPump {
+            switch outcome {
+            case .success(.wouldBlock):
+                break
+            case .success(.processed(let count)):
+                countReceived(count, scratch: scratch)
+                deliverBatch(count, scratch: scratch, limit: limit, generation: generation)
+            case .failure(let error) where Self.isTransient(error.errno):
+                notifyDidNotReceive(GCDAsyncUdpSocketError(error))
+            case .failure(let error):
+                closeWithError(GCDAsyncUdpSocketError(error))
+            }
         }
         guard generation == self.generation else { return }
-        flags.remove(.receiving)
-        if !sends.isEmpty { pumpSends() } else { updateInterest() }
+        if !sends.isEmpty || pumpState.contains(.again) { pump() } else { updateInterest() }
     }
 
     /// Counts the `count` messages received into `scratch` (``SocketCounts``): with GRO a message holds a
@@ -205,14 +205,12 @@ extension GCDAsyncUdpSocket {
         Data(bytes: bytes.baseAddress!, count: bytes.count)
     }
 
-    /// Delivers datagrams held back when receiving paused mid-batch.
-    func deliverHeld() {
-        let generation = self.generation
+    /// Delivers datagrams held back when receiving paused mid-batch (from the pump).
+    func deliverHeld(_ generation: UInt32) {
         while !held.isEmpty && isReceiving && generation == self.generation {
             let datagram = held.removeFirst()
             deliver(datagram.data, from: datagram.address)
         }
-        if generation == self.generation { updateInterest() }
     }
 
     /// Runs the receive filter if there is one, then hands the datagram to the delegate.

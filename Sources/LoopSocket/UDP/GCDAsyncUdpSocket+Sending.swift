@@ -109,15 +109,11 @@ extension GCDAsyncUdpSocket {
             guard enqueueOnLoop(data, destination, deadline: deadline, tag: tag, resolve: resolve) else { return }
             // Never call back from inside the caller's own call: from a callback, the running pump takes the
             // send; otherwise the next loop iteration does.
-            if flags.contains(.sendPumping) {
-                flags.insert(.sendPumpAgain)
-            } else if !flags.contains(.receiving) {
-                schedulePump()
-            }
+            requestPump()
         } else {
             let box = UncheckedSendable(destination)
             let accepted = onLoop { [self] in
-                if enqueueOnLoop(data, box.value, deadline: deadline, tag: tag, resolve: resolve) { pumpSends() }
+                if enqueueOnLoop(data, box.value, deadline: deadline, tag: tag, resolve: resolve) { pump() }
             }
             if !accepted { reportShutDownLoop(tag: tag) }
         }
@@ -155,7 +151,7 @@ extension GCDAsyncUdpSocket {
             onLoop { [self] in
                 guard generation == self.generation else { return }
                 resolutions[id] = box.value
-                pumpSends()
+                pump()
             }
         }
     }
@@ -173,35 +169,18 @@ extension GCDAsyncUdpSocket {
         }
     }
 
-    /// Runs the send pump (and delivers held datagrams) in the next loop iteration, once however often asked.
-    func schedulePump() {
-        guard !flags.contains(.pumpScheduled) else { return }
-        flags.insert(.pumpScheduled)
-        let generation = self.generation
-        eventLoop.executeOnLoop { [self] in
-            guard generation == self.generation else { return }
-            flags.remove(.pumpScheduled)
-            deliverHeld()
-            pumpSends()
-        }
-    }
-
     // MARK: The pump
 
-    /// Sends what can leave now. Loop only; re-entrant calls (from callbacks) only ask it to go round again.
-    func pumpSends() {
-        if flags.contains(.sendPumping) {
-            flags.insert(.sendPumpAgain)
-            return
-        }
+    /// Delivers held datagrams and sends what can leave now. Loop only; re-entrant calls (from callbacks)
+    /// only ask it to go round again (``PumpScheduled/runPump(_:)``).
+    func pump() {
         let generation = self.generation
-        flags.insert(.sendPumping)
-        repeat {
-            flags.remove(.sendPumpAgain)
+        let ran = runPump { () -> Bool in
+            deliverHeld(generation)
             sendQueued(generation)
-        } while flags.contains(.sendPumpAgain) && generation == self.generation
-        guard generation == self.generation else { return }
-        flags.remove(.sendPumping)
+            return generation == self.generation
+        }
+        guard ran, generation == self.generation else { return }
         if sends.isEmpty && flags.contains(.closeAfterSends) {
             closeWithError(nil)
             return
@@ -334,7 +313,7 @@ extension GCDAsyncUdpSocket {
                 guard generation == self.generation else { return }
                 retryTimer = .invalid
                 flags.remove(.sendRetryPending)
-                pumpSends()
+                pump()
             }
         case .failure(let error):
             failFront(GCDAsyncUdpSocketError(error))
@@ -420,7 +399,7 @@ extension GCDAsyncUdpSocket {
                 } else {
                     completeFront(1)
                 }
-                pumpSends()
+                pump()
             }
         }
     }
@@ -451,6 +430,6 @@ extension GCDAsyncUdpSocket {
             failFront(GCDAsyncUdpSocketError.sendTimeout)
         }
         guard generation == self.generation else { return }
-        pumpSends()
+        pump()
     }
 }

@@ -42,6 +42,8 @@ open class GCDAsyncUdpSocket: @unchecked Sendable {
     @exclusivity(unchecked) weak var loopDelegate: (any GCDAsyncUdpSocketDelegate)?
     @exclusivity(unchecked) var loopDelegateQueue: DispatchQueue?
     @exclusivity(unchecked) var flags: Flags = []
+    /// How the pump of sends and held datagrams is scheduled (shared with TCP's engine).
+    @exclusivity(unchecked) var pumpState: PumpState = []
     @exclusivity(unchecked) var channel4: DatagramChannel?
     @exclusivity(unchecked) var channel6: DatagramChannel?
     @exclusivity(unchecked) var peerAddress: SocketAddress?
@@ -163,13 +165,6 @@ extension GCDAsyncUdpSocket {
         static let sendRetryPending = Flags(rawValue: 1 << 8)
         /// The front send is out on the send filter's queue.
         static let sendFilterPending = Flags(rawValue: 1 << 9)
-        /// The send pump is on the stack: sends queued now are taken by it.
-        static let sendPumping = Flags(rawValue: 1 << 10)
-        static let sendPumpAgain = Flags(rawValue: 1 << 11)
-        /// A batch of received datagrams is being delivered: sends queued now leave together after it.
-        static let receiving = Flags(rawValue: 1 << 12)
-        /// A pump of sends and held datagrams is scheduled for the next loop iteration.
-        static let pumpScheduled = Flags(rawValue: 1 << 13)
         /// A `UDP_SEGMENT` send failed: this socket sends one datagram per message from now on.
         static let segmentationRefused = Flags(rawValue: 1 << 14)
     }
@@ -253,4 +248,4 @@ struct FilterSlot<Block> {
     var queue: DispatchQueue?
 }
 
-extension GCDAsyncUdpSocket: DelegatingSocket {}
+extension GCDAsyncUdpSocket: DelegatingSocket, PumpScheduled {}
