@@ -80,12 +80,7 @@ extension GCDAsyncUdpSocket {
 
     private func multicast(join: Bool, _ group: String, _ interface: String?) throws {
         try throwingOnLoop(join ? "joinMulticastGroup(_:onInterface:)" : "leaveMulticastGroup(_:onInterface:)") { () throws(GCDAsyncUdpSocketError) in
-            guard flags.contains(.didBind) else {
-                throw GCDAsyncUdpSocketError(.badConfigError, "Must bind a socket before joining a multicast group.")
-            }
-            guard flags.isDisjoint(with: [.connecting, .didConnect]) else {
-                throw GCDAsyncUdpSocketError(.badConfigError, "Cannot join a multicast group if connected.")
-            }
+            if let refusal = state.multicastAsked() { throw GCDAsyncUdpSocketError(refusal) }
             guard let groupAddress = SocketAddress(numericHost: group, port: 0) else {
                 throw GCDAsyncUdpSocketError(.badParamError, "Unknown group. Specify valid group IP address.")
             }
