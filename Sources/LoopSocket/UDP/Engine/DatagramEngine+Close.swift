@@ -29,6 +29,7 @@ extension DatagramEngine {
         pumpState.remove(.again)  // a pump on the stack stops at the generation; a deferred one finds nothing
         peerAddress = nil
         closeChannels()
+        reportFailedAtOnce()  // before the close, which is the last event
         for tag in tags { sinkReport(.didNotSend(tag: tag, GCDAsyncUdpSocketError.closed)) }
         if hadDescriptors { sinkReport(.closed(error)) }
     }

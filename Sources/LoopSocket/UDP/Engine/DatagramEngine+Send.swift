@@ -53,7 +53,7 @@ extension DatagramEngine {
     static let noBufferRetryNanoseconds: UInt64 = 1_000_000
 
     /// Queues a send; false if it failed at once (too large, or the queue is full), which is then reported
-    /// in the next loop iteration without holding the data.
+    /// in the next loop iteration (or by a close before it, which stays the last event) without holding the data.
     func enqueueOnLoop(_ data: Data, _ destination: Destination, deadline: UInt64, tag: Int, resolve: (String, UInt16)?) -> Bool {
         let configuration = loopConfiguration
         var failure: GCDAsyncUdpSocketError?
@@ -65,7 +65,8 @@ extension DatagramEngine {
                 errno: .noBufferSpace)
         }
         if let failure {
-            eventLoop.executeOnLoop { [self] in sinkReport(.didNotSend(tag: tag, failure)) }
+            if failedAtOnce.isEmpty { eventLoop.executeOnLoop { [self] in reportFailedAtOnce() } }
+            failedAtOnce.append((tag, failure))
             return false
         }
         nextSendID &+= 1
@@ -74,6 +75,14 @@ extension DatagramEngine {
         queuedSendBytes += data.count
         if let (host, port) = resolve { startResolving(host, port: port, id: id) }
         return true
+    }
+
+    /// Reports the sends that failed at once since the last report.
+    func reportFailedAtOnce() {
+        guard !failedAtOnce.isEmpty else { return }
+        let failed = failedAtOnce
+        failedAtOnce.removeAll()
+        for (tag, error) in failed { sinkReport(.didNotSend(tag: tag, error)) }
     }
 
     private func startResolving(_ host: String, port: UInt16, id: UInt32) {

@@ -37,6 +37,8 @@ open class DatagramEngine: @unchecked Sendable {
     @exclusivity(unchecked) var sends = OpQueue<SendOp>()
     @exclusivity(unchecked) var queuedSendBytes = 0
     @exclusivity(unchecked) var nextSendID: UInt32 = 0
+    /// Sends that failed before they were queued (too large, queue full), to report in the next iteration.
+    @exclusivity(unchecked) var failedAtOnce: [(tag: Int, error: GCDAsyncUdpSocketError)] = []
     /// Host names resolved for queued sends, by send id.
     @exclusivity(unchecked) var resolutions: [UInt32: Result<[SocketAddress], GCDAsyncUdpSocketError>] = [:]
     @exclusivity(unchecked) var sendTimer = TimerID.invalid
