@@ -28,7 +28,8 @@ open class DatagramEngine: @unchecked Sendable {
 
     @exclusivity(unchecked) var state = DatagramState()
     /// How the pump of sends and held datagrams is scheduled (``PumpScheduled``, shared with TCP's engine).
-    @exclusivity(unchecked) var pumpState: PumpState = []
+    /// `final`, as `cachedContext`: reached through the protocol's conformance, a plain field access.
+    @exclusivity(unchecked) final var pumpState: PumpState = []
     @exclusivity(unchecked) var channel4: DatagramChannel?
     @exclusivity(unchecked) var channel6: DatagramChannel?
     @exclusivity(unchecked) var peerAddress: SocketAddress?
@@ -49,7 +50,7 @@ open class DatagramEngine: @unchecked Sendable {
     @exclusivity(unchecked) var pendingFilterOperations = 0
     /// Datagrams received in a batch after receiving was paused mid-batch: delivered first when it resumes.
     @exclusivity(unchecked) var held: [ReceivedDatagram] = []
-    @exclusivity(unchecked) var cachedContext: LoopContext?
+    @exclusivity(unchecked) final var cachedContext: LoopContext?
     /// The loop's copy of ``SharedState/configuration``, read per datagram without the lock; every change
     /// reaches it through the loop, in order with the sends queued after it.
     @exclusivity(unchecked) var loopConfiguration = Configuration()
