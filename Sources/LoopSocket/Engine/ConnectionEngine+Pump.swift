@@ -40,24 +40,33 @@ extension ConnectionEngine: LoopIOHandler, PumpScheduled {
         return false
     }
 
+    /// Asks for a pump (``PumpState/request()``): the running one goes round again, or one is deferred to
+    /// the next iteration (or, for an ``AsyncSocket``'s socket, runs now: its reads and writes then reach the
+    /// kernel within the call).
+    func requestPump() {
+        let action = pumpState.request()
+        if action == .pumpNow { pump() } else if action == .deferPump { context.deferPump(self) }
+    }
+
     func pump() {
-        let ran = runPump { () -> Bool in
+        guard pumpState.begin() else { return }
+        repeat {
             // Not open: closed by a callback, or `starting` (`registerAdopted` pumps once it is registered).
-            guard lifecycle == .open else { return false }
+            guard lifecycle == .open else { break }
             if case .tls(let tls) = transport, tls.state != .established {
                 // Handshake messages only: queued reads and writes wait behind it.
                 advanceHandshake(tls)
-                guard lifecycle == .open else { return false }
-                if tls.state != .established { return true }
+                guard lifecycle == .open else { break }
+                if tls.state != .established { continue }
             }
             readLoop()
-            guard lifecycle == .open else { return false }
+            guard lifecycle == .open else { break }
             writeLoop()
-            guard lifecycle == .open else { return false }
+            guard lifecycle == .open else { break }
             disconnectIfDone()
-            return true
-        }
-        guard ran, lifecycle == .open else { return }
+        } while pumpState.goAgain()
+        pumpState.end()
+        guard lifecycle == .open else { return }
         updateInterest()
         updateTimers()
     }

@@ -43,6 +43,7 @@ struct PumpState: OptionSet {
     }
 
     /// The transition for starting a pump: false if one is already on the stack (it goes round again).
+    /// Work asked for while the pump was held (``hold()``) is done by this pump's first round.
     @inline(__always)
     mutating func begin() -> Bool {
         guard !contains(.pumping) else {
@@ -50,57 +51,55 @@ struct PumpState: OptionSet {
             return false
         }
         insert(.pumping)
+        remove(.again)
         return true
+    }
+
+    /// The transition at the bottom of each round: whether work queued during it asks for another.
+    @inline(__always)
+    mutating func goAgain() -> Bool {
+        remove(.again) != nil
+    }
+
+    /// The transition when the pump returns.
+    @inline(__always)
+    mutating func end() {
+        remove([.pumping, .again])
+    }
+
+    /// Holds the pump while callbacks run outside one (a received batch): work they queue waits for the
+    /// pump the caller runs next instead of deferring one. Returns what ``release(_:)`` needs.
+    @inline(__always)
+    mutating func hold() -> Bool {
+        let wasPumping = contains(.pumping)
+        insert(.pumping)
+        return wasPumping
+    }
+
+    /// Ends a ``hold()``.
+    @inline(__always)
+    mutating func release(_ wasPumping: Bool) {
+        if !wasPumping { remove(.pumping) }
     }
 }
 
-/// A loop-confined socket whose work runs in a pump scheduled by ``PumpState``.
+/// A socket whose pump is scheduled by ``PumpState``, as ``LoopContext`` defers it.
+///
+/// The hot transitions are called by each engine on its own stored `PumpState` (`requestPump()`, the loop
+/// header of `pump()`): through this protocol, an open class's field is reached by a witness call per
+/// access, measurable per echoed round trip. Only the deferred pump's turn, once per loop iteration at
+/// most, goes through it.
 protocol PumpScheduled: LoopPinned {
     /// Loop only.
     var pumpState: PumpState { get set }
-    /// Runs the socket's queued work (built on ``runPump(_:)``). Loop only.
+    /// Runs the socket's queued work. Loop only.
     func pump()
 }
 
 extension PumpScheduled {
-    /// Asks for a pump: the running one goes round again, or one is deferred to the next iteration (or, for
-    /// an ``PumpState/inline`` socket, runs now: its work reaches the kernel within the call). Loop only.
-    @inline(__always)
-    func requestPump() {
-        switch pumpState.request() {
-        case .joined: break
-        case .pumpNow: pump()
-        case .deferPump: context.deferPump(self)
-        }
-    }
-
     /// The deferred pump's turn (``LoopContext`` calls it once per deferral). Loop only.
     func runDeferredPump() {
         pumpState.remove(.deferred)
         pump()
-    }
-
-    /// The pump's loop header: runs `round` again while work is queued during it (until `round` returns
-    /// false: the socket closed). False, running nothing, if a pump is already on the stack: that one goes
-    /// round again.
-    @inline(__always)
-    func runPump(_ round: () -> Bool) -> Bool {
-        guard pumpState.begin() else { return false }
-        repeat {
-            pumpState.remove(.again)
-            guard round() else { break }
-        } while pumpState.contains(.again)
-        pumpState.remove([.pumping, .again])
-        return true
-    }
-
-    /// Runs `body` (which delivers callbacks) as if a pump were on the stack: work the callbacks queue waits
-    /// for the pump the caller runs next, instead of deferring one.
-    @inline(__always)
-    func holdingPump<T>(_ body: () -> T) -> T {
-        let wasPumping = pumpState.contains(.pumping)
-        pumpState.insert(.pumping)
-        defer { if !wasPumping { pumpState.remove(.pumping) } }
-        return body()
     }
 }

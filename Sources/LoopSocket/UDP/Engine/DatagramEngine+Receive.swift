@@ -93,20 +93,20 @@ extension DatagramEngine {
         let generation = self.generation
         let outcome = Result { () throws(SyscallError) in try Syscall.receiveMessages(channel.fd, scratch.receiveMessages, count: batch) }
         // Sends the callbacks queue leave together, in the pump that follows the batch.
-        holdingPump {
-            switch outcome {
-            case .success(.wouldBlock):
-                break
-            case .success(.processed(let count)):
-                countReceived(count, scratch: scratch)
-                deliverBatch(count, scratch: scratch, limit: limit, generation: generation)
-            case .failure(let error) where Self.isTransient(error.errno):
-                sinkReport(.didNotReceive(GCDAsyncUdpSocketError(error)))
-            case .failure(let error):
-                closeWithError(GCDAsyncUdpSocketError(error))
-            }
+        let wasPumping = pumpState.hold()
+        switch outcome {
+        case .success(.wouldBlock):
+            break
+        case .success(.processed(let count)):
+            countReceived(count, scratch: scratch)
+            deliverBatch(count, scratch: scratch, limit: limit, generation: generation)
+        case .failure(let error) where Self.isTransient(error.errno):
+            sinkReport(.didNotReceive(GCDAsyncUdpSocketError(error)))
+        case .failure(let error):
+            closeWithError(GCDAsyncUdpSocketError(error))
         }
-        guard generation == self.generation else { return }
+        pumpState.release(wasPumping)
+        guard generation == self.generation else { return pumpAfterClose() }
         if !sends.isEmpty || pumpState.contains(.again) { pump() } else { updateInterest() }
     }
 

@@ -105,22 +105,35 @@ extension DatagramEngine {
 
     // MARK: The pump
 
+    /// Asks for a pump (``PumpState/request()``): the running one (or the received batch being delivered)
+    /// goes round again, or one is deferred to the next iteration. Loop only.
+    func requestPump() {
+        if pumpState.request() == .deferPump { context.deferPump(self) }
+    }
+
     /// Delivers held datagrams and sends what can leave now. Loop only; re-entrant calls (from callbacks)
-    /// only ask it to go round again (``PumpScheduled/runPump(_:)``).
+    /// only ask it to go round again.
     func pump() {
+        guard pumpState.begin() else { return }
         let generation = self.generation
-        let ran = runPump { () -> Bool in
+        repeat {
             deliverHeld(generation)
             sendQueued(generation)
-            return generation == self.generation
-        }
-        guard ran, generation == self.generation else { return }
+        } while generation == self.generation && pumpState.goAgain()
+        pumpState.end()
+        guard generation == self.generation else { return pumpAfterClose() }
         if state.pumpEnded(sendsQueued: !sends.isEmpty) {
             closeWithError(nil)
             return
         }
         armSendTimer()
         updateInterest()
+    }
+
+    /// A callback closed the socket under a running pump, and may have bound it again and queued sends:
+    /// those are pumped in the next iteration (the running pump stopped at the close).
+    func pumpAfterClose() {
+        if !sends.isEmpty { requestPump() }
     }
 
     private func sendQueued(_ generation: UInt32) {
