@@ -8,7 +8,7 @@ import Glibc
 /// and writes a delegate chains (the stack overflows GCDAsyncSocket users reported for long read chains cannot happen). A call
 /// made on the loop outside a callback defers the pump to the next loop iteration, so a callback is never
 /// delivered from inside the caller's own call.
-extension ConnectionEngine: LoopIOHandler {
+extension ConnectionEngine: LoopIOHandler, PumpScheduled {
     /// Readiness of the connected descriptor (the loop calls it; not public API).
     package func handleIO(_ events: IOEvents) {
         guard lifecycle == .open else { return }
@@ -34,38 +34,23 @@ extension ConnectionEngine: LoopIOHandler {
         closeWithError(GCDAsyncSocketError.loopShutDown)
     }
 
-    /// Asks for a pump: the running one goes round again, or one is deferred to the next iteration (or, for
-    /// an ``AsyncSocket``'s socket, runs now: its reads and writes then reach the kernel within the call).
-    func requestPump() {
-        if pumpState.contains(.pumping) {
-            pumpState.insert(.again)
-        } else if pumpState.contains(.inline) {
-            pump()
-        } else if !pumpState.contains(.deferred) {
-            pumpState.insert(.deferred)
-            context.deferPump(self)
-        }
-    }
-
     /// Whether no TLS is running or queued (`startTLS` has one transition per connection). Loop only.
     var isPlaintext: Bool {
         if case .plain = transport { return true }
         return false
     }
 
-    func runDeferredPump() {
-        pumpState.remove(.deferred)
-        pump()
+    /// Asks for a pump (``PumpState/request()``): the running one goes round again, or one is deferred to
+    /// the next iteration (or, for an ``AsyncSocket``'s socket, runs now: its reads and writes then reach the
+    /// kernel within the call).
+    func requestPump() {
+        let action = pumpState.request()
+        if action == .pumpNow { pump() } else if action == .deferPump { context.deferPump(self) }
     }
 
     func pump() {
-        guard !pumpState.contains(.pumping) else {
-            pumpState.insert(.again)
-            return
-        }
-        pumpState.insert(.pumping)
+        guard pumpState.begin() else { return }
         repeat {
-            pumpState.remove(.again)
             // Not open: closed by a callback, or `starting` (`registerAdopted` pumps once it is registered).
             guard lifecycle == .open else { break }
             if case .tls(let tls) = transport, tls.state != .established {
@@ -79,8 +64,8 @@ extension ConnectionEngine: LoopIOHandler {
             writeLoop()
             guard lifecycle == .open else { break }
             disconnectIfDone()
-        } while pumpState.contains(.again)
-        pumpState.remove([.pumping, .again])
+        } while pumpState.goAgain()
+        pumpState.end()
         guard lifecycle == .open else { return }
         updateInterest()
         updateTimers()

@@ -69,7 +69,9 @@ open class ConnectionEngine: @unchecked Sendable {
     @exclusivity(unchecked) var ending = Ending.none
     @exclusivity(unchecked) var writability = Writability.writable
     @exclusivity(unchecked) var continuous = Continuous.off
-    @exclusivity(unchecked) var pumpState: PumpState = []
+    /// `final`: the shared scheduler (`PumpScheduled`) reaches it through its conformance, which is then a
+    /// plain field access rather than a call to a class accessor.
+    @exclusivity(unchecked) final var pumpState: PumpState = []
     @exclusivity(unchecked) var readiness: Readiness = []
     @exclusivity(unchecked) var asking: TimeoutQuestions = []
     @exclusivity(unchecked) var traits: Traits = []

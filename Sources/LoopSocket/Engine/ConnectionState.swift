@@ -104,20 +104,6 @@ extension ConnectionEngine {
         case tls(TLSConnection)
     }
 
-    /// Pump scheduling: independent bits.
-    struct PumpState: OptionSet {
-        let rawValue: UInt8
-        /// A pump is running on the stack: calls into the socket only queue work.
-        static let pumping = PumpState(rawValue: 1 << 0)
-        /// Work was queued during the pump: run it again.
-        static let again = PumpState(rawValue: 1 << 1)
-        /// A pump is scheduled for the next loop iteration.
-        static let deferred = PumpState(rawValue: 1 << 2)
-        /// Calls from outside a callback pump at once instead of deferring to the next iteration (sockets
-        /// behind an ``AsyncSocket``, whose sink never re-enters the caller).
-        static let inline = PumpState(rawValue: 1 << 3)
-    }
-
     /// What epoll and the last system calls said: independent facts.
     struct Readiness: OptionSet {
         let rawValue: UInt8

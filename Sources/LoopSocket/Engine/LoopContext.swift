@@ -21,8 +21,8 @@ final class LoopContext {
     let iovecs: UnsafeMutablePointer<iovec>
     /// `/dev/null`, opened ahead of need: closed to make room for one `accept` when the fd table is full.
     @exclusivity(unchecked) var reserveFD: Int32
-    @exclusivity(unchecked) private var deferredPumps: [ConnectionEngine] = []
-    @exclusivity(unchecked) private var spareDeferredPumps: [ConnectionEngine] = []
+    @exclusivity(unchecked) private var deferredPumps: [any PumpScheduled] = []
+    @exclusivity(unchecked) private var spareDeferredPumps: [any PumpScheduled] = []
     /// Where TLS connections decrypt into (one record, at most 16 KiB, per `SSL_read`); made on first use.
     @exclusivity(unchecked) private var plaintextBuffer: UnsafeMutableRawBufferPointer?
     /// The `recvmmsg`/`sendmmsg` scratch space of the loop's UDP sockets, made on first use.
@@ -77,7 +77,7 @@ final class LoopContext {
 
     /// Runs `socket.pump()` in the next loop iteration (once, however often it is asked). Callbacks are
     /// never delivered from inside the user's own call into the socket.
-    func deferPump(_ socket: ConnectionEngine) {
+    func deferPump(_ socket: any PumpScheduled) {
         if deferredPumps.isEmpty {
             loop.executeOnLoop { [self] in runDeferredPumps() }
         }

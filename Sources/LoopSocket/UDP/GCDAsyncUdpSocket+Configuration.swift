@@ -8,7 +8,7 @@ extension GCDAsyncUdpSocket {
 
     /// The delegate (held weakly).
     public func delegate() -> (any GCDAsyncUdpSocketDelegate)? {
-        shared.withLock { $0.delegate }
+        faceShared.withLock { $0.delegate }
     }
 
     /// Sets the delegate; callbacks already on their way may still reach the previous one.
@@ -26,7 +26,7 @@ extension GCDAsyncUdpSocket {
 
     /// The queue callbacks run on; `nil`: the socket's event loop.
     public func delegateQueue() -> DispatchQueue? {
-        shared.withLock { $0.delegateQueue }
+        faceShared.withLock { $0.delegateQueue }
     }
 
     /// Sets the queue callbacks run on (`nil`: inline on the event loop).
@@ -52,18 +52,18 @@ extension GCDAsyncUdpSocket {
     }
 
     func storeDelegate(_ change: DelegateChange<any GCDAsyncUdpSocketDelegate>) {
-        shared.withLock { change.apply(delegate: &$0.delegate, queue: &$0.delegateQueue) }
+        faceShared.withLock { change.apply(delegate: &$0.delegate, queue: &$0.delegateQueue) }
     }
 
     /// Anything the user wants to keep with the socket.
     public func userData() -> Any? {
-        shared.withLock { $0.userData }
+        faceShared.withLock { $0.userData }
     }
 
     /// Sets ``userData()``.
     public func setUserData(_ userData: Any?) {
         let box = UncheckedSendable(userData)
-        shared.withLock { $0.userData = box.value }
+        faceShared.withLock { $0.userData = box.value }
     }
 
     // MARK: Families
@@ -73,11 +73,11 @@ extension GCDAsyncUdpSocket {
     private func configure(_ change: (inout Configuration) -> Void) {
         let updated = shared.withLock { change(&$0.configuration); return $0.configuration }
         if eventLoop.inEventLoop {
-            loopConfiguration = updated
+            adoptConfiguration(updated)
         } else {
             // Queued like a send from this thread, so a send this thread makes after the change sees it. It
             // copies the configuration as it is when it runs, so changes from several threads converge.
-            _ = onLoop { [self] in loopConfiguration = configuration }
+            _ = onLoop { [self] in adoptConfiguration(configuration) }
         }
     }
 
@@ -141,10 +141,6 @@ extension GCDAsyncUdpSocket {
     /// Sets ``isSegmentationOffloadEnabled()``; takes effect for sockets already created too.
     public func setSegmentationOffloadEnabled(_ flag: Bool) {
         configure { $0.segmentationOffload = flag }
-        _ = onLoop { [self] in
-            let on = loopConfiguration.segmentationOffload  // the latest setting, whichever thread made it
-            channel4?.setCoalescing(on)
-            channel6?.setCoalescing(on)
-        }
+        _ = onLoop { [self] in applySegmentationOffload() }
     }
 }

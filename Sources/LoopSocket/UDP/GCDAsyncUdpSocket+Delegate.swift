@@ -1,7 +1,8 @@
 import Dispatch
 import FoundationEssentials
 
-/// Delivering callbacks: inline on the loop when there is no delegate queue, else `async` onto the queue.
+/// Delivering the engine's events as callbacks: inline on the loop when there is no delegate queue, else
+/// `async` onto the queue.
 extension GCDAsyncUdpSocket {
     /// Where the next callback goes. Loop only.
     @inline(__always)
@@ -48,15 +49,5 @@ extension GCDAsyncUdpSocket {
             let box = UncheckedSendable(delegate)
             queue.async { [self] in box.value.udpSocket(self, didSendDataWithTag: tag) }
         }
-    }
-
-    /// `udpSocket(_:didNotSendDataWithTag:dueToError:)`.
-    func notifyDidNotSend(tag: Int, error: GCDAsyncUdpSocketError) {
-        notify { $0.udpSocket($1, didNotSendDataWithTag: tag, dueToError: error) }
-    }
-
-    /// `udpSocket(_:didNotReceiveDataDueToError:)`.
-    func notifyDidNotReceive(_ error: GCDAsyncUdpSocketError) {
-        notify { $0.udpSocket($1, didNotReceiveDataDueToError: error) }
     }
 }

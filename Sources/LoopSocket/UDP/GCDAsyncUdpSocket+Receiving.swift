@@ -1,10 +1,8 @@
-import CEpollShim
 import Dispatch
 import EpollLoop
 import FoundationEssentials
-import Glibc
 
-/// Receiving: `recvmmsg` batches into the loop's scratch slots, one `Data` per delivered datagram.
+/// Receiving: once, continuously, paused; the receive filter. The engine's side is `DatagramEngine+Receive.swift`.
 extension GCDAsyncUdpSocket {
     // MARK: Public API
 
@@ -13,7 +11,7 @@ extension GCDAsyncUdpSocket {
     /// - Throws: `badConfigError` if the socket has no descriptor yet: bind it, connect it or send first;
     ///   `badConfigError`, doing nothing, if waiting for the socket's loop would deadlock (see ``GCDAsyncUdpSocket``).
     public func receiveOnce() throws {
-        try startReceiving(.receiveOnce)
+        try throwingOnLoop("receiveOnce()") { () throws(GCDAsyncUdpSocketError) in try startReceiving(.once) }
     }
 
     /// Receives every datagram until ``pauseReceiving()`` or close.
@@ -21,16 +19,13 @@ extension GCDAsyncUdpSocket {
     /// - Throws: `badConfigError` if the socket has no descriptor yet: bind it, connect it or send first;
     ///   `badConfigError`, doing nothing, if waiting for the socket's loop would deadlock (see ``GCDAsyncUdpSocket``).
     public func beginReceiving() throws {
-        try startReceiving(.receiveContinuous)
+        try throwingOnLoop("beginReceiving()") { () throws(GCDAsyncUdpSocketError) in try startReceiving(.continuous) }
     }
 
     /// Stops receiving. Datagrams wait in the kernel's buffer (which drops what does not fit) until
     /// ``receiveOnce()`` or ``beginReceiving()``; none already taken from it is lost.
     public func pauseReceiving() {
-        onLoop { [self] in
-            flags.remove([.receiveOnce, .receiveContinuous])
-            updateInterest()
-        }
+        onLoop { [self] in stopReceiving() }
     }
 
     /// GCDAsyncUdpSocket's receive filter, called for each datagram before it is delivered: on `filterQueue`,
@@ -43,207 +38,6 @@ extension GCDAsyncUdpSocket {
     /// synchronous call would block the event loop.
     public func setReceiveFilter(_ filterBlock: GCDAsyncUdpSocketReceiveFilterBlock?, withQueue filterQueue: DispatchQueue?, isAsynchronous: Bool) {
         let slot = UncheckedSendable(filterBlock.map { FilterSlot(block: $0, queue: filterQueue) })
-        onLoop { [self] in receiveFilter = slot.value }
-    }
-
-    private func startReceiving(_ mode: Flags) throws {
-        try throwingOnLoop(mode == .receiveOnce ? "receiveOnce()" : "beginReceiving()") { () throws(GCDAsyncUdpSocketError) in
-            guard !flags.contains(mode) else { return }
-            guard flags.contains(.didCreateSockets) else {
-                throw GCDAsyncUdpSocketError(.badConfigError,
-                    "Must bind socket before you can receive data. You can do this explicitly via bind, or implicitly via connect or by sending data.")
-            }
-            flags.remove([.receiveOnce, .receiveContinuous])
-            flags.insert(mode)
-            if !held.isEmpty { schedulePump() }
-            updateInterest()
-        }
-    }
-
-    // MARK: Readiness
-
-    /// Whether the descriptors should be read now.
-    var wantsReceive: Bool {
-        guard held.isEmpty else { return false }
-        if flags.contains(.receiveContinuous) {
-            // A slow delegate or filter queue: wait for it (see `deliveriesInFlight`).
-            return pendingFilterOperations < Self.maxDeliveriesInFlight
-                && deliveriesInFlight.load(ordering: .relaxed) < Self.maxDeliveriesInFlight
-        }
-        return flags.contains(.receiveOnce) && pendingFilterOperations == 0
-    }
-
-    private var isReceiving: Bool { !flags.isDisjoint(with: [.receiveOnce, .receiveContinuous]) }
-
-    /// Sets each descriptor's epoll interest: readable while receiving, writable while a send waits for room.
-    func updateInterest() {
-        var interest: IOEvents = []
-        if wantsReceive { interest.insert(.readable) }
-        if flags.contains(.sendBlocked) { interest.insert(.writable) }
-        for channel in [channel4, channel6] {
-            guard let channel, channel.interest != interest else { continue }
-            do {
-                try eventLoop.setInterest(interest, fd: channel.fd)
-                channel.interest = interest
-            } catch {
-                closeWithError(GCDAsyncUdpSocketError(error))
-                return
-            }
-        }
-    }
-
-    func handleIO(_ events: IOEvents, on channel: DatagramChannel) {
-        if events.contains(.writable) && flags.contains(.sendBlocked) {
-            flags.remove(.sendBlocked)
-            pumpSends()
-        }
-        guard channel === channel4 || channel === channel6 else { return }  // closed by a callback
-        if events.contains(.readable) || events.contains(.error) {
-            if wantsReceive {
-                receive(on: channel)
-            } else if events.contains(.error) {
-                // An ICMP error is pending while nobody receives: take it (level-triggered EPOLLERR would
-                // otherwise spin the loop) and report it.
-                reportPendingError(on: channel)
-            }
-        }
-    }
-
-    private func reportPendingError(on channel: DatagramChannel) {
-        guard let code = try? Syscall.option(channel.fd, level: SOL_SOCKET, name: SO_ERROR), code != 0 else { return }
-        notifyDidNotReceive(GCDAsyncUdpSocketError(SyscallError(.recvmmsg, errno: Errno(rawValue: code))))
-    }
-
-    // MARK: Receiving a batch
-
-    /// Takes up to a batch of datagrams with one `recvmmsg` (one while receiving once) and delivers them.
-    private func receive(on channel: DatagramChannel) {
-        let configuration = loopConfiguration
-        let scratch = context.datagrams
-        let limit = Swift.min(channel.family == AF_INET ? Int(configuration.maxReceive4) : Int(configuration.maxReceive6),
-                              DatagramScratch.slotSize)
-        let batch = flags.contains(.receiveOnce) ? 1 : configuration.receiveBatch
-        scratch.prepareReceive(count: batch, limit: limit, coalescing: channel.coalesces)
-        let generation = self.generation
-        let outcome = Result { () throws(SyscallError) in try Syscall.receiveMessages(channel.fd, scratch.receiveMessages, count: batch) }
-        flags.insert(.receiving)
-        switch outcome {
-        case .success(.wouldBlock):
-            break
-        case .success(.processed(let count)):
-            countReceived(count, scratch: scratch)
-            deliverBatch(count, scratch: scratch, limit: limit, generation: generation)
-        case .failure(let error) where Self.isTransient(error.errno):
-            notifyDidNotReceive(GCDAsyncUdpSocketError(error))
-        case .failure(let error):
-            closeWithError(GCDAsyncUdpSocketError(error))
-            return
-        }
-        guard generation == self.generation else { return }
-        flags.remove(.receiving)
-        if !sends.isEmpty { pumpSends() } else { updateInterest() }
-    }
-
-    /// Counts the `count` messages received into `scratch` (``SocketCounts``): with GRO a message holds a
-    /// run of datagrams of its segment size.
-    private func countReceived(_ count: Int, scratch: DatagramScratch) {
-        var datagrams = 0
-        var bytes = 0
-        for i in 0..<count {
-            let length = scratch.receivedBytes(i).count
-            let segment = scratch.receivedSegmentSize(i)
-            bytes += length
-            datagrams += segment > 0 ? Swift.max(1, (length + segment - 1) / segment) : 1
-        }
-        eventLoop.countSocket(CEPOLL_DATAGRAMS_IN, datagrams)
-        eventLoop.countSocket(CEPOLL_DATAGRAM_BYTES_IN, bytes)
-    }
-
-    /// Errors `recvmmsg` reports for one datagram or an earlier ICMP message, after which the socket works on.
-    private static func isTransient(_ errno: Errno) -> Bool {
-        switch errno.rawValue {
-        case ECONNREFUSED, EHOSTUNREACH, ENETUNREACH, ECONNRESET, EHOSTDOWN, ENETDOWN, EPROTO, ENOMEM, ENOBUFS: return true
-        default: return false
-        }
-    }
-
-    /// Delivers the `count` messages received into `scratch`, each one datagram or (with GRO) a run of
-    /// datagrams of the message's segment size, split back here. A callback that pauses receiving leaves
-    /// the rest held, in order.
-    private func deliverBatch(_ count: Int, scratch: DatagramScratch, limit: Int, generation: UInt32) {
-        var holding = false
-        for i in 0..<count {
-            let bytes = scratch.receivedBytes(i)
-            let segment = scratch.receivedSegmentSize(i)
-            if segment > 0 { coalescedMessagesReceived &+= 1 }
-            let truncated = scratch.receivedTruncated(i)
-            var offset = 0
-            repeat {  // once for a zero-length datagram
-                let length = segment > 0 ? Swift.min(segment, bytes.count - offset) : bytes.count
-                let datagram = UnsafeRawBufferPointer(rebasing: bytes[offset..<(offset + length)])
-                offset += length
-                guard generation == self.generation else { return }
-                if !holding && !isReceiving { holding = true }
-                if truncated || length > limit {
-                    if !holding {
-                        notifyDidNotReceive(GCDAsyncUdpSocketError(.otherError,
-                            "Datagram longer than the maximum receive size (\(limit) bytes) dropped", errno: Errno(rawValue: EMSGSIZE)))
-                    }
-                } else if holding {
-                    // Paused by a callback mid-batch: keep the rest for when receiving resumes.
-                    held.append(ReceivedDatagram(data: Self.copy(datagram), address: scratch.receivedSender(i)))
-                } else {
-                    deliver(Self.copy(datagram), from: scratch.receivedSender(i))
-                }
-            } while offset < bytes.count
-        }
-    }
-
-    /// The one copy a received datagram costs: out of the reused slot into the `Data` the user keeps.
-    @inline(__always)
-    private static func copy(_ bytes: UnsafeRawBufferPointer) -> Data {
-        Data(bytes: bytes.baseAddress!, count: bytes.count)
-    }
-
-    /// Delivers datagrams held back when receiving paused mid-batch.
-    func deliverHeld() {
-        let generation = self.generation
-        while !held.isEmpty && isReceiving && generation == self.generation {
-            let datagram = held.removeFirst()
-            deliver(datagram.data, from: datagram.address)
-        }
-        if generation == self.generation { updateInterest() }
-    }
-
-    /// Runs the receive filter if there is one, then hands the datagram to the delegate.
-    private func deliver(_ data: Data, from address: Data) {
-        guard let filter = receiveFilter else {
-            complete(data, from: address, context: nil)
-            return
-        }
-        guard let queue = filter.queue else {
-            var context: AnyObject?
-            if filter.block(data, address, &context) { complete(data, from: address, context: context) }
-            return
-        }
-        pendingFilterOperations += 1
-        let generation = self.generation
-        let block = UncheckedSendable(filter.block)
-        queue.async { [self] in
-            var context: AnyObject?
-            let allowed = block.value(data, address, &context)
-            let result = UncheckedSendable(context)
-            onLoop { [self] in
-                guard generation == self.generation else { return }
-                pendingFilterOperations -= 1
-                if allowed { complete(data, from: address, context: result.value) }
-                updateInterest()
-            }
-        }
-    }
-
-    private func complete(_ data: Data, from address: Data, context: Any?) {
-        flags.remove(.receiveOnce)
-        notifyDidReceive(data, from: address, context: context)
+        onLoop { [self] in installReceiveFilter(slot.value) }
     }
 }

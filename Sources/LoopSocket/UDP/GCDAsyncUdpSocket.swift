@@ -28,54 +28,15 @@ import Synchronization
 /// try socket.beginReceiving()
 /// print("bound to", socket.localPort())
 /// ```
-open class GCDAsyncUdpSocket: @unchecked Sendable {
-    // Thread-safety: `eventLoop` is immutable; `shared` is a mutex for what any thread may read or set
-    // (delegate, configuration, user data, the status the getters report); everything else is confined to
-    // `eventLoop`'s thread.
+open class GCDAsyncUdpSocket: DatagramEngine, @unchecked Sendable {
+    // The face: the API (the other `GCDAsyncUdpSocket+…` files) and the sink that turns the engine's events
+    // into delegate callbacks (`GCDAsyncUdpSocket+Delegate.swift`). The engine (the superclass) holds the
+    // descriptors, the queues and the state. `faceShared` is a mutex for the delegate, its queue and the user
+    // data, which any thread may read or set; the loop's copies of the delegate and queue are loop-confined.
 
-    /// The loop this socket belongs to for life.
-    public let eventLoop: EventLoop
-    let shared: Locked<SharedState>
-
-    // MARK: Loop-confined state (unchecked exclusivity: loop thread only, as in GCDAsyncSocket)
-
+    let faceShared: Locked<FaceState>
     @exclusivity(unchecked) weak var loopDelegate: (any GCDAsyncUdpSocketDelegate)?
     @exclusivity(unchecked) var loopDelegateQueue: DispatchQueue?
-    @exclusivity(unchecked) var flags: Flags = []
-    @exclusivity(unchecked) var channel4: DatagramChannel?
-    @exclusivity(unchecked) var channel6: DatagramChannel?
-    @exclusivity(unchecked) var peerAddress: SocketAddress?
-    /// Changes at every close: work started before it (resolution, filters, deferred pumps) checks it.
-    @exclusivity(unchecked) var generation: UInt32 = 0
-    @exclusivity(unchecked) var sends = OpQueue<SendOp>()
-    @exclusivity(unchecked) var queuedSendBytes = 0
-    @exclusivity(unchecked) var nextSendID: UInt32 = 0
-    /// Host names resolved for queued sends, by send id.
-    @exclusivity(unchecked) var resolutions: [UInt32: Result<[SocketAddress], GCDAsyncUdpSocketError>] = [:]
-    @exclusivity(unchecked) var sendTimer = TimerID.invalid
-    @exclusivity(unchecked) var retryTimer = TimerID.invalid
-    @exclusivity(unchecked) var sendFilter: FilterSlot<GCDAsyncUdpSocketSendFilterBlock>?
-    @exclusivity(unchecked) var receiveFilter: FilterSlot<GCDAsyncUdpSocketReceiveFilterBlock>?
-    /// Receive-filter calls out on their queue.
-    @exclusivity(unchecked) var pendingFilterOperations = 0
-    /// Datagrams received in a batch after receiving was paused mid-batch: delivered first when it resumes.
-    @exclusivity(unchecked) var held: [ReceivedDatagram] = []
-    @exclusivity(unchecked) var cachedContext: LoopContext?
-    /// The loop's copy of ``SharedState/configuration``, read per datagram without the lock; every change
-    /// reaches it through the loop, in order with the sends queued after it.
-    @exclusivity(unchecked) var loopConfiguration = Configuration()
-    /// Messages that left carrying a run of datagrams (GSO) and received messages that held one (GRO):
-    /// what tests and benchmarks read to see offload at work.
-    @exclusivity(unchecked) var segmentedMessagesSent = 0
-    @exclusivity(unchecked) var coalescedMessagesReceived = 0
-    /// Datagrams handed to the delegate queue and not yet delivered there. Counted up on the loop, down on
-    /// the queue: past ``maxDeliveriesInFlight`` the loop stops reading, so a slow delegate queue leaves the
-    /// excess in the kernel's socket buffer (which drops it) instead of queueing without bound in memory.
-    let deliveriesInFlight = Atomic<Int>(0)
-
-    /// The bound on ``deliveriesInFlight`` (and on receive-filter calls out on their queue); reading resumes
-    /// once half of them have been delivered.
-    static let maxDeliveriesInFlight = 1024
 
     /// A socket on `loop`, or on the next loop of `group`, or of ``GCDAsyncSocket/defaultGroup``.
     ///
@@ -88,10 +49,32 @@ open class GCDAsyncUdpSocket: @unchecked Sendable {
         delegate: (any GCDAsyncUdpSocketDelegate)? = nil, delegateQueue: DispatchQueue? = nil,
         loop: EventLoop? = nil, group: EventLoopGroup? = nil
     ) {
-        self.eventLoop = loop ?? (group ?? GCDAsyncSocket.defaultGroup).next()
-        self.shared = Locked(SharedState(delegate: delegate, delegateQueue: delegateQueue))
+        self.faceShared = Locked(FaceState(delegate: delegate, delegateQueue: delegateQueue))
         self.loopDelegate = delegate
         self.loopDelegateQueue = delegateQueue
+        super.init(loop: loop ?? (group ?? GCDAsyncSocket.defaultGroup).next())
+    }
+
+    // MARK: The sink (see DatagramEngine): the engine's events, to the delegate.
+
+    @inline(__always)
+    override func sinkDidReceive(_ data: Data, from address: Data, context: Any?) {
+        notifyDidReceive(data, from: address, context: context)
+    }
+
+    @inline(__always)
+    override func sinkDidSend(tag: Int) {
+        notifyDidSend(tag: tag)
+    }
+
+    override func sinkReport(_ event: DatagramEvent) {
+        switch event {
+        case .didNotSend(let tag, let error): notify { $0.udpSocket($1, didNotSendDataWithTag: tag, dueToError: error) }
+        case .didNotReceive(let error): notify { $0.udpSocket($1, didNotReceiveDataDueToError: error) }
+        case .connected(let address): notify { $0.udpSocket($1, didConnectToAddress: address) }
+        case .didNotConnect(let error): notify { $0.udpSocket($1, didNotConnect: error) }
+        case .closed(let error): notify { $0.udpSocketDidClose($1, withError: error) }
+        }
     }
 
     /// GCDAsyncUdpSocket's designated initialiser; the socket queue is ignored (the event loop takes its place).
@@ -145,98 +128,16 @@ extension GCDAsyncUdpSocketError {
 // MARK: - State
 
 extension GCDAsyncUdpSocket {
-    struct Flags: OptionSet {
-        let rawValue: UInt32
-        /// At least one descriptor exists (GCDAsyncUdpSocket's `kDidCreateSockets`).
-        static let didCreateSockets = Flags(rawValue: 1 << 0)
-        /// Bound explicitly, or implicitly by a send or a connect.
-        static let didBind = Flags(rawValue: 1 << 1)
-        /// A connect is resolving its host.
-        static let connecting = Flags(rawValue: 1 << 2)
-        static let didConnect = Flags(rawValue: 1 << 3)
-        static let receiveOnce = Flags(rawValue: 1 << 4)
-        static let receiveContinuous = Flags(rawValue: 1 << 5)
-        static let closeAfterSends = Flags(rawValue: 1 << 6)
-        /// The last send hit `EAGAIN`: wait for EPOLLOUT.
-        static let sendBlocked = Flags(rawValue: 1 << 7)
-        /// The last send hit `ENOBUFS`: a timer retries it (EPOLLOUT would not come: the buffer has room).
-        static let sendRetryPending = Flags(rawValue: 1 << 8)
-        /// The front send is out on the send filter's queue.
-        static let sendFilterPending = Flags(rawValue: 1 << 9)
-        /// The send pump is on the stack: sends queued now are taken by it.
-        static let sendPumping = Flags(rawValue: 1 << 10)
-        static let sendPumpAgain = Flags(rawValue: 1 << 11)
-        /// A batch of received datagrams is being delivered: sends queued now leave together after it.
-        static let receiving = Flags(rawValue: 1 << 12)
-        /// A pump of sends and held datagrams is scheduled for the next loop iteration.
-        static let pumpScheduled = Flags(rawValue: 1 << 13)
-        /// A `UDP_SEGMENT` send failed: this socket sends one datagram per message from now on.
-        static let segmentationRefused = Flags(rawValue: 1 << 14)
-    }
-
-    /// What any thread may read or set, under `shared`'s mutex.
-    struct SharedState: @unchecked Sendable {
+    /// What any thread may read or set of the face, under `faceShared`'s mutex.
+    struct FaceState: @unchecked Sendable {
         weak var delegate: (any GCDAsyncUdpSocketDelegate)?
         var delegateQueue: DispatchQueue?
         var userData: Any?
-        var configuration = Configuration()
-        /// What the getters report, as the loop last published it (``GCDAsyncUdpSocket/publishStatus()``).
-        var status = Status()
 
         init(delegate: (any GCDAsyncUdpSocketDelegate)?, delegateQueue: DispatchQueue?) {
             self.delegate = delegate
             self.delegateQueue = delegateQueue
         }
-    }
-
-    /// The socket's descriptors and whether it is connected, published by the loop when they change (a
-    /// descriptor made or closed, a connect, a close: never per datagram) for the getters, which read it
-    /// under the lock on the calling thread and so never wait for the loop. Addresses are not kept: the
-    /// getters ask the kernel for them under the lock, and the loop withdraws a descriptor here before it
-    /// closes it, so a getter never asks a closed, or reused, one.
-    struct Status {
-        var fd4: Int32 = -1
-        var fd6: Int32 = -1
-        var connected = false
-
-        /// The descriptor of `family` (`AF_INET`, `AF_INET6`), or of either (the IPv4 one first) for nil.
-        func fd(_ family: Int32?) -> Int32 {
-            switch family {
-            case AF_INET?: return fd4
-            case AF_INET6?: return fd6
-            default: return fd4 >= 0 ? fd4 : fd6
-            }
-        }
-    }
-
-    /// Publishes the loop's descriptors and connection for the getters. Loop only; called where they change.
-    func publishStatus() {
-        let status = Status(fd4: channel4?.fd ?? -1, fd6: channel6?.fd ?? -1, connected: flags.contains(.didConnect))
-        shared.withLock { $0.status = status }
-    }
-
-    /// GCDAsyncUdpSocket's settings, plus the batching and backpressure ones this library adds.
-    struct Configuration {
-        var ipv4Enabled = true
-        var ipv6Enabled = true
-        var preference = Preference.ipv4
-        var maxReceive4: UInt16 = 65_535
-        var maxReceive6: UInt32 = 65_535
-        var maxSend: UInt16 = 65_535
-        var receiveBatch = 32
-        var maxQueuedSendBytes = 1 << 20
-        /// UDP GSO on send and GRO on receive, where the kernel has them.
-        var segmentationOffload = true
-    }
-
-    enum Preference {
-        case ipv4, ipv6, neutral
-    }
-
-    /// A datagram received but not yet delivered.
-    struct ReceivedDatagram {
-        var data: Data
-        var address: Data
     }
 }
 
@@ -247,10 +148,5 @@ public typealias GCDAsyncUdpSocketReceiveFilterBlock = (_ data: Data, _ address:
 /// GCDAsyncUdpSocket's send filter: return false to drop the datagram (it is then reported as sent).
 public typealias GCDAsyncUdpSocketSendFilterBlock = (_ data: Data, _ address: Data, _ tag: Int) -> Bool
 
-/// A filter with where it runs: inline on the loop (`queue == nil`) or on a queue.
-struct FilterSlot<Block> {
-    var block: Block
-    var queue: DispatchQueue?
-}
 
 extension GCDAsyncUdpSocket: DelegatingSocket {}

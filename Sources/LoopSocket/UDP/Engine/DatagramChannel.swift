@@ -1,12 +1,13 @@
 import CEpollShim
 import EpollLoop
 
-/// One descriptor of a ``GCDAsyncUdpSocket`` (a socket has one per IP family it uses, as GCDAsyncUdpSocket
-/// has `socket4FD` and `socket6FD`), registered with the socket's loop.
+/// One descriptor of a ``DatagramEngine`` (a socket has one per IP family it uses, as GCDAsyncUdpSocket
+/// has `socket4FD` and `socket6FD`), registered with the socket's loop as TCP's engine is, through
+/// `LoopIOHandler` (the loop calls it directly; nothing of it is public).
 ///
 /// The loop holds the channel and the channel holds its socket: an open socket stays alive without its user
 /// keeping a reference, until it closes (the cycle ends there).
-final class DatagramChannel: IOEventHandler {
+final class DatagramChannel: LoopIOHandler {
     let fd: Int32
     /// `AF_INET` or `AF_INET6`.
     let family: Int32
@@ -16,9 +17,9 @@ final class DatagramChannel: IOEventHandler {
     var canSegment = false
     /// `UDP_GRO` is on (Linux 5.0): a received message may hold a run of datagrams.
     var coalesces = false
-    let owner: GCDAsyncUdpSocket
+    let owner: DatagramEngine
 
-    init(fd: Int32, family: Int32, owner: GCDAsyncUdpSocket) {
+    init(fd: Int32, family: Int32, owner: DatagramEngine) {
         self.fd = fd
         self.family = family
         self.owner = owner
