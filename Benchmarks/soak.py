@@ -60,6 +60,13 @@ LOOPS = 2
 STARTED = []
 
 
+def _exit_on_signal(signum, frame):
+    raise SystemExit(128 + signum)
+
+
+signal.signal(signal.SIGTERM, _exit_on_signal)
+
+
 @atexit.register
 def _kill_started():
     """However the soak ends, no server outlives it."""
@@ -414,41 +421,47 @@ COLOURS = {"echo-server": "#1f77b4", "async-echo-server": "#ff7f0e", "http-hello
            "udp-echo-server": "#d62728"}
 
 
-def chart(rows, path, minutes):
-    """Four panels against time: RSS (MiB), open descriptors, loop utilisation (%), lag p99 (ms)."""
-    panels = [("RSS, MiB", lambda r: r["rss_kib"] / 1024), ("open descriptors", lambda r: r["fds"]),
-              ("loop utilisation, %", lambda r: r["utilisation"] * 100), ("loop lag p99, ms", lambda r: r["lag_p99_ms"])]
+def chart(figures, path=None):
+    """Four panels against time, from the run's samples: RSS (MiB), open descriptors, loop utilisation (%),
+    lag p99 (ms). Returns the SVG text; writes it to `path` when given."""
+    panels = [("RSS, MiB", lambda p: p[1] / 1024), ("open descriptors", lambda p: p[2]),
+              ("loop utilisation, %", lambda p: p[3] * 100), ("loop lag p99 over 10 s, ms", lambda p: p[4])]
+    minutes, series = figures["minutes"], figures["samples"]
     width, panel_h, left, top = 900, 170, 70, 30
+    plot_w = width - left - 160
     height = top + len(panels) * (panel_h + 40) + 30
-    t_max = max(minutes * 60, max((r["t_s"] for r in rows), default=1))
+    t_max = max([minutes * 60] + [p[0] for points in series.values() for p in points])
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" font-family="sans-serif" '
-           f'font-size="11"><rect width="100%" height="100%" fill="white"/>']
-    out.append(f'<text x="{left}" y="18" font-size="13">Soak: {minutes} min, samples every {SAMPLE_SECONDS} s</text>')
+           f'font-size="11"><rect width="100%" height="100%" fill="white"/>',
+           f'<text x="{left}" y="18" font-size="13">Soak: {minutes:g} min, a sample every '
+           f'{figures["sample_seconds"]} s</text>']
     for i, (title, value) in enumerate(panels):
         y0 = top + i * (panel_h + 40) + 20
-        values = [value(r) for r in rows if value(r) == value(r) and value(r) >= 0]
+        values = [value(p) for points in series.values() for p in points if value(p) == value(p)]
         v_max = max(values, default=1) * 1.1 or 1
         out.append(f'<text x="{left}" y="{y0 - 6}">{title}</text>')
-        out.append(f'<rect x="{left}" y="{y0}" width="{width - left - 160}" height="{panel_h}" fill="none" stroke="#999"/>')
+        out.append(f'<rect x="{left}" y="{y0}" width="{plot_w}" height="{panel_h}" fill="none" stroke="#999"/>')
         for frac in (0, 0.5, 1):
-            out.append(f'<text x="{left - 6}" y="{y0 + panel_h * (1 - frac) + 4}" text-anchor="end">{v_max * frac:.3g}</text>')
+            out.append(f'<text x="{left - 6}" y="{y0 + panel_h * (1 - frac) + 4:.1f}" text-anchor="end">'
+                       f'{v_max * frac:.3g}</text>')
         for minute in range(0, int(t_max // 60) + 1, max(1, int(t_max // 600))):
-            x = left + (width - left - 160) * minute * 60 / t_max
-            out.append(f'<text x="{x}" y="{y0 + panel_h + 13}" text-anchor="middle">{minute}</text>')
+            out.append(f'<text x="{left + plot_w * minute * 60 / t_max:.1f}" y="{y0 + panel_h + 13}" '
+                       f'text-anchor="middle">{minute}</text>')
         for name, colour in COLOURS.items():
-            points = [(r["t_s"], value(r)) for r in rows if r["server"] == name and value(r) == value(r)]
-            if not points:
-                continue
-            coords = " ".join(f'{left + (width - left - 160) * t / t_max:.1f},{y0 + panel_h * (1 - v / v_max):.1f}'
-                              for t, v in points)
-            out.append(f'<polyline fill="none" stroke="{colour}" stroke-width="1.2" points="{coords}"/>')
+            coords = " ".join(f"{left + plot_w * p[0] / t_max:.1f},{y0 + panel_h * (1 - value(p) / v_max):.1f}"
+                              for p in series.get(name, []) if value(p) == value(p))
+            if coords:
+                out.append(f'<polyline fill="none" stroke="{colour}" stroke-width="1.2" points="{coords}"/>')
     for j, (name, colour) in enumerate(COLOURS.items()):
         out.append(f'<rect x="{width - 150}" y="{top + 20 + j * 16}" width="10" height="10" fill="{colour}"/>')
         out.append(f'<text x="{width - 135}" y="{top + 29 + j * 16}">{name}</text>')
-    out.append(f'<text x="{left + (width - left - 160) / 2}" y="{height - 6}" text-anchor="middle">minutes</text>')
+    out.append(f'<text x="{left + plot_w / 2:.0f}" y="{height - 6}" text-anchor="middle">minutes</text>')
     out.append("</svg>")
-    with open(path, "w") as f:
-        f.write("\n".join(out) + "\n")
+    text = "\n".join(out) + "\n"
+    if path:
+        with open(path, "w") as f:
+            f.write(text)
+    return text
 
 
 # --- The run -----------------------------------------------------------------------------------------------
@@ -496,7 +509,11 @@ def main():
     parser.add_argument("--c-bin", default="Benchmarks/c-reference")
     parser.add_argument("--cycle", type=int, default=60)
     parser.add_argument("--pause", type=int, default=15)
+    parser.add_argument("--record", action="store_true",
+                        help="also record the run as Benchmarks/results/soak.json (docs/benchmarks.md renders it)")
+    parser.add_argument("--command", default="Benchmarks/soak.sh", help="the command to record beside the figures")
     args = parser.parse_args()
+    started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     if args.pause < SAMPLE_SECONDS or args.cycle - args.pause < 2 * SAMPLE_SECONDS:
         raise SystemExit(2)
     out = os.path.abspath(args.out)
@@ -566,44 +583,77 @@ def main():
             + ", ".join(f"{s.name} {s.rss_kib()} KiB {counts[s.name]} fds" for s in servers))
         cycle += 1
     exits = {s.name: s.terminate() for s in servers}
-    chart(recorder.rows, os.path.join(out, "soak.svg"), args.minutes)
-    verdict(recorder.rows, args.minutes, load, hostile, fd_failures, gone, exits, out)
-
-
-def verdict(rows, minutes, load, hostile, fd_failures, gone, exits, out):
-    settle = 5 * 60 if minutes >= 15 else minutes * 60 / 3
-    lines, failed = [], False
-    lines.append(f"soak: {minutes:g} min, {load.runs} load runs, {load.errors} load errors")
-    for name in COLOURS:
-        pauses = [r for r in rows if r["server"] == name and r["phase"] == "pause-end" and r["t_s"] >= settle]
-        if len(pauses) < 2:
-            lines.append(f"{name}: too few pause samples after {settle:.0f} s")
-            failed = True
-            continue
-        first, last = pauses[0]["rss_kib"], pauses[-1]["rss_kib"]
-        growth = (last - first) / first * 100
-        peak = max(r["rss_kib"] for r in rows if r["server"] == name)
-        lags = sorted(r["lag_p99_ms"] for r in rows if r["server"] == name and r["phase"] == "load")
-        utils = [r["utilisation"] for r in rows if r["server"] == name and r["phase"] == "load"]
-        ok = growth < 1.0
-        failed |= not ok
-        lines.append(f"{name}: RSS {first} KiB at {pauses[0]['t_s']:.0f} s, {last} KiB at {pauses[-1]['t_s']:.0f} s "
-                     f"({growth:+.2f}%, {'ok' if ok else 'FAIL: 1% or more'}); peak {peak} KiB; "
-                     f"loaded utilisation mean {sum(utils) / max(1, len(utils)) * 100:.0f}%; "
-                     f"lag p99 per 10 s: median {lags[len(lags) // 2] if lags else 0:g} ms, "
-                     f"max {lags[-1] if lags else 0:g} ms; exit {exits[name]}")
-        if exits[name] != 0:
-            failed = True
-    for problem in fd_failures + load.failures + hostile.failures + [f"{n} exited during the soak" for n in gone]:
-        lines.append("FAIL: " + problem)
-        failed = True
-    lines.append("PASS" if not failed else "FAIL")
-    text = "\n".join(lines) + "\n"
+    problems = fd_failures + load.failures + hostile.failures + [f"{n} exited during the soak" for n in gone]
+    figures = summarise(recorder.rows, args.minutes, cycle, load, baseline or {}, exits, problems)
+    chart(figures, os.path.join(out, "soak.svg"))
+    with open(os.path.join(out, "soak.json"), "w") as f:
+        json.dump(figures, f, indent=1)
+    text = verdict_text(figures)
     with open(os.path.join(out, "summary.txt"), "w") as f:
         f.write(text)
     print(text, end="")
-    sys.exit(1 if failed else 0)
+    if args.record:
+        print("recorded", load_recorder().record("soak", args.command, figures, started=started,
+                                                 driver="loadtest, loadgen and udpgen (a mixed load)"))
+    sys.exit(0 if figures["passed"] else 1)
 
+
+def load_recorder():
+    """Benchmarks/record-result.py, which writes a run into Benchmarks/results."""
+    import importlib.util
+    here = os.path.dirname(os.path.abspath(__file__))
+    spec = importlib.util.spec_from_file_location("record_result", os.path.join(here, "record-result.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def summarise(rows, minutes, cycles, load, baseline, exits, problems):
+    """The run's figures: per server, RSS from the settled part on, descriptors, utilisation, lag, exit;
+    the problems found; the verdict; and the samples the chart is drawn from."""
+    settle = 5 * 60 if minutes >= 15 else minutes * 60 / 3
+    servers, passed = {}, not problems
+    for name in COLOURS:
+        mine = [r for r in rows if r["server"] == name]
+        pauses = [r for r in mine if r["phase"] == "pause-end" and r["t_s"] >= settle]
+        loaded = [r for r in mine if r["phase"] == "load"]
+        lags = sorted(r["lag_p99_ms"] for r in loaded)
+        figure = {"exit": exits.get(name), "descriptors": baseline.get(name),
+                  "peak_rss_kib": max((r["rss_kib"] for r in mine), default=0),
+                  "utilisation_mean": round(sum(r["utilisation"] for r in loaded) / max(1, len(loaded)), 4),
+                  "lag_p99_ms_median": lags[len(lags) // 2] if lags else None,
+                  "lag_p99_ms_max": lags[-1] if lags else None, "rss_ok": False}
+        if len(pauses) >= 2:
+            first, last = pauses[0], pauses[-1]
+            growth = round((last["rss_kib"] - first["rss_kib"]) / first["rss_kib"] * 100, 3)
+            figure.update(rss_first_kib=first["rss_kib"], rss_first_t_s=first["t_s"], rss_last_kib=last["rss_kib"],
+                          rss_last_t_s=last["t_s"], rss_growth_pct=growth, rss_ok=growth < 1.0)
+        passed &= figure["rss_ok"] and figure["exit"] == 0
+        servers[name] = figure
+    samples = {name: [[r["t_s"], r["rss_kib"], r["fds"], r["utilisation"], r["lag_p99_ms"]]
+                      for r in rows if r["server"] == name] for name in COLOURS}
+    return {"minutes": minutes, "cycles": cycles, "sample_seconds": SAMPLE_SECONDS, "settle_s": settle,
+            "load_runs": load.runs, "load_errors": load.errors, "servers": servers, "problems": problems,
+            "passed": passed, "samples": samples}
+
+
+def verdict_text(figures):
+    """The summary: a line per server, each problem, then PASS or FAIL."""
+    lines = [f"soak: {figures['minutes']:g} min, {figures['cycles']} cycles, {figures['load_runs']} load runs, "
+             f"{figures['load_errors']} load errors"]
+    for name, f in figures["servers"].items():
+        if "rss_growth_pct" in f:
+            rss = (f"RSS {f['rss_first_kib']} KiB at {f['rss_first_t_s']:.0f} s, {f['rss_last_kib']} KiB at "
+                   f"{f['rss_last_t_s']:.0f} s ({f['rss_growth_pct']:+.2f}%, "
+                   f"{'ok' if f['rss_ok'] else 'FAIL: 1% or more'})")
+        else:
+            rss = f"FAIL: too few pause samples after {figures['settle_s']:.0f} s"
+        lines.append(f"{name}: {rss}; peak {f['peak_rss_kib']} KiB; descriptors {f['descriptors']} at every pause; "
+                     f"loaded utilisation mean {f['utilisation_mean'] * 100:.0f}%; lag p99 per 10 s: median "
+                     f"{f['lag_p99_ms_median']} ms, max {f['lag_p99_ms_max']} ms; exit on SIGTERM {f['exit']}")
+    lines += ["FAIL: " + problem for problem in figures["problems"]]
+    lines.append("PASS" if figures["passed"] else "FAIL")
+    return "\n".join(lines) + "\n"
 
 if __name__ == "__main__":
     main()

@@ -9,6 +9,9 @@
 #
 #   SOAK_MINUTES=60 SOAK_OUT=/tmp/soak Benchmarks/soak.sh
 #
+# SOAK_RECORD=1 also records the run as Benchmarks/results/soak.json, from which docs/benchmarks.md's soak
+# table and docs/benchmarks-soak.svg are rendered (`python3 Benchmarks/render-docs.py`).
+#
 # Needs: the release builds (made here), the C generators (`make -C Benchmarks/c-reference`, made here), openssl
 # and python3. Loopback only.
 set -euo pipefail
@@ -20,4 +23,7 @@ for product in echo-server async-echo-server http-hello udp-echo-server loadtest
 done
 make -s -C Benchmarks/c-reference >/dev/null
 ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"
-exec python3 Benchmarks/soak.py --minutes "$minutes" --out "$out" --bin .build/release --c-bin Benchmarks/c-reference
+record=()
+[ "${SOAK_RECORD:-0}" = 0 ] || record=(--record --command "SOAK_MINUTES=$minutes Benchmarks/soak.sh")
+exec python3 Benchmarks/soak.py --minutes "$minutes" --out "$out" --bin .build/release --c-bin Benchmarks/c-reference \
+    "${record[@]}"
