@@ -64,9 +64,6 @@ def _exit_on_signal(signum, frame):
     raise SystemExit(128 + signum)
 
 
-signal.signal(signal.SIGTERM, _exit_on_signal)
-
-
 @atexit.register
 def _kill_started():
     """However the soak ends, no server outlives it."""
@@ -502,6 +499,7 @@ def start_load(load, cycle, servers, tools, seconds, tmp):
 
 
 def main():
+    signal.signal(signal.SIGTERM, _exit_on_signal)  # so that the servers are killed at exit (atexit)
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--minutes", type=float, default=30)
     parser.add_argument("--out", required=True)
