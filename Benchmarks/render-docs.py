@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""Renders docs/benchmarks.md's tables and docs/benchmarks-servers.svg from the recorded runs.
+"""Renders docs/benchmarks.md's tables and its charts (docs/benchmarks-*.svg) from the recorded runs.
 
-    python3 Benchmarks/render-docs.py            # rewrite the generated regions and the chart
+    python3 Benchmarks/render-docs.py            # rewrite the generated regions and the charts
     python3 Benchmarks/render-docs.py --check    # exit 1 (with a diff) if the docs differ from the results
 
 The benchmark scripts record each run as Benchmarks/results/NAME.json (record-result.py): the figures, the
@@ -28,6 +28,7 @@ ROOT = os.path.dirname(HERE)
 RESULTS = os.path.join(HERE, "results")
 DOC = os.path.join(ROOT, "docs", "benchmarks.md")
 SVG = os.path.join(ROOT, "docs", "benchmarks-servers.svg")
+SOAK_SVG = os.path.join(ROOT, "docs", "benchmarks-soak.svg")
 REGION = re.compile(r"(<!-- BEGIN generated: ([\w-]+) -->\n)(.*?)(<!-- END generated -->)", re.S)
 
 
@@ -39,6 +40,7 @@ def load_module(name, file):
 
 
 report = load_module("compare_report", "compare-report.py")
+soak = load_module("soak", "soak.py")
 
 
 def load_results():
@@ -459,6 +461,26 @@ def svg_text(results):
     return None
 
 
+def render_soak(results):
+    result = results.get("soak")
+    if result is None:
+        return missing("SOAK_RECORD=1 SOAK_MINUTES=60 Benchmarks/soak.sh")
+    f = result["figures"]
+    settle = f"{f['settle_s'] / 60:.1f}".removesuffix(".0") + " min"
+    lines = [f"| server | RSS at {settle} | RSS at the end | growth | peak RSS | descriptors at every pause "
+             "| loop utilisation under load | loop lag p99 (median, max) | exit on SIGTERM |",
+             "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    for name, s in f["servers"].items():
+        lines.append(f"| `{name}` | {s.get('rss_first_kib', 0) / 1024:.1f} MiB | {s.get('rss_last_kib', 0) / 1024:.1f} MiB "
+                     f"| {s.get('rss_growth_pct', float('nan')):+.2f}% | {s['peak_rss_kib'] / 1024:.1f} MiB "
+                     f"| {s['descriptors']} | {s['utilisation_mean'] * 100:.0f}% "
+                     f"| {s['lag_p99_ms_median']:g} ms, {s['lag_p99_ms_max']:g} ms | {s['exit']} |")
+    verdict = "passed" if f["passed"] else "failed: " + "; ".join(f["problems"] or ["RSS grew 1% or more"])
+    extra = (f"{f['minutes']:g} minutes, {f['cycles']} cycles of load and pause, {f['load_runs']:,} load runs "
+             f"with {f['load_errors']} errors; the soak {verdict}")
+    return "\n".join(lines) + "\n\n" + run_line(result, extra) + "\n"
+
+
 RENDERERS = {
     "machine": render_machine,
     "instructions": render_instructions,
@@ -475,6 +497,7 @@ RENDERERS = {
     "tls-idle": lambda r: render_tls_cases(r, ["idle", "idlereq", "idleplain"], "Benchmarks/tls-compare.sh --only idle",
                                            "tls-idle-client.py"),
     "tls-instructions": render_tls_instructions,
+    "soak": render_soak,
 }
 
 
@@ -493,29 +516,30 @@ def main():
     with open(DOC) as f:
         current = f.read()
     rendered = render(current, results)
-    svg = svg_text(results)
-    current_svg = open(SVG).read() if os.path.exists(SVG) else None
+    charts = {SVG: svg_text(results), SOAK_SVG: soak.chart(results["soak"]["figures"]) if "soak" in results else None}
+    charts = {path: text for path, text in charts.items() if text is not None}
+    changed = [path for path, text in charts.items()
+               if not os.path.exists(path) or open(path).read() != text]
     if check:
         stale = []
         if rendered != current:
             stale.append("docs/benchmarks.md")
             sys.stdout.writelines(difflib.unified_diff(current.splitlines(True), rendered.splitlines(True),
                                                        "docs/benchmarks.md", "rendered from Benchmarks/results"))
-        if svg is not None and svg != current_svg:
-            stale.append("docs/benchmarks-servers.svg")
+        stale += [os.path.relpath(path, ROOT) for path in changed]
         if stale:
             print(f"render-docs.py: {' and '.join(stale)} out of date with Benchmarks/results; "
                   "run `python3 Benchmarks/render-docs.py` and commit the result", file=sys.stderr)
             sys.exit(1)
-        print("render-docs.py: docs/benchmarks.md and its chart match Benchmarks/results")
+        print("render-docs.py: docs/benchmarks.md and its charts match Benchmarks/results")
         return
     if rendered != current:
         with open(DOC, "w") as f:
             f.write(rendered)
-    if svg is not None and svg != current_svg:
-        with open(SVG, "w") as f:
-            f.write(svg)
-    print("render-docs.py: rendered docs/benchmarks.md" + (" and docs/benchmarks-servers.svg" if svg else ""))
+    for path in changed:
+        with open(path, "w") as f:
+            f.write(charts[path])
+    print("render-docs.py: rendered docs/benchmarks.md" + "".join(f" and {os.path.relpath(p, ROOT)}" for p in charts))
 
 
 if __name__ == "__main__":

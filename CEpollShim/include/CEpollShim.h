@@ -94,6 +94,17 @@ int cepoll_pipe(int fds[2]);
 /// The kernel's id of the calling thread.
 int cepoll_gettid(void);
 
+// MARK: the C allocator
+
+#include <malloc.h>
+
+/// Bytes glibc's malloc holds free in all its arenas: freed by the program, kept by the allocator
+/// (`mallinfo2().fordblks`; it walks the arenas under their locks, microseconds).
+static inline size_t cepoll_malloc_free_bytes(void) { return mallinfo2().fordblks; }
+
+/// `malloc_trim(0)`: gives the whole free pages inside every arena back to the kernel. 1 if any were.
+static inline int cepoll_malloc_trim(void) { return malloc_trim(0); }
+
 // MARK: a 4-byte lock
 
 /// A mutex in one `uint32_t` (0 unlocked, 1 locked, 2 locked with waiters), for `Locked`: a connection holds

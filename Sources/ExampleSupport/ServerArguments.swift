@@ -140,11 +140,15 @@ public struct ServerArguments: Sendable {
         return result
     }
 
-    /// The event loops `--loops` asks for, named `name`, with `--stall-ms`'s detector; exits with a message
-    /// if they cannot start.
+    /// The event loops `--loops` asks for, named `name`, with `--stall-ms`'s detector, returning the memory
+    /// the server frees to the kernel (``EventLoopGroup/startReturningFreeMemory(every:threshold:)``, every
+    /// 10 s); exits with a message if they cannot start.
     public func makeGroup(name: String) -> EventLoopGroup {
         do {
-            return try EventLoopGroup(numberOfLoops: loops, name: name, stallThreshold: stallThreshold)
+            let group = try EventLoopGroup(numberOfLoops: loops, name: name, stallThreshold: stallThreshold)
+            // What a long-running server should do on glibc: RSS comes back down after a burst.
+            try group.startReturningFreeMemory()
+            return group
         } catch {
             Self.fail("cannot start event loops: \(error)")
         }

@@ -16,10 +16,10 @@ import FoundationEssentials
 ///
 /// It listens on the group's first loop and renders the page there per request (a snapshot of each loop,
 /// microseconds), so nothing runs between scrapes. ``init(host:port:loop:page:)`` serves a page of your own
-/// instead: the group's text with your metrics appended, say. Connections are kept alive between requests; a request
-/// head must arrive within 30 s and fit in 16 KiB, and a connection idle for 5 minutes is closed. Another
-/// method gets 405, another path 404, a line that is not `METHOD TARGET VERSION` 400 (and the connection
-/// is closed). A server that has an HTTP endpoint already appends `group.prometheusText()` to its own page
+/// instead: the group's text with your metrics appended, say. Connections are kept alive between requests (not
+/// after one that says `Connection: close`, or HTTP/1.0 without `keep-alive`); a request head must arrive
+/// within 30 s and fit in 16 KiB, and a connection idle for 5 minutes is closed. Another method gets 405,
+/// another path 404, a line that is not `METHOD TARGET VERSION` 400 (and the connection is closed). A server that has an HTTP endpoint already appends `group.prometheusText()` to its own page
 /// instead.
 public final class LoopMetricsServer: Sendable {
     private let listener: GCDAsyncSocket
@@ -87,10 +87,11 @@ final class MetricsResponder: GCDAsyncSocketDelegate, Sendable {
         newSocket.readData(to: Self.headEnd, withTimeout: 30, maxLength: 16 * 1024, tag: 0)
     }
 
-    /// Answers one request head, then waits for the next on the same connection (keep-alive).
+    /// Answers one request head, then waits for the next on the same connection (keep-alive), unless the
+    /// request asked for the end of the connection.
     func socket(_ sock: GCDAsyncSocket, didRead data: Data, withTag tag: Int) {
-        let requestLine = String(decoding: data.prefix { $0 != 13 && $0 != 10 }, as: UTF8.self)
-        let (response, keepOpen) = Self.response(to: requestLine, page: page)
+        let head = String(decoding: data, as: UTF8.self)
+        let (response, keepOpen) = Self.response(to: head, page: page)
         sock.write(Data(response.utf8), withTimeout: 30, tag: 0)
         if keepOpen {
             sock.readData(to: Self.headEnd, withTimeout: 300, maxLength: 16 * 1024, tag: 0)
@@ -99,24 +100,43 @@ final class MetricsResponder: GCDAsyncSocketDelegate, Sendable {
         }
     }
 
-    /// The whole response to `requestLine` and whether the connection stays open: the page for
+    /// The whole response to the request `head` and whether the connection stays open: the page for
     /// `GET /metrics` (query ignored), 405 for another method, 404 for another path, 400 (and close) for a
-    /// line that is not `METHOD TARGET VERSION`.
-    static func response(to requestLine: String, page: () -> String) -> (String, keepOpen: Bool) {
-        let parts = requestLine.split(separator: " ")
+    /// first line that is not `METHOD TARGET VERSION`. The connection closes after the response, which then
+    /// says `Connection: close`, when the request asks for it (RFC 9112 9.6: a `close` token in `Connection`,
+    /// or HTTP/1.0 without `keep-alive`), as a scraper or script that reads to the end of the stream expects.
+    static func response(to head: String, page: () -> String) -> (String, keepOpen: Bool) {
+        let lines = head.split(omittingEmptySubsequences: true) { $0 == "\r\n" || $0 == "\n" || $0 == "\r" }
+        let parts = (lines.first ?? "").split(separator: " ")
         guard parts.count == 3 else {
             return ("HTTP/1.1 400 Bad Request\r\nConnection: close\r\nContent-Length: 0\r\n\r\n", false)
         }
         let (method, target) = (parts[0], parts[1])
+        let keepOpen = wantsKeepAlive(version: parts[2], headerLines: lines.dropFirst())
+        let connection = keepOpen ? "" : "Connection: close\r\n"
         guard method == "GET" else {
-            return ("HTTP/1.1 405 Method Not Allowed\r\nAllow: GET\r\nContent-Length: 0\r\n\r\n", true)
+            return ("HTTP/1.1 405 Method Not Allowed\r\nAllow: GET\r\n\(connection)Content-Length: 0\r\n\r\n", keepOpen)
         }
         guard target == "/metrics" || target.hasPrefix("/metrics?") else {
             let body = "metrics are at /metrics\r\n"
-            return ("HTTP/1.1 404 Not Found\r\nContent-Type: text/plain\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)", true)
+            return ("HTTP/1.1 404 Not Found\r\nContent-Type: text/plain\r\n\(connection)"
+                        + "Content-Length: \(body.utf8.count)\r\n\r\n\(body)", keepOpen)
         }
         let body = page()
-        return ("HTTP/1.1 200 OK\r\nContent-Type: text/plain; version=0.0.4; charset=utf-8\r\n"
-                    + "Content-Length: \(body.utf8.count)\r\n\r\n\(body)", true)
+        return ("HTTP/1.1 200 OK\r\nContent-Type: text/plain; version=0.0.4; charset=utf-8\r\n\(connection)"
+                    + "Content-Length: \(body.utf8.count)\r\n\r\n\(body)", keepOpen)
+    }
+
+    /// HTTP/1.1 persists unless a `Connection` header has the `close` token; HTTP/1.0 only with `keep-alive`.
+    private static func wantsKeepAlive(version: Substring, headerLines: ArraySlice<Substring>) -> Bool {
+        var tokens: [Substring] = []
+        for line in headerLines {
+            guard let colon = line.firstIndex(of: ":"),
+                  line[..<colon].lowercased() == "connection" else { continue }
+            tokens += line[line.index(after: colon)...].split(separator: ",")
+                .map { $0.trimmingCharacters(in: .whitespaces).lowercased()[...] }
+        }
+        if tokens.contains("close") { return false }
+        return version == "HTTP/1.1" || tokens.contains("keep-alive")
     }
 }

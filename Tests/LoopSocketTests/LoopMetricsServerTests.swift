@@ -63,6 +63,31 @@ final class LoopMetricsServerTests: SocketTestCase {
         XCTAssertEqual(end, .eof)
     }
 
+    /// A request that asks for the end of the connection gets the page with `Connection: close`, then the
+    /// end of the stream: `Connection: close` (any case, among other tokens), and HTTP/1.0 without keep-alive.
+    func testARequestThatAsksForTheEndOfTheConnectionGetsIt() throws {
+        let server = try LoopMetricsServer(group: group, port: 0)
+        defer { server.close() }
+        for head in ["GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: Close\r\n\r\n",
+                     "GET /metrics HTTP/1.1\r\nconnection: te, close\r\n\r\n",
+                     "GET /metrics HTTP/1.0\r\n\r\n"] {
+            let peer = try RawSocket(connectTo: "127.0.0.1", port: server.port)
+            try peer.send(head)
+            let page = try read(peer)
+            XCTAssertEqual(page.status, "HTTP/1.1 200 OK", head)
+            XCTAssertEqual(page.headers["connection"], "close", head)
+            let (rest, end) = try peer.receiveToEnd()
+            XCTAssertEqual(rest.count, 0, head)
+            XCTAssertEqual(end, .eof, head)
+        }
+        // HTTP/1.0 that asks for keep-alive keeps its connection.
+        let peer = try RawSocket(connectTo: "127.0.0.1", port: server.port)
+        try peer.send("GET /metrics HTTP/1.0\r\nConnection: keep-alive\r\n\r\n")
+        XCTAssertNil(try read(peer).headers["connection"])
+        try peer.send("GET /metrics HTTP/1.0\r\nConnection: keep-alive\r\n\r\n")
+        XCTAssertEqual(try read(peer).status, "HTTP/1.1 200 OK")
+    }
+
     func testAnOversizedRequestHeadClosesTheConnection() throws {
         let server = try LoopMetricsServer(group: group, port: 0)
         defer { server.close() }

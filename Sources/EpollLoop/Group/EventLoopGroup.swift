@@ -16,6 +16,8 @@ public final class EventLoopGroup: Sendable {
     private let threads: [LoopThread]
     private let cursor = Atomic<Int>(0)
     private let shutdownLock = Locked(false)
+    /// ``startReturningFreeMemory(every:threshold:)``'s state.
+    let freeMemory = Locked(FreeMemoryReturnState())
     /// The prefix of the loops' names.
     public let name: String
 
