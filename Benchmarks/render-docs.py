@@ -478,7 +478,9 @@ def render_soak(results):
     verdict = "passed" if f["passed"] else "failed: " + "; ".join(f["problems"] or ["RSS grew 1% or more"])
     extra = (f"{f['minutes']:g} minutes, {f['cycles']} cycles of load and pause, {f['load_runs']:,} load runs "
              f"with {f['load_errors']} errors; the soak {verdict}")
-    return "\n".join(lines) + "\n\n" + run_line(result, extra) + "\n"
+    chart = ("![The soak: RSS, open descriptors, loop utilisation and lag of each server, a sample every 10 s]"
+             "(benchmarks-soak.svg)")
+    return "\n".join(lines) + "\n\n" + run_line(result, extra) + "\n\n" + chart + "\n"
 
 
 RENDERERS = {

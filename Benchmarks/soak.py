@@ -18,8 +18,8 @@ then nothing. Each load phase runs, at once and each to its end:
 - UDP: the C `udpgen` (20 flows, 256 B) at udp-echo-server;
 - idle connections that come and go: `loadgen idle` (1,000 connections held 20 s) at one echo server, and
   `loadtest idle --tls` (200 held 10 s: http-hello closes a connection silent for 30 s) at http-hello;
-- one hostile client, in rotation (`Hostile` below): an unread sender, resets mid-stream, slowloris, oversized
-  headers, a TCP flood, a datagram flood.
+- two hostile clients, in rotation (`Hostile` below), so that each kind runs every three minutes: an unread
+  sender, resets mid-stream, slowloris, oversized headers, a TCP flood, a datagram flood.
 
 Every 10 s it records each server's RSS (/proc), open descriptors (/proc/PID/fd, read before the metrics page is
 asked for), loop utilisation and lag (the metrics page's `epoll_loop_busy_seconds_total`,
@@ -241,8 +241,8 @@ class Hostile:
         self.kinds = [self.unread_sender, self.resets, self.slowloris, self.oversized_headers, self.tcp_flood,
                       self.datagram_flood]
 
-    def fire(self, cycle):
-        kind = self.kinds[cycle % len(self.kinds)]
+    def fire(self, cycle, kind_index):
+        kind = self.kinds[kind_index % len(self.kinds)]
 
         def body():
             try:
@@ -342,19 +342,23 @@ class Hostile:
         s.close()
 
     def datagram_flood(self):
-        """Floods udp-echo-server with datagrams from a socket that never reads its echoes."""
-        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        s.setblocking(False)
+        """Floods udp-echo-server with datagrams from eight sockets that never read their echoes (eight source
+        ports, so that every loop's socket gets its share)."""
+        sockets = [socket.socket(socket.AF_INET, socket.SOCK_DGRAM) for _ in range(8)]
+        for s in sockets:
+            s.setblocking(False)
         deadline = time.monotonic() + self.seconds
         payload = b"d" * 1200
         while time.monotonic() < deadline:
-            for _ in range(1000):
-                try:
-                    s.sendto(payload, ("127.0.0.1", self.udp_port))
-                except BlockingIOError:
-                    break
+            for s in sockets:
+                for _ in range(125):
+                    try:
+                        s.sendto(payload, ("127.0.0.1", self.udp_port))
+                    except BlockingIOError:
+                        break
             time.sleep(0.01)
-        s.close()
+        for s in sockets:
+            s.close()
 
 
 # --- Sampling ----------------------------------------------------------------------------------------------
@@ -547,7 +551,9 @@ def main():
         recorder.phase = "load"
         # The generators' measured time ends a few seconds before the pause, their own ramp and teardown
         # included; each is waited for, so the pause starts with no load connection left.
-        threads = start_load(load, cycle, servers, tools, load_seconds - 6, tmp) + [hostile.fire(cycle)]
+        # Two hostile clients a cycle: each kind runs every three minutes, twice before RSS is first compared.
+        threads = start_load(load, cycle, servers, tools, load_seconds - 6, tmp) \
+            + [hostile.fire(cycle, 2 * cycle), hostile.fire(cycle, 2 * cycle + 1)]
         while any(t.is_alive() for t in threads):
             if time.monotonic() >= next_sample:
                 recorder.sample()
