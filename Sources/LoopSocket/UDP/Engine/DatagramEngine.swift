@@ -7,10 +7,10 @@ import Synchronization
 /// The datagram engine: one UDP socket's loop-confined machinery under ``GCDAsyncUdpSocket`` (a subclass,
 /// which adds the delegate), as ``ConnectionEngine`` is TCP's.
 ///
-/// It owns the descriptors (one per IP family, ``DatagramChannel``), the send queue, the receive batches,
+/// It owns the descriptors (one per IP family, `DatagramChannel`), the send queue, the receive batches,
 /// the filters, the timers and the pump, and knows nothing of the face: what it has to tell goes through the
-/// sink methods (below, and ``DatagramEvent``), which the face overrides. Its state is one
-/// ``DatagramState`` value changed by transitions. Its one public member is ``eventLoop``, and it has no
+/// sink methods (below, and `DatagramEvent`), which the face overrides. Its state is one
+/// `DatagramState` value changed by transitions. Its one public member is ``eventLoop``, and it has no
 /// public initialiser: use ``GCDAsyncUdpSocket`` or ``AsyncUDPSocket``.
 ///
 /// A base class rather than an object the face holds for the reasons ``ConnectionEngine`` gives: no second
