@@ -19,9 +19,9 @@ extension GCDAsyncSocket {
     /// user's. Any thread; on the loop without the closure `onLoop` allocates (every accepted async
     /// connection passes here).
     func useAsyncSink(_ handler: AsyncSocketHandler) {
-        shared.withLock {
-            $0.delegate = nil
-            $0.delegateQueue = nil
+        withLock {
+            reportedDelegate = nil
+            reportedDelegateQueue = nil
         }
         if eventLoop.inEventLoop { setAsyncSink(handler) } else { onLoop { [self] in setAsyncSink(handler) } }
     }
@@ -46,17 +46,20 @@ extension GCDAsyncSocket {
             notify { $0.socket($1, didConnectToHost: host, port: port) }
         case .connectedToURL(let url):
             notify { $0.socket($1, didConnectTo: url) }
-        case .acceptFailed(let error):
+        case .acceptFailed(let failure):
+            let error = GCDAsyncSocketError(failure)
             notify { $0.socket($1, didFailToAcceptWithError: error) }
         case .readProgress(let length, let tag):
             notify { $0.socket($1, didReadPartialDataOfLength: UInt(length), tag: tag) }
-        case .readFailed(let tag, let error):
+        case .readFailed(let tag, let failure):
+            let error = GCDAsyncSocketError.reporting(failure)
             notify { $0.socket($1, didFailToReadDataWithTag: tag, error: error) }
         case .readStreamClosed:
             notify { $0.socketDidCloseReadStream($1) }
         case .writeProgress(let length, let tag):
             notify { $0.socket($1, didWritePartialDataOfLength: UInt(length), tag: tag) }
-        case .writeFailed(let tag, let error):
+        case .writeFailed(let tag, let failure):
+            let error = GCDAsyncSocketError.reporting(failure)
             notify { $0.socket($1, didFailToWriteDataWithTag: tag, error: error) }
         case .writabilityChanged(let writable):
             notify { $0.socket($1, didChangeWritability: writable) }
@@ -90,7 +93,7 @@ extension GCDAsyncSocket {
 
     /// `socket(_:didReceive:completionHandler:)`; false with no delegate to ask.
     func askTrust(_ trust: TLSTrust, decide: @escaping @Sendable (Bool) -> Void) -> Bool {
-        if case .delegate = sink, loopDelegate == nil { return false }
+        if case .none = delegateTarget { return false }
         notify { $0.socket($1, didReceive: trust, completionHandler: decide) }
         return true
     }
@@ -132,13 +135,21 @@ extension GCDAsyncSocket {
     /// connection: copying the peer's address into a `Data` nobody reads, two allocations and about 1,000
     /// instructions with its release (callgrind, connect churn).
     private func queueChosen(by delegate: any GCDAsyncSocketDelegate, peer: SocketAddress?) -> DispatchQueue? {
+        let memo: QueueChooserMemo
+        switch sink {
+        case .listeningDelegate(let existing): memo = existing
+        case .delegate:
+            memo = QueueChooserMemo()
+            sink = .listeningDelegate(memo)
+        case .async: return nil
+        }
         let type = ObjectIdentifier(Swift.type(of: delegate))
-        if dial?.sinkMemo.defaultAnswerType == type { return nil }
-        dial?.sinkMemo.defaultAnswerRan = false
+        if memo.defaultAnswerType == type { return nil }
+        memo.defaultAnswerRan = false
         let chosen = delegate.newSocketQueueForConnection(fromAddress: peer?.data ?? Data(), on: self)
-        if dial?.sinkMemo.defaultAnswerRan == true {
-            dial?.sinkMemo.defaultAnswerRan = false
-            dial?.sinkMemo.defaultAnswerType = type
+        if memo.defaultAnswerRan {
+            memo.defaultAnswerRan = false
+            memo.defaultAnswerType = type
         }
         return chosen
     }
@@ -146,7 +157,8 @@ extension GCDAsyncSocket {
     /// Called by the default `newSocketQueueForConnection`: see ``queueChosen(by:peer:)``. Only on the loop,
     /// where the listener asks; a call from anywhere else changes nothing.
     func noteDefaultQueueChooserRan() {
-        if eventLoop.inEventLoop { dial?.sinkMemo.defaultAnswerRan = true }
+        guard eventLoop.inEventLoop, case .listeningDelegate(let memo) = sink else { return }
+        memo.defaultAnswerRan = true
     }
 
     /// `socketDidDisconnect(_:withError:)`: once per connection, without a closure for the inline case.
@@ -159,4 +171,12 @@ extension GCDAsyncSocket {
             queue.async { [self] in box.value.0.socketDidDisconnect(self, withError: box.value.1) }
         }
     }
+}
+
+/// A listener's note about its delegate's `newSocketQueueForConnection`, kept between accepts: the
+/// delegate's type found to take the default answer (not asked again), and whether that default ran since
+/// last cleared. Loop only.
+final class QueueChooserMemo {
+    var defaultAnswerType: ObjectIdentifier?
+    var defaultAnswerRan = false
 }

@@ -179,7 +179,7 @@ final class AsyncSocketHandler: GCDAsyncSocketDelegate, @unchecked Sendable {
     func closeAfter(_ timeout: Duration, _ socket: GCDAsyncSocket) {
         guard closeTimer == .invalid else { return }
         closeTimer = socket.eventLoop.scheduleOnLoop(at: (Deadline.now() + timeout).uptimeNanoseconds) {
-            socket.closeWithError(GCDAsyncSocketError(.writeTimeoutError, "The queued writes were not written within the close timeout"))
+            socket.closeWithError(ConnectionError(passingThrough: GCDAsyncSocketError(.writeTimeoutError, "The queued writes were not written within the close timeout")))
         }
     }
 

@@ -7,12 +7,11 @@ extension ConnectionEngine {
     /// Ends the connection (or listening, or connecting): cancels timers, closes every descriptor exactly once,
     /// fails the queued writes, drops the queued reads and the prebuffer, and calls
     /// `socketDidDisconnect(_:withError:)` last. The socket may connect or accept again afterwards.
-    func closeWithError(_ error: (any Error)?) {
+    func closeWithError(_ error: ConnectionError?) {
         guard lifecycle != .idle else { return }
         let wasStarting = lifecycle == .starting
         if lifecycle == .open { eventLoop.countSocket(CEPOLL_STREAM_CLOSED) }
         lifecycle = .idle
-        stateIndex &+= 1
         eventLoop.cancelOnLoop(readTimer)
         eventLoop.cancelOnLoop(writeTimer)
         eventLoop.cancelOnLoop(connectTimer)
@@ -35,7 +34,7 @@ extension ConnectionEngine {
         if dial != nil { closeDialState() }  // an accepted connection never listened or connected
         var failedWrites = writes.removeAll()
         failedWrites.removeAll { $0.isStartTLS }  // startTLS's marker was never a write of the user's
-        dropReads(with: error ?? GCDAsyncSocketError.disconnected)
+        dropReads(with: error ?? ConnectionError(.readDroppedByClose))
         pending = []
         pendingStart = 0
         queuedWriteBytes = 0
@@ -50,10 +49,10 @@ extension ConnectionEngine {
         readiness = []
         asking = []
         traits = []
-        publish(status: .idle, onlyFor: config.claim)
+        publish(status: .idle, onlyFor: config.generation)
         if !failedWrites.isEmpty {
             sinkDroppedWrites(error)
-            let writeError = error ?? GCDAsyncSocketError.disconnectedBeforeWrite
+            let writeError = error ?? ConnectionError(.writeDroppedByClose)
             for op in failedWrites {
                 sinkReport(.writeFailed(tag: op.tag, error: writeError))
             }
@@ -98,7 +97,7 @@ extension ConnectionEngine {
         guard lifecycle != .idle else { return }
         ending = ending.adding(which)
         if which == .afterWrites {
-            dropReads(with: GCDAsyncSocketError(.closedError, "Reads dropped by disconnectAfterWriting"), keepingStartTLS: true)
+            dropReads(with: ConnectionError(.readDroppedByFinishWriting), keepingStartTLS: true)
         }
         if lifecycle == .open {
             requestPump()

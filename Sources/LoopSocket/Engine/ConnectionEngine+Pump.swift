@@ -16,7 +16,7 @@ extension ConnectionEngine: LoopIOHandler {
         if events.contains(.error) {
             let code = (try? Syscall.option(fd, level: SOL_SOCKET, name: SO_ERROR)) ?? 0
             if code != 0 {
-                closeWithError(GCDAsyncSocketError.closing(SyscallError(.recv, errno: Errno(rawValue: code))))
+                closeWithError(ConnectionError(SyscallError(.recv, errno: Errno(rawValue: code))))
                 return
             }
         }
@@ -31,7 +31,7 @@ extension ConnectionEngine: LoopIOHandler {
 
     /// The loop is shutting down: the connection ends with an error saying so.
     package func loopWillShutDown() {
-        closeWithError(GCDAsyncSocketError.loopShutDown)
+        closeWithError(ConnectionError(.loopShutDown))
     }
 
     /// Asks for a pump: the running one goes round again, or one is deferred to the next iteration (or, for
@@ -120,7 +120,7 @@ extension ConnectionEngine: LoopIOHandler {
         do {
             try eventLoop.setInterest(interest, fd: fd)
         } catch {
-            closeWithError(GCDAsyncSocketError.loop(error))
+            closeWithError(ConnectionError.loop(error))
         }
     }
 
@@ -129,7 +129,7 @@ extension ConnectionEngine: LoopIOHandler {
         guard ending != .none else { return }
         if ending.waitsForReads && !reads.isEmpty { return }
         if ending.waitsForWrites && (!writes.isEmpty || transportHasOutput) { return }
-        closeWithError(ending == .afterWritesAtPeerEnd ? GCDAsyncSocketError.closedByPeer : nil)
+        closeWithError(ending == .afterWritesAtPeerEnd ? ConnectionError(.closedByPeer) : nil)
     }
 
     /// Ciphertext waits to be sent (TLS only).

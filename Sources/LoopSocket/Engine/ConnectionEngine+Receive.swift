@@ -124,7 +124,7 @@ extension ConnectionEngine {
         do {
             result = try Syscall.recv(fd, buffer)
         } catch {
-            closeWithError(GCDAsyncSocketError.closing(error))
+            closeWithError(ConnectionError(error))
             return .nothing
         }
         switch result {
@@ -223,7 +223,7 @@ extension ConnectionEngine {
                 offset += used
                 finishRead(reads.removeFirst(), with: .success(data))
             case .maxedOut:
-                closeWithError(GCDAsyncSocketError.readMaxedOut)
+                closeWithError(ConnectionError(.readMaxedOut))
                 return offset
             case .blocked:
                 return offset
@@ -242,7 +242,7 @@ extension ConnectionEngine {
     /// Returns true if it removed a read (the read loop goes on), false if reading is over.
     func handleEndOfStream() -> Bool {
         if config.autoDisconnectOnClosedReadStream {
-            dropReads(with: GCDAsyncSocketError.closedByPeer)
+            dropReads(with: ConnectionError(.closedByPeer))
             continuous = .off
             ending = ending.adding(.afterWritesAtPeerEnd)
             return false
@@ -256,14 +256,14 @@ extension ConnectionEngine {
         if !op.buffer.isEmpty {
             pending.insert(contentsOf: op.buffer, at: pendingStart)
         }
-        finishRead(op, with: .failure(GCDAsyncSocketError.closedByPeer))
+        finishRead(op, with: .failure(ConnectionError(.closedByPeer)))
         return true
     }
 
     /// Delivers a read's outcome: to its `async` waiter, or to the delegate (and the caller's buffer).
-    func finishRead(_ op: borrowing ReadOp, with result: Result<Data, any Error>) {
+    func finishRead(_ op: borrowing ReadOp, with result: Result<Data, ConnectionError>) {
         if let continuation = op.continuation {
-            continuation.handOff(with: result)
+            continuation.handOff(with: result.mapError(sinkError))
             return
         }
         switch result {
@@ -280,7 +280,7 @@ extension ConnectionEngine {
     /// `async` ones, so no continuation is ever left hanging. `keepingStartTLS` (disconnectAfterWriting)
     /// keeps startTLS's marker: its twin in the write queue waits for it, and the writes behind it go
     /// over TLS.
-    func dropReads(with error: any Error, keepingStartTLS: Bool = false) {
+    func dropReads(with error: ConnectionError, keepingStartTLS: Bool = false) {
         // Drained in place: a closing connection usually has one read queued, and an array of it would be one
         // more allocation per connection. Kept markers go back once the queue is empty.
         var kept: [ReadOp] = []
@@ -288,7 +288,7 @@ extension ConnectionEngine {
             if keepingStartTLS && op.isStartTLS {
                 kept.append(op)
             } else {
-                op.continuation?.handOff(throwing: error)
+                op.continuation?.handOff(throwing: sinkError(error))
             }
         }
         for op in kept { reads.append(op) }

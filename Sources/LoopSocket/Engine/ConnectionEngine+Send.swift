@@ -29,7 +29,7 @@ extension ConnectionEngine {
             readiness.insert(.writeBlocked)  // The pump then arms EPOLLOUT without trying the send again.
             enqueueWrite(data, timeout: -1, tag: 0)
         case .failed(let error):
-            closeWithError(GCDAsyncSocketError.closing(error))
+            closeWithError(ConnectionError(error))
         }
     }
 
@@ -38,13 +38,12 @@ extension ConnectionEngine {
     func enqueueWrite(_ data: Data, timeout: TimeInterval, tag: Int, alreadySent: Int = 0) {
         let count = data.count
         guard lifecycle != .idle, ending == .none, writeSide == .open else {
-            let error = GCDAsyncSocketError(.badConfigError, lifecycle == .idle
-                ? "Write on a socket that is not connected" : "Write after the socket was told to finish writing")
+            let error = ConnectionError(lifecycle == .idle ? .writeNotConnected : .writeAfterFinish)
             sinkReport(.writeFailed(tag: tag, error: error))
             return
         }
         if let cap = config.options.maxQueuedWriteBytes, queuedWriteBytes + count > cap {
-            let error = GCDAsyncSocketError(.otherError, "Write queue full: \(queuedWriteBytes) bytes queued, cap \(cap)")
+            let error = ConnectionError(.writeQueueFull, detail: "\(queuedWriteBytes) bytes queued, cap \(cap)")
             sinkReport(.writeFailed(tag: tag, error: error))
             return
         }
@@ -90,7 +89,7 @@ extension ConnectionEngine {
             case .wouldBlock:
                 readiness.insert(.writeBlocked)
             case .failed(let error):
-                closeWithError(GCDAsyncSocketError.closing(error))
+                closeWithError(ConnectionError(error))
                 return
             case .sent(let count):
                 eventLoop.countSocket(CEPOLL_STREAM_BYTES_OUT, count)
@@ -108,7 +107,7 @@ extension ConnectionEngine {
             do {
                 try Syscall.shutdown(fd, how: Int32(SHUT_WR))
             } catch {
-                closeWithError(GCDAsyncSocketError.closing(error))
+                closeWithError(ConnectionError(error))
             }
         }
     }
