@@ -2,34 +2,36 @@ import Dispatch
 import EpollLoop
 import FoundationEssentials
 
-/// The face's sink: the engine's events (``ConnectionEvent`` and the sink methods GCDAsyncSocket overrides)
+/// The face's sink: the engine's events (``ConnectionReport`` and the sink methods GCDAsyncSocket overrides)
 /// become delegate callbacks, inline on the loop when there is no delegate queue, else `async` onto the
 /// queue; or go to an ``AsyncSocket``'s handler, inline.
 extension GCDAsyncSocket {
-    /// Where the next callback goes. Loop only.
+    /// Where the next delegate callback goes: nowhere for an ``AsyncSocket``'s socket, whose handler the
+    /// sink methods call directly. Loop only.
     @inline(__always)
     var delegateTarget: DelegateTarget<any GCDAsyncSocketDelegate> {
-        if case .async(let handler) = sink { return .inline(handler) }
+        if case .async = recipient { return .none }
         return DelegateTarget(loopDelegate, queue: loopDelegateQueue)
     }
 
-    /// Makes `handler` the socket's sink (``Sink/async(_:)``): callbacks go to it inline, and calls from
+    /// Makes `handler` the socket's sink (``Recipient/async(_:)``): callbacks go to it inline, and calls from
     /// outside a callback pump at once, so a write is sent, and a read queued, within the call (its sink
     /// never re-enters the caller). The public `delegate` reads nil from then on: the handler is not the
     /// user's. Any thread; on the loop without the closure `onLoop` allocates (every accepted async
     /// connection passes here).
-    func useAsyncSink(_ handler: AsyncSocketHandler) {
+    func useAsyncHandler(_ handler: AsyncSocketHandler) {
         withLock {
-            reportedDelegate = nil
+            // Not a `GCDAsyncSocketDelegate`, so the getter reads nil; but a connect finds someone to tell.
+            reportedDelegate = handler
             reportedDelegateQueue = nil
         }
-        if eventLoop.inEventLoop { setAsyncSink(handler) } else { onLoop { [self] in setAsyncSink(handler) } }
+        if eventLoop.inEventLoop { setAsyncHandler(handler) } else { onLoop { [self] in setAsyncHandler(handler) } }
     }
 
-    private func setAsyncSink(_ handler: AsyncSocketHandler) {
+    private func setAsyncHandler(_ handler: AsyncSocketHandler) {
         loopDelegate = nil
         loopDelegateQueue = nil
-        sink = .async(handler)
+        recipient = .async(handler)
         pumpInline()
     }
 
@@ -40,7 +42,7 @@ extension GCDAsyncSocket {
     }
 
     /// The delegate callback for one of the engine's rarer events.
-    func deliver(_ event: ConnectionEvent) {
+    func deliver(_ event: ConnectionReport) {
         switch event {
         case .connected(let host, let port):
             notify { $0.socket($1, didConnectToHost: host, port: port) }
@@ -103,11 +105,11 @@ extension GCDAsyncSocket {
     /// `socket(_:didAcceptNewSocket:)`, and the new socket starts: right after an inline callback, from the
     /// delegate queue after a queued one.
     func deliverAccept(_ fd: Int32, peer: SocketAddress?, isUnix: Bool, on loop: EventLoop) {
-        if case .async(let handler) = sink {
+        if case .async(let handler) = recipient {
             // An `AsyncListener`'s listener: the handler gives the new socket a sink of its own.
             let socket = GCDAsyncSocket(delegate: nil, delegateQueue: nil, loop: loop, group: nil)
             setUpAccepted(socket, fd: fd, isUnix: isUnix)
-            handler.socket(self, didAcceptNewSocket: socket)
+            handler.accepted(socket)
             socket.startAdopted()
             return
         }
@@ -136,11 +138,11 @@ extension GCDAsyncSocket {
     /// instructions with its release (callgrind, connect churn).
     private func queueChosen(by delegate: any GCDAsyncSocketDelegate, peer: SocketAddress?) -> DispatchQueue? {
         let memo: QueueChooserMemo
-        switch sink {
+        switch recipient {
         case .listeningDelegate(let existing): memo = existing
         case .delegate:
             memo = QueueChooserMemo()
-            sink = .listeningDelegate(memo)
+            recipient = .listeningDelegate(memo)
         case .async: return nil
         }
         let type = ObjectIdentifier(Swift.type(of: delegate))
@@ -157,7 +159,7 @@ extension GCDAsyncSocket {
     /// Called by the default `newSocketQueueForConnection`: see ``queueChosen(by:peer:)``. Only on the loop,
     /// where the listener asks; a call from anywhere else changes nothing.
     func noteDefaultQueueChooserRan() {
-        guard eventLoop.inEventLoop, case .listeningDelegate(let memo) = sink else { return }
+        guard eventLoop.inEventLoop, case .listeningDelegate(let memo) = recipient else { return }
         memo.defaultAnswerRan = true
     }
 

@@ -25,7 +25,7 @@ open class GCDAsyncSocket: ConnectionEngine, @unchecked Sendable {
     /// Where callbacks go: the delegate above, or an ``AsyncSocket``'s handler, held strongly (it holds
     /// nothing that leads back to the socket, so no cycle, and a weak reference to it would cost each async
     /// connection a side-table allocation and every callback a weak load).
-    @exclusivity(unchecked) var sink = Sink.delegate
+    @exclusivity(unchecked) var recipient = Recipient.delegate
     /// The delegate and its queue as the getters report them, which any thread may call: read and written
     /// only under the engine's lock (``ConnectionEngine/withLock(_:)``). A setter changes these at once and
     /// the loop's copies above in order with the socket's other work.
@@ -36,7 +36,7 @@ open class GCDAsyncSocket: ConnectionEngine, @unchecked Sendable {
     /// ``QueueChooserMemo`` once it has accepted; or an ``AsyncSocket``'s handler, held strongly and called
     /// inline. Fixed once the socket is handed out. (Three cases rather than an optional memo: two class
     /// payloads and an empty case fit one word.)
-    enum Sink {
+    enum Recipient {
         case delegate
         case listeningDelegate(QueueChooserMemo)
         case async(AsyncSocketHandler)
@@ -98,9 +98,16 @@ open class GCDAsyncSocket: ConnectionEngine, @unchecked Sendable {
         }
     }
 
-    override func sinkReport(_ event: ConnectionEvent) { deliver(event) }
+    override func sinkReport(_ event: ConnectionReport) {
+        if case .async(let handler) = recipient { return handler.report(event, from: self) }
+        deliver(event)
+    }
 
-    override func sinkDidDisconnect(_ error: ConnectionError?) { notifyDidDisconnect(error.map(GCDAsyncSocketError.reporting)) }
+    override func sinkDidDisconnect(_ error: ConnectionError?) {
+        let error = error.map(GCDAsyncSocketError.reporting)
+        if case .async(let handler) = recipient { return handler.disconnected(self, error: error) }
+        notifyDidDisconnect(error)
+    }
 
     override func sinkError(_ error: ConnectionError) -> any Error { GCDAsyncSocketError.reporting(error) }
 
@@ -134,7 +141,7 @@ open class GCDAsyncSocket: ConnectionEngine, @unchecked Sendable {
     }
 
     override func sinkDroppedWrites(_ error: ConnectionError?) {
-        if case .async(let handler) = sink { handler.closeDroppedWrites(error.map(GCDAsyncSocketError.reporting)) }
+        if case .async(let handler) = recipient { handler.closeDroppedWrites(error.map(GCDAsyncSocketError.reporting)) }
     }
 }
 

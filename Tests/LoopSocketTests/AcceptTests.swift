@@ -57,7 +57,7 @@ final class AcceptTests: SocketTestCase {
             XCTAssertEqual(plain.accepted.wait(timeout: .now() + 10), .success)
         }
         let remembered = try onLoop(loop) { () -> ObjectIdentifier? in
-            guard case .listeningDelegate(let memo) = server.sink else { return nil }
+            guard case .listeningDelegate(let memo) = server.recipient else { return nil }
             return memo.defaultAnswerType
         }
         XCTAssertEqual(remembered, ObjectIdentifier(DefaultQueueDelegate.self), "the default ran and was noted")

@@ -70,7 +70,7 @@ extension ConnectionEngine {
 
     /// Queues an `async` read with the id it was given, or fails it at once if the socket is not connected.
     func enqueueAsyncRead(_ op: consuming ReadOp) {
-        guard lifecycle != .idle, ending == .none else {
+        guard case .proceed = connectionState.handle(.readQueued) else {
             op.continuation?.handOff(throwing: sinkError(ConnectionError(.notOpen)))
             return
         }

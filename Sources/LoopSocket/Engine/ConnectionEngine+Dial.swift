@@ -48,9 +48,8 @@ extension ConnectionEngine {
     /// Starts a connect on the loop: the lifecycle goes `idle` → `connecting`, with the whole connect's timer;
     /// `begin` then starts the attempts (at once, or once DNS has answered).
     private func startConnecting(configuration: Configuration, timeout: TimeInterval, local: [SocketAddress], then begin: () -> Void) {
-        guard lifecycle == .idle else { return }
+        guard case .proceed = connectionState.handle(.connectAsked) else { return }
         config = configuration
-        lifecycle = .connecting
         connecting = ConnectAttempts(local: local)
         if timeout >= 0 {
             connectTimer = eventLoop.scheduleOnLoop(at: Self.deadline(after: timeout)) { [self] in
@@ -161,7 +160,7 @@ extension ConnectionEngine {
         connecting = nil
         eventLoop.cancelOnLoop(connectTimer)
         connectTimer = .invalid
-        lifecycle = .open
+        _ = connectionState.handle(.connected)
         eventLoop.countSocket(CEPOLL_STREAM_OPENED)
         eventLoop.countSocket(CEPOLL_STREAM_CONNECTED)
         self.fd = fd

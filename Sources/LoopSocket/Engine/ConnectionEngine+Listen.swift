@@ -71,7 +71,7 @@ extension ConnectionEngine {
         publish(status: .accepting, listening: addresses)
         let started = onLoop { [self] in
             config = configuration
-            lifecycle = .listening
+            _ = connectionState.handle(.listenAsked)
             unixListenPath = unixPath
             // Creates the loop's shared context now if need be: it opens the reserve descriptor that lets
             // accept shed connections at EMFILE, which could not be opened once the table is full.
@@ -224,7 +224,7 @@ extension ConnectionEngine {
     /// nothing runs until ``startAdopted()``. On the socket's loop, or before any other thread knows it.
     func prepareAdoption(_ fd: Int32, configuration: Configuration, isUnix: Bool, accepted: Bool) {
         config = configuration
-        lifecycle = .starting
+        _ = connectionState.handle(.adopted)
         self.fd = fd
         if isUnix { traits.insert(.unix) }
         if accepted { traits.insert(.accepted) }
@@ -247,8 +247,7 @@ extension ConnectionEngine {
     /// Registers the adopted descriptor with the loop and pumps what was queued meanwhile. Does nothing if
     /// the socket was closed before it started. Loop only.
     private func registerAdopted() {
-        guard lifecycle == .starting else { return }
-        lifecycle = .open
+        guard case .proceed = connectionState.handle(.registered) else { return }
         eventLoop.countSocket(CEPOLL_STREAM_OPENED)
         eventLoop.countSocket(CEPOLL_STREAM_ACCEPTED)
         do {

@@ -8,7 +8,7 @@ extension ConnectionEngine {
     /// Reads are accepted once a connect or accept has started, until a `disconnectAfter…` (GCDAsyncSocket's
     /// rule); others are dropped silently, as there.
     func enqueueRead(_ op: consuming ReadOp) {
-        guard lifecycle != .idle, ending == .none else { return }
+        guard case .proceed = connectionState.handle(.readQueued) else { return }
         op.id = reserveOpID()
         if op.timeout >= 0 { traits.insert(.timedOps) }
         reads.append(op)
@@ -46,7 +46,7 @@ extension ConnectionEngine {
 
     /// Whether reads should be fed (a read is queued, or continuous mode is on and not paused).
     var wantsBytes: Bool {
-        !reads.isEmpty || continuous == .on
+        !reads.isEmpty || (continuous == .on && !shared.withLock { $0.continuousPaused })
     }
 
     /// Satisfies reads from the prebuffer, then from the socket while it is readable, for at most the
@@ -94,7 +94,7 @@ extension ConnectionEngine {
         case .nothing:
             break
         case .endOfStream:
-            readSide = .peerFinished
+            _ = connectionState.handle(.peerFinished)
         case .bytes(let count):
             if !intoPrebufferOnly && count >= LoopContext.handOffThreshold && frontReadTakesAll(count) {
                 deliverWhole(context.handOffReceiveBuffer(count: count))
@@ -175,12 +175,10 @@ extension ConnectionEngine {
             return
         }
         let limit = max(1, config.options.maxUndeliveredChunks)
-        let (tag, full) = shared.withLock { ($0.continuousTag, $0.continuousChunkDispatched(limit: limit)) }
-        if full { continuous = .paused }
+        let tag = shared.withLock { $0.continuousChunkDispatched(limit: limit) }
         sinkDidRead(data, tag: tag) { [self] in
             guard shared.withLock({ $0.continuousChunkDelivered(limit: limit) }) else { return }
             onLoop { [self] in
-                if continuous == .paused { continuous = .on }  // unless stopReceiving() came meanwhile
                 readiness.remove(.idleWake)
                 requestPump()
             }
@@ -241,15 +239,16 @@ extension ConnectionEngine {
     /// cannot complete fail with `didFailToReadDataWithTag`.
     /// Returns true if it removed a read (the read loop goes on), false if reading is over.
     func handleEndOfStream() -> Bool {
-        if config.autoDisconnectOnClosedReadStream {
+        switch connectionState.handle(.endOfStream(autoDisconnect: config.autoDisconnectOnClosedReadStream)) {
+        case .dropReadsUntilClose:
             dropReads(with: ConnectionError(.closedByPeer))
-            continuous = .off
-            ending = ending.adding(.afterWritesAtPeerEnd)
             return false
-        }
-        if readSide != .endDelivered {
-            readSide = .endDelivered
+        case .reportEndOfStream:
             sinkReport(.readStreamClosed)
+        case .failFrontRead:
+            break
+        default:
+            return false
         }
         guard lifecycle == .open, !reads.isEmpty else { return false }
         let op = reads.removeFirst()
@@ -263,12 +262,15 @@ extension ConnectionEngine {
     /// Delivers a read's outcome: to its `async` waiter, or to the delegate (and the caller's buffer).
     func finishRead(_ op: borrowing ReadOp, with result: Result<Data, ConnectionError>) {
         if let continuation = op.continuation {
-            continuation.handOff(with: result.mapError(sinkError))
+            switch result {
+            case .success(let data): continuation.handOff(returning: data)
+            case .failure(let error): continuation.handOff(throwing: sinkError(error))
+            }
             return
         }
         switch result {
         case .success(let data):
-            op.sink?(data)
+            op.intoBuffer?(data)
             sinkDidRead(data, tag: op.tag)
         case .failure(let error):
             let tag = op.tag
@@ -312,8 +314,7 @@ extension ConnectionEngine {
 
     /// `beginReceiving(tag:)` on the loop: ignored unless connecting or connected.
     func startContinuous(tag: Int) {
-        guard lifecycle != .idle else { return }
-        if continuous == .off { continuous = .on }
+        guard case .pump = connectionState.handle(.continuousStarted) else { return }
         readiness.remove(.idleWake)
         shared.withLock { $0.continuousTag = tag }
         requestPump()
@@ -321,7 +322,6 @@ extension ConnectionEngine {
 
     /// `stopReceiving()` on the loop.
     func stopContinuous() {
-        continuous = .off
-        requestPump()
+        if case .pump = connectionState.handle(.continuousStopped) { requestPump() }
     }
 }

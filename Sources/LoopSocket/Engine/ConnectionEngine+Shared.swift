@@ -84,15 +84,18 @@ extension ConnectionEngine {
             get { rare?.value.continuousTag ?? 0 }
             set { setRare(isDefault: newValue == 0) { $0.continuousTag = newValue } }
         }
-        /// Counts a continuous-read chunk dispatched to the delegate queue; true when that reaches `limit`
-        /// (the loop then pauses reading until ``continuousChunkDelivered(limit:)`` says to go on).
-        mutating func continuousChunkDispatched(limit: Int) -> Bool {
+        /// Counts a continuous-read chunk dispatched to the delegate queue, and pauses continuous reading
+        /// when that reaches `limit` (until ``continuousChunkDelivered(limit:)`` says to go on); returns the
+        /// chunk's tag.
+        mutating func continuousChunkDispatched(limit: Int) -> Int {
             if rare == nil { rare = HeapBox(Rare()) }
             rare!.value.continuousInFlight += 1
-            guard rare!.value.continuousInFlight >= limit else { return false }
-            rare!.value.continuousPaused = true
-            return true
+            if rare!.value.continuousInFlight >= limit { rare!.value.continuousPaused = true }
+            return rare!.value.continuousTag
         }
+
+        /// Whether continuous reading waits for the delegate queue (the one place this is kept).
+        var continuousPaused: Bool { rare?.value.continuousPaused ?? false }
 
         /// Counts a continuous-read chunk delivered; true when reading was paused and may go on (half the
         /// limit delivered, so that it does not stop and start at every chunk).

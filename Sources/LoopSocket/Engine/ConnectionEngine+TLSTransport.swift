@@ -194,7 +194,7 @@ extension ConnectionEngine {
                     closeWithError(ConnectionError(passingThrough: TLSError.cutWithoutNotify))
                     return
                 }
-                readSide = .peerFinished
+                _ = connectionState.handle(.peerFinished)
                 return
             case .bytes(let count):
                 input = UnsafeRawBufferPointer(rebasing: buffer[0..<count])
@@ -224,7 +224,7 @@ extension ConnectionEngine {
             case SSL_ERROR_ZERO_RETURN:
                 // close_notify: the peer's clean end of stream.
                 tls.closeNotifyReceived = true
-                readSide = .peerFinished
+                _ = connectionState.handle(.peerFinished)
                 readiness.remove(.readable)
                 return
             default:

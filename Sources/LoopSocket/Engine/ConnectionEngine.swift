@@ -9,7 +9,7 @@ import Glibc
 /// `GCDAsyncSocket` with a handler of its own).
 ///
 /// It owns the descriptor, the read and write queues, the prebuffer, the timers and the pump, and knows
-/// nothing of either face: what it has to tell goes through the sink methods (below, and `ConnectionEvent`),
+/// nothing of either face: what it has to tell goes through the sink methods (below, and `ConnectionReport`),
 /// which the face overrides. Its one public member is ``eventLoop`` (every socket's), and it has no public
 /// initialiser: use ``GCDAsyncSocket`` or ``AsyncSocket``.
 ///
@@ -60,13 +60,8 @@ open class ConnectionEngine: @unchecked Sendable {
     /// `recv` calls left before this wakeup's turn ends (``SocketOptions/maxReadsPerWakeup``, reset by
     /// `handleIO`): one flooding peer cannot keep the loop from its other descriptors.
     @exclusivity(unchecked) var readBudget = Int16(SocketOptions().maxReadsPerWakeup)
-    // The connection's state, one byte each: see Engine/ConnectionState.swift.
-    @exclusivity(unchecked) var lifecycle = Lifecycle.idle
-    @exclusivity(unchecked) var readSide = ReadSide.open
-    @exclusivity(unchecked) var writeSide = WriteSide.open
-    @exclusivity(unchecked) var ending = Ending.none
-    @exclusivity(unchecked) var writability = Writability.writable
-    @exclusivity(unchecked) var continuous = Continuous.off
+    /// The connection's state (Engine/ConnectionState.swift), changed only by its transitions.
+    @exclusivity(unchecked) var connectionState = ConnectionState.idle
     @exclusivity(unchecked) var pumpState: PumpState = []
     @exclusivity(unchecked) var readiness: Readiness = []
     @exclusivity(unchecked) var asking: TimeoutQuestions = []
@@ -170,8 +165,8 @@ open class ConnectionEngine: @unchecked Sendable {
     /// A write completed.
     func sinkDidWrite(tag: Int) {}
 
-    /// One of the rarer events (``ConnectionEvent``).
-    func sinkReport(_ event: ConnectionEvent) {}
+    /// One of the rarer events (``ConnectionReport``).
+    func sinkReport(_ event: ConnectionReport) {}
 
     /// The connection ended: once per connection, after everything else it had to say.
     func sinkDidDisconnect(_ error: ConnectionError?) {}

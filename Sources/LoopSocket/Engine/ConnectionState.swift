@@ -1,24 +1,71 @@
 import EpollLoop
 
-// The connection engine's state: one small enum per thing that changes on its own, so that a combination
-// that cannot happen cannot be written (a write side shut down while still waiting to shut down, the end of
-// the stream delivered before the peer finished, TLS queued and running at once). A bit set remains only
-// where the bits are truly independent facts (pump scheduling, what epoll last said).
+// The connection engine's state: one value, ``ConnectionState``, whose cases carry what exists only in them
+// (a listener has no read or write side; a connecting, starting or open connection has a ``Stream``), changed
+// only through its transitions (ConnectionState+Transitions.swift). Beside it, where a thing changes on its
+// own: `Transport` (its one transition is `startTLS`), and bit sets of truly independent facts (pump
+// scheduling, what epoll last said, timeout questions out, traits fixed at the start).
 //
-// All of it is confined to the socket's loop. Each is one byte, or one word for the enums with a payload.
+// All of it is confined to the socket's loop. The components are one byte each; the state, six.
+
+/// Where a connection is in its life, with what exists only there. After a close it is `idle` again and may
+/// connect or listen anew.
+enum ConnectionState: Equatable {
+    case idle
+    /// Resolving and connecting (Happy Eyeballs attempts run in `DialState`). Reads, writes and a
+    /// `disconnectAfter…` may be queued.
+    case connecting(Stream)
+    /// Accepting on one or more listening descriptors.
+    case listening
+    /// An accepted descriptor set up but not yet registered with the loop: `didAcceptNewSocket` runs first.
+    /// Reads and writes may be queued; nothing is delivered.
+    case starting(Stream)
+    /// Connected: the pump moves bytes.
+    case open(Stream)
+
+    typealias Lifecycle = ConnectionEngine.Lifecycle
+    typealias ReadSide = ConnectionEngine.ReadSide
+    typealias WriteSide = ConnectionEngine.WriteSide
+    typealias Ending = ConnectionEngine.Ending
+    typealias Writability = ConnectionEngine.Writability
+    typealias Continuous = ConnectionEngine.Continuous
+
+    /// The two directions of a connection that is being made or is open, and how it is to end.
+    struct Stream: Equatable {
+        var readSide = ReadSide.open
+        var writeSide = WriteSide.open
+        var ending = Ending.none
+        var writability = Writability.writable
+        var continuous = Continuous.off
+    }
+
+    /// The case, without what it carries.
+    @inline(__always) var lifecycle: Lifecycle {
+        switch self {
+        case .idle: .idle
+        case .connecting: .connecting
+        case .listening: .listening
+        case .starting: .starting
+        case .open: .open
+        }
+    }
+
+    /// The stream, if the connection has one (connecting, starting or open).
+    @inline(__always) var stream: Stream? {
+        switch self {
+        case .connecting(let stream), .starting(let stream), .open(let stream): stream
+        case .idle, .listening: nil
+        }
+    }
+}
 
 extension ConnectionEngine {
-    /// Where the connection is in its life. After a close it returns to `idle` and may connect or listen again.
-    enum Lifecycle: UInt8 {
+    /// ``ConnectionState``'s cases by name (what the pump and the guards test).
+    enum Lifecycle: UInt8, CaseIterable {
         case idle
-        /// Resolving and connecting (Happy Eyeballs attempts run in `DialState`).
         case connecting
-        /// Accepting on one or more listening descriptors.
         case listening
-        /// An accepted descriptor set up but not yet registered with the loop: `didAcceptNewSocket` runs
-        /// first. Reads and writes may be queued; nothing is delivered.
         case starting
-        /// Connected: the pump moves bytes.
         case open
     }
 
@@ -31,7 +78,7 @@ extension ConnectionEngine {
     }
 
     /// The receiving direction.
-    enum ReadSide: UInt8 {
+    enum ReadSide: UInt8, CaseIterable {
         case open
         /// `recv` returned 0 (or TLS's close_notify came): the peer will send nothing more.
         case peerFinished
@@ -40,7 +87,7 @@ extension ConnectionEngine {
     }
 
     /// The sending direction.
-    enum WriteSide: UInt8 {
+    enum WriteSide: UInt8, CaseIterable {
         case open
         /// `closeWriteStream()`: shut down once the queued writes are written; new writes are refused.
         case shutdownAfterWrites
@@ -50,7 +97,7 @@ extension ConnectionEngine {
 
     /// How an open connection is to end, other than at once. Anything but `.none` refuses new reads and
     /// writes (GCDAsyncSocket's rule after a `disconnectAfter…`).
-    enum Ending: UInt8 {
+    enum Ending: UInt8, CaseIterable {
         case none
         /// `disconnectAfterReading()`: close once the queued reads complete.
         case afterReads
@@ -79,19 +126,19 @@ extension ConnectionEngine {
     }
 
     /// Whether the write queue is over its high water mark (``SocketOptions/writeHighWaterMark``).
-    enum Writability: UInt8 {
+    enum Writability: UInt8, CaseIterable {
         case writable
         case notWritable
         /// Not writable, and reading waits for the queue to drain (``SocketOptions/ReadBackpressure``).
         case notWritableReadsPaused
     }
 
-    /// ``GCDAsyncSocket/beginReceiving(tag:)``'s continuous mode.
-    enum Continuous: UInt8 {
+    /// `beginReceiving(tag:)`'s continuous mode. Whether it is paused, its chunks on the delegate queue at
+    /// ``SocketOptions/maxUndeliveredChunks``, is a fact of the thread that delivers them, kept under the lock
+    /// only (``SharedState/continuousPaused``).
+    enum Continuous: UInt8, CaseIterable {
         case off
         case on
-        /// On, with ``SocketOptions/maxUndeliveredChunks`` chunks on the delegate queue: reading waits.
-        case paused
     }
 
     /// How bytes cross to the kernel: as they are, or through TLS. `receive`, `send` and the interest switch
@@ -114,7 +161,7 @@ extension ConnectionEngine {
         /// A pump is scheduled for the next loop iteration.
         static let deferred = PumpState(rawValue: 1 << 2)
         /// Calls from outside a callback pump at once instead of deferring to the next iteration (sockets
-        /// behind an ``AsyncSocket``, whose sink never re-enters the caller).
+        /// behind an `async` face, whose sink never re-enters the caller).
         static let inline = PumpState(rawValue: 1 << 3)
     }
 

@@ -42,7 +42,7 @@ final class EngineBoundaryTests: XCTestCase {
 
     func testNoFaceFileAssignsEngineState() throws {
         let names = try Self.engineStateNames()
-        for expected in ["lifecycle", "config", "reads", "fd", "status", "generation", "configuration"] {
+        for expected in ["connectionState", "config", "reads", "fd", "status", "generation", "configuration"] {
             XCTAssertTrue(names.contains(expected), "the engine's field \(expected) was not found: \(names)")
         }
         let faces = try SourceScanner.files(in: "", where: { $0.hasPrefix("GCDAsyncSocket") })

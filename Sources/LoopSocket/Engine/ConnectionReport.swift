@@ -1,8 +1,8 @@
 import FoundationEssentials
 
-/// The rarer things a connection has to tell its sink (``ConnectionEngine/sinkReport(_:)``). The hot ones,
+/// The rarer things a connection reports to its sink (``ConnectionEngine/sinkReport(_:)``). The hot ones,
 /// a read and a write, and the last, the disconnect, have sink methods of their own.
-enum ConnectionEvent {
+enum ConnectionReport {
     /// Connected to `host` (the address it connected to) and `port`.
     case connected(host: String, port: UInt16)
     /// Connected to the Unix-domain socket at `url`.
