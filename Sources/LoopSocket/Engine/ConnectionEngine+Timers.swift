@@ -119,7 +119,7 @@ extension ConnectionEngine {
         case .read:
             let op = reads.removeFirst()
             if !op.buffer.isEmpty { pending.insert(contentsOf: op.buffer, at: pendingStart) }
-            finishRead(op, with: .failure(error))
+            failRead(op, with: error)
         case .write:
             // Not one byte of it went out: the stream stays whole without it.
             let op = writes.removeFirst()

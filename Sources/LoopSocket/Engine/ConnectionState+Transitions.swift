@@ -88,24 +88,20 @@ extension ConnectionState {
             self = .starting(Stream())
             return .proceed
         case .connected:
-            guard case .connecting(let stream) = self else { return .none }
-            self = .open(stream)
+            guard case .active(.connecting, let stream) = self else { return .none }
+            self = .active(.open, stream)
             return .proceed
         case .registered:
-            guard case .starting(let stream) = self else { return .none }
-            self = .open(stream)
+            guard case .active(.starting, let stream) = self else { return .none }
+            self = .active(.open, stream)
             return .proceed
         case .closed:
             let action: Action
             switch self {
             case .idle: return .none
             case .listening: action = .tearDown(wasOpen: false, wasStarting: false, readSideOpen: true)
-            case .connecting(let stream):
-                action = .tearDown(wasOpen: false, wasStarting: false, readSideOpen: stream.readSide == .open)
-            case .starting(let stream):
-                action = .tearDown(wasOpen: false, wasStarting: true, readSideOpen: stream.readSide == .open)
-            case .open(let stream):
-                action = .tearDown(wasOpen: true, wasStarting: false, readSideOpen: stream.readSide == .open)
+            case .active(let phase, let stream):
+                action = .tearDown(wasOpen: phase == .open, wasStarting: phase == .starting, readSideOpen: stream.readSide == .open)
             }
             self = .idle
             return action
@@ -113,25 +109,24 @@ extension ConnectionState {
             switch self {
             case .idle: return .refuse(.notOpen)
             case .listening: return .proceed
-            case .connecting(let stream), .starting(let stream), .open(let stream):
+            case .active(_, let stream):
                 return stream.ending == .none ? .proceed : .refuse(.notOpen)
             }
         case .writeQueued:
             switch self {
             case .idle: return .refuse(.writeNotConnected)
             case .listening: return .proceed
-            case .connecting(let stream), .starting(let stream), .open(let stream):
+            case .active(_, let stream):
                 return stream.ending == .none && stream.writeSide == .open ? .proceed : .refuse(.writeAfterFinish)
             }
         case .finishAsked(let which):
             switch self {
             case .idle: return .none
             case .listening: return .closeIfNothingQueued(dropReads: which == .afterWrites)
-            case .open:
-                modifyStream { $0.ending = $0.ending.adding(which) }
-                return which == .afterWrites ? .dropReadsAndPump : .pump
-            case .connecting, .starting:
-                modifyStream { $0.ending = $0.ending.adding(which) }
+            case .active(let phase, var stream):
+                stream.ending = stream.ending.adding(which)
+                self = .active(phase, stream)
+                if phase == .open { return which == .afterWrites ? .dropReadsAndPump : .pump }
                 return .closeIfNothingQueued(dropReads: which == .afterWrites)
             }
         case .peerFinished:
@@ -193,38 +188,17 @@ extension ConnectionState {
     /// Runs `body` on the stream of a connecting, starting or open connection; `.none` without one.
     @inline(__always)
     private mutating func modifyAnyStream(_ body: (inout Stream) -> Action) -> Action {
-        switch self {
-        case .connecting(var stream):
-            let action = body(&stream)
-            self = .connecting(stream)
-            return action
-        case .starting(var stream):
-            let action = body(&stream)
-            self = .starting(stream)
-            return action
-        case .open(var stream):
-            let action = body(&stream)
-            self = .open(stream)
-            return action
-        case .idle, .listening:
-            return .none
-        }
+        guard case .active(let phase, var stream) = self else { return .none }
+        let action = body(&stream)
+        self = .active(phase, stream)
+        return action
     }
 
     /// Runs `body` on the stream of an open connection; `.none` otherwise.
     @inline(__always)
     private mutating func modifyOpenStream(_ body: (inout Stream) -> Action) -> Action {
-        guard case .open = self else { return .none }
+        guard case .active(.open, _) = self else { return .none }
         return modifyAnyStream(body)
-    }
-
-    /// Changes the stream, whatever case carries it (nothing without one).
-    @inline(__always)
-    private mutating func modifyStream(_ body: (inout Stream) -> Void) {
-        _ = modifyAnyStream { stream in
-            body(&stream)
-            return .proceed
-        }
     }
 }
 

@@ -13,7 +13,7 @@ final class StateDiagramTests: XCTestCase {
     /// The transition tables the code makes, by the type name a diagram's marker gives: each edge as
     /// `from --> to: event`.
     static var transitionTables: [String: [String]] {
-        ["ConnectionState": ConnectionState.lifecycleTransitions.map { "\($0.from) --> \($0.to): \($0.event)" }]
+        ["Lifecycle": ConnectionState.lifecycleTransitions.map { "\($0.from) --> \($0.to): \($0.event)" }]
     }
 
     struct Diagram {
@@ -100,7 +100,7 @@ final class StateDiagramTests: XCTestCase {
     func testEveryMarkedDiagramMatchesItsType() throws {
         let markdown = try String(contentsOf: Self.packageRoot.appendingPathComponent("docs/architecture.md"), encoding: .utf8)
         let diagrams = try Self.diagrams(in: markdown)
-        XCTAssertTrue(diagrams.contains { $0.typeName == "ConnectionState" }, "the TCP engine's diagram is missing")
+        XCTAssertTrue(diagrams.contains { $0.typeName == "Lifecycle" }, "the TCP engine's diagram is missing")
         for diagram in diagrams {
             let where_ = "docs/architecture.md:\(diagram.line) (\(diagram.typeName))"
             let source = try String(contentsOf: Self.packageRoot.appendingPathComponent(diagram.path), encoding: .utf8)
@@ -124,7 +124,7 @@ final class StateDiagramTests: XCTestCase {
     /// The checks above can fail: a drawn state or edge the code does not have is found.
     func testAWrongDiagramIsCaught() throws {
         let markdown = """
-            <!-- state-diagram: ConnectionState in Sources/LoopSocket/Engine/ConnectionState.swift -->
+            <!-- state-diagram: Lifecycle in Sources/LoopSocket/Engine/ConnectionState.swift -->
             ```mermaid
             stateDiagram-v2
                 [*] --> idle
@@ -135,9 +135,9 @@ final class StateDiagramTests: XCTestCase {
         let diagram = try XCTUnwrap(Self.diagrams(in: markdown).first)
         XCTAssertEqual(diagram.states, ["idle", "open", "closing"])
         XCTAssertEqual(diagram.edges, ["idle --> open: connectAsked", "open --> closing: closed"])
-        let table = try XCTUnwrap(Self.transitionTables["ConnectionState"])
+        let table = try XCTUnwrap(Self.transitionTables["Lifecycle"])
         XCTAssertFalse(Set(diagram.edges).isSubset(of: Set(table)))
         let source = try String(contentsOf: Self.packageRoot.appendingPathComponent("Sources/LoopSocket/Engine/ConnectionState.swift"), encoding: .utf8)
-        XCTAssertEqual(Self.caseNames(ofEnum: "ConnectionState", in: source), ["idle", "connecting", "listening", "starting", "open"])
+        XCTAssertEqual(Self.caseNames(ofEnum: "Lifecycle", in: source), ["idle", "connecting", "listening", "starting", "open"])
     }
 }
