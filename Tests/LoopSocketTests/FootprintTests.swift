@@ -26,6 +26,10 @@ final class FootprintTests: XCTestCase {
         XCTAssertLessThanOrEqual(usable(socket) + usable(socket.shared.storage), 288, "socket and shared state")
         // An AsyncSocket's handler: 87 bytes (a 96-byte chunk); listener, connect and TLS state is out of line.
         XCTAssertLessThanOrEqual(usable(handler), 88, "AsyncSocketHandler")
+        // The connection's state: the phase byte (whose spare values are idle and listening), a pad byte and
+        // the stream's 16 bits. Four bytes read with one load; stored as enums it was six, and every test of
+        // the case combined them all (ConnectionState.Stream says why).
+        XCTAssertLessThanOrEqual(MemoryLayout<ConnectionState>.size, 4, "ConnectionState")
         // One queued read (an idle connection has one): 88 bytes, in a queue storage of capacity 1.
         XCTAssertLessThanOrEqual(MemoryLayout<ReadOp>.stride, 88, "ReadOp")
     }

@@ -125,8 +125,14 @@ extension ConnectionEngine: LoopIOHandler {
     }
 
     /// Closes the socket once the queues a `disconnectAfter…` (or the peer's end of stream) waits for are empty.
+    /// The test for no ending at all is inlined into every pump pass; the rest is out of line.
+    @inline(__always)
     func disconnectIfDone() {
-        guard ending != .none else { return }
+        if ending != .none { disconnectIfDrained() }
+    }
+
+    @inline(never)
+    private func disconnectIfDrained() {
         if ending.waitsForReads && !reads.isEmpty { return }
         if ending.waitsForWrites && (!writes.isEmpty || transportHasOutput) { return }
         closeWithError(ending == .afterWritesAtPeerEnd ? ConnectionError(.closedByPeer) : nil)

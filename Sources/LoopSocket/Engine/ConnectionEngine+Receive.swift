@@ -29,6 +29,7 @@ extension ConnectionEngine {
     /// `startTLS` is queued: the writes behind its marker cannot go out before the reads ahead of it have
     /// completed and the handshake has run, so holding those reads would wait forever (a server that
     /// queues a read, startTLS and a large reply must still reach the handshake).
+    @inline(__always)
     var readsHeldByBackpressure: Bool {
         guard writability == .notWritableReadsPaused else { return false }
         if case .tlsQueued = transport { return false }
@@ -45,8 +46,17 @@ extension ConnectionEngine {
     var pendingCount: Int { pending.count - pendingStart }
 
     /// Whether reads should be fed (a read is queued, or continuous mode is on and not paused).
+    /// Inlined, and the lock taken out of line: it is tested on every pump pass and per chunk, and only
+    /// continuous mode needs the lock.
+    @inline(__always)
     var wantsBytes: Bool {
-        !reads.isEmpty || (continuous == .on && !shared.withLock { $0.continuousPaused })
+        !reads.isEmpty || (continuous == .on && !continuousIsPaused)
+    }
+
+    /// Whether continuous mode waits for the delegate to catch up (``SharedState/continuousPaused``).
+    @inline(never)
+    private var continuousIsPaused: Bool {
+        shared.withLock { $0.continuousPaused }
     }
 
     /// Satisfies reads from the prebuffer, then from the socket while it is readable, for at most the
