@@ -54,24 +54,39 @@ struct ConnectionError: Error, @unchecked Sendable {
     let kind: Kind
     /// The failed call and its `errno` (``Kind/systemCall``).
     let failure: SyscallError?
+    /// What the rarer kinds carry (``detail``, ``underlying``), out of line: the error is copied through a
+    /// close several times (the reads dropped, the writes failed, the sink's last callback), and inline a
+    /// `String?` and an `(any Error)?` made each copy two retains and two releases (callgrind,
+    /// `instructions-per-connection.sh echo-server`).
+    private let rare: Rare?
+
+    /// ``detail`` and ``underlying``, boxed.
+    private final class Rare: @unchecked Sendable {
+        let detail: String?
+        let underlying: (any Error)?
+
+        init(detail: String?, underlying: (any Error)?) {
+            self.detail = detail
+            self.underlying = underlying
+        }
+    }
+
     /// What a message needs besides the kind (``Kind/writeQueueFull``, ``Kind/registration``).
-    let detail: String?
+    var detail: String? { rare?.detail }
     /// The error carried (``Kind/passedThrough``).
-    let underlying: (any Error)?
+    var underlying: (any Error)? { rare?.underlying }
 
     init(_ kind: Kind, detail: String? = nil) {
         self.kind = kind
         self.failure = nil
-        self.detail = detail
-        self.underlying = nil
+        self.rare = detail.map { Rare(detail: $0, underlying: nil) }
     }
 
     /// A failed system call.
     init(_ failure: SyscallError) {
         self.kind = .systemCall
         self.failure = failure
-        self.detail = nil
-        self.underlying = nil
+        self.rare = nil
     }
 
     /// Another layer's error, carried unchanged (one already a ``ConnectionError`` stays itself).
@@ -82,8 +97,7 @@ struct ConnectionError: Error, @unchecked Sendable {
         }
         self.kind = .passedThrough
         self.failure = nil
-        self.detail = nil
-        self.underlying = error
+        self.rare = Rare(detail: nil, underlying: error)
     }
 
     /// The error a connection ends with when its loop refused a registration change: a failed `epoll_ctl`
