@@ -19,26 +19,16 @@ extension GCDAsyncSocket {
     ///   families are disabled; `badParamError` for an unknown interface; `otherError` with the errno when
     ///   `socket`, `bind` or `listen` fails (for example `EADDRINUSE`).
     public func accept(onInterface interface: String?, port: UInt16) throws {
-        let configuration = try beginStarting(as: .accepting)
+        let configuration = try claimForStart(.accepting)
+        let addresses: [SocketAddress]
         do {
-            let addresses = try Self.listenAddresses(interface: interface, port: port, configuration)
-            var listening: [(Int32, SocketAddress)] = []
-            do {
-                var chosenPort = port
-                for var address in addresses {
-                    if chosenPort != 0 { address.port = chosenPort }
-                    let fd = try Self.openListener(address, configuration.options)
-                    listening.append((fd, address))
-                    if chosenPort == 0, let bound = SocketAddress.of(fd: fd, peer: false) { chosenPort = bound.port }
-                }
-            } catch {
-                for (fd, _) in listening { LibraryFault.close(fd) }
-                throw error
-            }
-            try startListening(listening, configuration: configuration, unixPath: nil)
+            addresses = try Self.listenAddresses(interface: interface, port: port, configuration)
         } catch {
-            publish(status: .idle)
+            releaseClaim()
             throw error
+        }
+        try GCDAsyncSocketError.reporting { () throws(ConnectionError) in
+            try listen(on: addresses, configuration: configuration)
         }
     }
 
@@ -47,62 +37,23 @@ extension GCDAsyncSocket {
     /// - Throws: ``GCDAsyncSocketError`` — `badParamError` for a path too long for `sun_path`, `otherError` with
     ///   the errno if the socket cannot be created or bound.
     public func accept(on url: URL) throws {
-        let configuration = try beginStarting(as: .accepting)
-        do {
-            let path = url.path
-            guard let address = SocketAddress(unixPath: path) else {
-                throw GCDAsyncSocketError(.badParamError, "Unix socket path is empty or longer than 107 bytes: \(path)")
-            }
-            var status = stat()
-            if lstat(path, &status) == 0 && (status.st_mode & S_IFMT) == S_IFSOCK { unlink(path) }
-            let fd = try Self.openListener(address, configuration.options)
-            if let mode = configuration.options.unixSocketMode { chmod(path, mode_t(mode)) }
-            try startListening([(fd, address)], configuration: configuration, unixPath: path)
-        } catch {
-            publish(status: .idle)
-            throw error
+        let configuration = try claimForStart(.accepting)
+        guard let address = SocketAddress(unixPath: url.path) else {
+            releaseClaim()
+            throw GCDAsyncSocketError(.badParamError, "Unix socket path is empty or longer than 107 bytes: \(url.path)")
+        }
+        try GCDAsyncSocketError.reporting { () throws(ConnectionError) in
+            try listen(onUnix: address, configuration: configuration)
         }
     }
 
-    /// Checks that the socket is idle and claims it for connecting or accepting, so a second call fails fast.
-    func beginStarting(as phase: Status) throws -> Configuration {
-        let outcome = shared.withLock { state -> Result<Configuration, GCDAsyncSocketError> in
-            // GCDAsyncSocket's first check, with its message: the outcome of a connect has nowhere to go.
-            guard phase != .connecting || state.delegate != nil else {
-                return .failure(GCDAsyncSocketError(.badConfigError, "Attempting to connect without a delegate. Set a delegate first."))
-            }
-            guard state.status == .idle else {
-                return .failure(GCDAsyncSocketError(.badConfigError,
-                    "Attempting to connect or accept while connected, connecting or accepting. Disconnect first."))
-            }
-            guard state.configuration.ipv4Enabled || state.configuration.ipv6Enabled else {
-                return .failure(GCDAsyncSocketError(.badConfigError, "Both IPv4 and IPv6 are disabled"))
-            }
-            state.status = phase
-            state.claim &+= 1
-            var configuration = state.configuration
-            configuration.claim = state.claim
-            return .success(configuration)
+    /// Claims the socket for a connect, a listen or an adoption (``ConnectionEngine/claim(for:)``), after
+    /// GCDAsyncSocket's first check for a connect: a delegate to tell its outcome to.
+    func claimForStart(_ status: Status) throws -> Configuration {
+        guard status != .connecting || withLock({ reportedDelegate }) != nil else {
+            throw GCDAsyncSocketError(.badConfigError, "Attempting to connect without a delegate. Set a delegate first.")
         }
-        return try outcome.get()
-    }
-
-    static func openListener(_ address: SocketAddress, _ options: SocketOptions) throws -> Int32 {
-        do throws(SyscallError) {
-            let fd = try Syscall.socket(domain: address.family)
-            do throws(SyscallError) {
-                if address.isIPv6 { try Syscall.setOption(fd, level: Int32(IPPROTO_IPV6), name: IPV6_V6ONLY, value: 1) }
-                try options.applyToListener(fd, isUnix: address.isUnix)
-                try address.withSockAddr { sa, length throws(SyscallError) in try Syscall.bind(fd, sa, length) }
-                try Syscall.listen(fd, backlog: options.backlog)
-            } catch {
-                try? Syscall.close(fd)
-                throw error
-            }
-            return fd
-        } catch {
-            throw GCDAsyncSocketError(error)
-        }
+        return try GCDAsyncSocketError.reporting { () throws(ConnectionError) in try claim(for: status) }
     }
 
     /// The addresses to listen on for an interface description.

@@ -16,14 +16,14 @@ extension GCDAsyncSocket {
 
     /// Reads at most `length` available bytes (0: no cap) into `buffer` at `offset`.
     public func readData(withTimeout timeout: TimeInterval, buffer: NSMutableData?, bufferOffset offset: UInt, maxLength length: UInt, tag: Int) {
-        guard let sink = Self.sink(buffer, offset) else { return }
-        queueRead(.available, maxLength: Int(clamping: length), timeout: timeout, tag: tag, sink: sink)
+        guard let intoBuffer = Self.bufferWriter(buffer, offset) else { return }
+        queueRead(.available, maxLength: Int(clamping: length), timeout: timeout, tag: tag, intoBuffer: intoBuffer)
     }
 
     /// Reads exactly `length` bytes into `buffer` at `offset`.
     public func readData(toLength length: UInt, withTimeout timeout: TimeInterval, buffer: NSMutableData?, bufferOffset offset: UInt, tag: Int) {
-        guard length > 0, length <= UInt(Int.max), let sink = Self.sink(buffer, offset) else { return }
-        queueRead(.length(Int(length)), maxLength: 0, timeout: timeout, tag: tag, sink: sink)
+        guard length > 0, length <= UInt(Int.max), let intoBuffer = Self.bufferWriter(buffer, offset) else { return }
+        queueRead(.length(Int(length)), maxLength: 0, timeout: timeout, tag: tag, intoBuffer: intoBuffer)
     }
 
     /// Reads up to and including the separator `data` into `buffer` at `offset`.
@@ -34,12 +34,12 @@ extension GCDAsyncSocket {
     /// Reads up to and including the separator, at most `length` bytes (0: no cap), into `buffer` at `offset`.
     public func readData(to data: Data, withTimeout timeout: TimeInterval, buffer: NSMutableData?, bufferOffset offset: UInt, maxLength length: UInt, tag: Int) {
         guard !data.isEmpty, length == 0 || length >= UInt(data.count), length <= UInt(Int.max),
-              let sink = Self.sink(buffer, offset) else { return }
-        queueRead(.separator(data), maxLength: Int(length), timeout: timeout, tag: tag, sink: sink)
+              let intoBuffer = Self.bufferWriter(buffer, offset) else { return }
+        queueRead(.separator(data), maxLength: Int(length), timeout: timeout, tag: tag, intoBuffer: intoBuffer)
     }
 
     /// The closure that stores completed bytes into the caller's buffer; `nil` if the offset is past its end.
-    private static func sink(_ buffer: NSMutableData?, _ offset: UInt) -> ((Data) -> Void)? {
+    private static func bufferWriter(_ buffer: NSMutableData?, _ offset: UInt) -> ((Data) -> Void)? {
         guard let buffer else { return { _ in } }
         guard offset <= UInt(buffer.length) else { return nil }
         let start = Int(offset)

@@ -13,7 +13,7 @@ extension GCDAsyncSocket {
 
     /// The queue delegate callbacks run on; `nil` runs them inline on the socket's event loop.
     public var delegateQueue: DispatchQueue? {
-        get { shared.withLock { $0.delegateQueue } }
+        get { storedDelegate().queue }
         set { changeDelegate(.queue(newValue), waiting: false) }
     }
 
@@ -44,56 +44,53 @@ extension GCDAsyncSocket {
     }
 
     func storeDelegate(_ change: DelegateChange<any GCDAsyncSocketDelegate>) {
-        shared.withLock { state in
+        withLock {
             switch change {
-            case .delegate(let delegate): state.delegate = delegate
-            case .queue(let queue): state.delegateQueue = queue
+            case .delegate(let delegate): reportedDelegate = delegate
+            case .queue(let queue): reportedDelegateQueue = queue
             case .both(let delegate, let queue):
-                state.delegate = delegate
-                state.delegateQueue = queue
+                reportedDelegate = delegate
+                reportedDelegateQueue = queue
             }
         }
     }
 
-    /// The delegate and its queue as the getters report them. The engine keeps the delegate under its lock
-    /// as a plain object (it knows nothing of the protocol); it was stored as a `GCDAsyncSocketDelegate`.
+    /// The delegate and its queue as the getters report them. Kept as a plain object (a weak reference to
+    /// an existential would take two words); it was stored as a `GCDAsyncSocketDelegate`.
     func storedDelegate() -> (delegate: (any GCDAsyncSocketDelegate)?, queue: DispatchQueue?) {
-        let (object, queue) = shared.withLock { ($0.delegate, $0.delegateQueue) }
+        let (object, queue) = withLock { (reportedDelegate, reportedDelegateQueue) }
         return (object as? any GCDAsyncSocketDelegate, queue)
     }
 
     /// Anything you want to keep with the socket; the socket never looks at it.
     public var userData: Any? {
-        get { shared.withLock { $0.userData } }
-        set {
-            let box = UncheckedSendable(newValue)
-            shared.withLock { $0.userData = box.value }
-        }
+        get { ownerValue }
+        set { ownerValue = newValue }
     }
 
     /// Whether IPv4 may be used (default true).
     public var isIPv4Enabled: Bool {
-        get { shared.withLock { $0.configuration.ipv4Enabled } }
-        set { shared.withLock { $0.configuration.ipv4Enabled = newValue } }
+        get { settings.ipv4Enabled }
+        set { changeSetting(\.ipv4Enabled, to: newValue) }
     }
 
     /// Whether IPv6 may be used (default true).
     public var isIPv6Enabled: Bool {
-        get { shared.withLock { $0.configuration.ipv6Enabled } }
-        set { shared.withLock { $0.configuration.ipv6Enabled = newValue } }
+        get { settings.ipv6Enabled }
+        set { changeSetting(\.ipv6Enabled, to: newValue) }
     }
 
     /// Whether IPv4 addresses are tried first when a host has both (default true, as GCDAsyncSocket).
     public var isIPv4PreferredOverIPv6: Bool {
-        get { shared.withLock { $0.configuration.ipv4PreferredOverIPv6 } }
-        set { shared.withLock { $0.configuration.ipv4PreferredOverIPv6 = newValue } }
+        get { settings.ipv4PreferredOverIPv6 }
+        set { changeSetting(\.ipv4PreferredOverIPv6, to: newValue) }
     }
 
     /// Happy Eyeballs: how long a connection attempt runs before the next address is tried in parallel
     /// (default 0.3 s, as GCDAsyncSocket).
     public var alternateAddressDelay: TimeInterval {
-        get { shared.withLock { $0.configuration.alternateAddressDelay } }
-        set { shared.withLock { $0.configuration.alternateAddressDelay = max(0, newValue) } }
+        get { settings.alternateAddressDelay }
+        set { changeSetting(\.alternateAddressDelay, to: max(0, newValue)) }
     }
 
     /// Whether the socket disconnects when the peer closes its write side (default true). When false,
@@ -102,10 +99,9 @@ extension GCDAsyncSocket {
     /// without a delegate queue) it is in force before the connection's first byte is read; set from another
     /// thread, an end of stream the loop handled before the setting arrived keeps the old behaviour.
     public var autoDisconnectOnClosedReadStream: Bool {
-        get { shared.withLock { $0.configuration.autoDisconnectOnClosedReadStream } }
+        get { settings.autoDisconnectOnClosedReadStream }
         set {
-            shared.withLock { $0.configuration.autoDisconnectOnClosedReadStream = newValue }
-            onLoop { [self] in config.autoDisconnectOnClosedReadStream = newValue }
+            changeSetting(\.autoDisconnectOnClosedReadStream, to: newValue, nowToo: true)
         }
     }
 
@@ -116,25 +112,18 @@ extension GCDAsyncSocket {
     /// the option: its first bytes are on the wire, and the stream would go on with the next write's.
     /// GCDAsyncSocket always disconnects.
     public var timeoutsFailOnlyTheOperation: Bool {
-        get { shared.withLock { $0.configuration.timeoutsFailOnlyTheOperation } }
+        get { settings.timeoutsFailOnlyTheOperation }
         set {
-            shared.withLock { $0.configuration.timeoutsFailOnlyTheOperation = newValue }
-            onLoop { [self] in config.timeoutsFailOnlyTheOperation = newValue }
+            changeSetting(\.timeoutsFailOnlyTheOperation, to: newValue, nowToo: true)
         }
     }
 
     /// Options applied before the next `connect` or `accept` (see ``SocketOptions``). On a connected
     /// socket, changes to the write water marks and cap take effect at once; the others at the next connect.
     public var options: SocketOptions {
-        get { shared.withLock { $0.configuration.options } }
+        get { settings.options }
         set {
-            shared.withLock { $0.configuration.options = newValue }
-            onLoop { [self] in config.options = newValue }
+            changeSetting(\.options, to: newValue, nowToo: true)
         }
-    }
-
-    /// Copies the configuration to the loop (at the start of a connect or accept).
-    func loadConfiguration() {
-        config = shared.withLock { $0.configuration }
     }
 }

@@ -26,35 +26,10 @@ extension GCDAsyncSocket {
     ///   (unknown host, refused, timeout) arrive in `socketDidDisconnect(_:withError:)`.
     public func connect(toHost host: String, onPort port: UInt16, viaInterface interface: String?, withTimeout timeout: TimeInterval) throws {
         guard !host.isEmpty else { throw GCDAsyncSocketError(.badParamError, "Invalid host parameter (nil or \"\"). Should be a domain name or IP address string.") }
-        var started = try beginStarting(as: .connecting)
-        started.connectHost = host
-        let configuration = started
-        let local: [SocketAddress]
-        do {
-            local = try Self.localBindAddresses(interface, configuration)
-        } catch {
-            publish(status: .idle)
-            throw error
-        }
-        let immediate = Resolver.immediate(host, port: port)
-        try start { [self] in
-            startConnecting(configuration: configuration, timeout: timeout, local: local) { [self] in
-                if let immediate {
-                    beginAttempts(immediate)
-                    return
-                }
-                let index = stateIndex
-                DispatchQueue.global().async { [self] in
-                    let resolved = Resolver.resolve(host, port: port)
-                    onLoop { [self] in
-                        guard stateIndex == index, lifecycle == .connecting else { return }
-                        switch resolved {
-                        case .success(let addresses): beginAttempts(addresses)
-                        case .failure(let error): closeWithError(error)
-                        }
-                    }
-                }
-            }
+        let configuration = try claimForStart(.connecting)
+        let local = try localBindAddressesOrRelease(interface, configuration)
+        try GCDAsyncSocketError.reporting { () throws(ConnectionError) in
+            try connect(toHost: host, port: port, configuration: configuration, timeout: timeout, local: local)
         }
     }
 
@@ -73,20 +48,14 @@ extension GCDAsyncSocket {
         guard let address = SocketAddress(bytes: remoteAddr), !address.isUnix else {
             throw GCDAsyncSocketError(.badParamError, "A remote address must be a sockaddr_in or sockaddr_in6")
         }
-        let configuration = try beginStarting(as: .connecting)
+        let configuration = try claimForStart(.connecting)
         guard (address.isIPv4 && configuration.ipv4Enabled) || (address.isIPv6 && configuration.ipv6Enabled) else {
-            publish(status: .idle)
+            releaseClaim()
             throw GCDAsyncSocketError(.badConfigError, "The address's IP family is disabled")
         }
-        let local: [SocketAddress]
-        do {
-            local = try Self.localBindAddresses(interface, configuration)
-        } catch {
-            publish(status: .idle)
-            throw error
-        }
-        try start { [self] in
-            startConnecting(configuration: configuration, timeout: timeout, local: local) { [self] in beginAttempts([address]) }
+        let local = try localBindAddressesOrRelease(interface, configuration)
+        try GCDAsyncSocketError.reporting { () throws(ConnectionError) in
+            try connect(to: [address], configuration: configuration, timeout: timeout, local: local)
         }
     }
 
@@ -95,17 +64,19 @@ extension GCDAsyncSocket {
         guard let address = SocketAddress(unixPath: url.path) else {
             throw GCDAsyncSocketError(.badParamError, "Unix socket path is empty or longer than 107 bytes: \(url.path)")
         }
-        let configuration = try beginStarting(as: .connecting)
-        try start { [self] in
-            startConnecting(configuration: configuration, timeout: timeout, local: []) { [self] in beginAttempts([address]) }
+        let configuration = try claimForStart(.connecting)
+        try GCDAsyncSocketError.reporting { () throws(ConnectionError) in
+            try connect(to: [address], configuration: configuration, timeout: timeout, local: [])
         }
     }
 
-    /// Runs `body` on the loop, or undoes the claim and throws if the loop is shut down.
-    private func start(_ body: @escaping @Sendable () -> Void) throws {
-        guard onLoop(body) else {
-            publish(status: .idle)
-            throw GCDAsyncSocketError.loopShutDown
+    /// ``localBindAddresses(_:_:)``, giving back the claim if the interface is bad.
+    private func localBindAddressesOrRelease(_ interface: String?, _ configuration: Configuration) throws -> [SocketAddress] {
+        do {
+            return try Self.localBindAddresses(interface, configuration)
+        } catch {
+            releaseClaim()
+            throw error
         }
     }
 

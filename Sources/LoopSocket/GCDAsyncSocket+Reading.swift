@@ -5,13 +5,13 @@ import FoundationEssentials
 extension GCDAsyncSocket {
     /// Reads whatever bytes are available (at least one).
     public func readData(withTimeout timeout: TimeInterval, tag: Int) {
-        queueRead(.available, maxLength: 0, timeout: timeout, tag: tag, sink: nil)
+        queueRead(.available, maxLength: 0, timeout: timeout, tag: tag, intoBuffer: nil)
     }
 
     /// Reads exactly `length` bytes. A length of 0 does nothing.
     public func readData(toLength length: UInt, withTimeout timeout: TimeInterval, tag: Int) {
         guard length > 0, length <= UInt(Int.max) else { return }
-        queueRead(.length(Int(length)), maxLength: 0, timeout: timeout, tag: tag, sink: nil)
+        queueRead(.length(Int(length)), maxLength: 0, timeout: timeout, tag: tag, intoBuffer: nil)
     }
 
     /// Reads up to and including `data`, the separator. An empty separator does nothing.
@@ -24,7 +24,7 @@ extension GCDAsyncSocket {
     /// separator, or an empty separator, does nothing.
     public func readData(to data: Data, withTimeout timeout: TimeInterval, maxLength: UInt, tag: Int) {
         guard !data.isEmpty, maxLength == 0 || maxLength >= UInt(data.count), maxLength <= UInt(Int.max) else { return }
-        queueRead(.separator(data), maxLength: Int(maxLength), timeout: timeout, tag: tag, sink: nil)
+        queueRead(.separator(data), maxLength: Int(maxLength), timeout: timeout, tag: tag, intoBuffer: nil)
     }
 
     /// Delivers every chunk as it arrives, as `socket(_:didRead:withTag:)` with `tag`, whenever no queued read
@@ -53,11 +53,11 @@ extension GCDAsyncSocket {
         return bytesTotal > 0 ? Float(bytesDone) / Float(bytesTotal) : 1
     }
 
-    func queueRead(_ kind: ReadOp.Kind, maxLength: Int, timeout: TimeInterval, tag: Int, sink: ((Data) -> Void)?) {
+    func queueRead(_ kind: ReadOp.Kind, maxLength: Int, timeout: TimeInterval, tag: Int, intoBuffer: ((Data) -> Void)?) {
         if eventLoop.inEventLoop {
-            enqueueRead(ReadOp(kind: kind, maxLength: maxLength, tag: tag, timeout: timeout, id: 0, sink: sink))
+            enqueueRead(ReadOp(kind: kind, maxLength: maxLength, tag: tag, timeout: timeout, id: 0, intoBuffer: intoBuffer))
         } else {
-            let box = UncheckedSendable(ReadOp(kind: kind, maxLength: maxLength, tag: tag, timeout: timeout, id: 0, sink: sink))
+            let box = UncheckedSendable(ReadOp(kind: kind, maxLength: maxLength, tag: tag, timeout: timeout, id: 0, intoBuffer: intoBuffer))
             onLoop { [self] in enqueueRead(box.value) }
         }
     }

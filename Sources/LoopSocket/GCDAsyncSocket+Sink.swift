@@ -2,34 +2,36 @@ import Dispatch
 import EpollLoop
 import FoundationEssentials
 
-/// The face's sink: the engine's events (``ConnectionEvent`` and the sink methods GCDAsyncSocket overrides)
+/// The face's sink: the engine's events (``ConnectionReport`` and the sink methods GCDAsyncSocket overrides)
 /// become delegate callbacks, inline on the loop when there is no delegate queue, else `async` onto the
 /// queue; or go to an ``AsyncSocket``'s handler, inline.
 extension GCDAsyncSocket {
-    /// Where the next callback goes. Loop only.
+    /// Where the next delegate callback goes: nowhere for an ``AsyncSocket``'s socket, whose handler the
+    /// sink methods call directly. Loop only.
     @inline(__always)
     var delegateTarget: DelegateTarget<any GCDAsyncSocketDelegate> {
-        if case .async(let handler) = sink { return .inline(handler) }
+        if case .async = recipient { return .none }
         return DelegateTarget(loopDelegate, queue: loopDelegateQueue)
     }
 
-    /// Makes `handler` the socket's sink (``Sink/async(_:)``): callbacks go to it inline, and calls from
+    /// Makes `handler` the socket's sink (``Recipient/async(_:)``): callbacks go to it inline, and calls from
     /// outside a callback pump at once, so a write is sent, and a read queued, within the call (its sink
     /// never re-enters the caller). The public `delegate` reads nil from then on: the handler is not the
     /// user's. Any thread; on the loop without the closure `onLoop` allocates (every accepted async
     /// connection passes here).
-    func useAsyncSink(_ handler: AsyncSocketHandler) {
-        shared.withLock {
-            $0.delegate = nil
-            $0.delegateQueue = nil
+    func useAsyncHandler(_ handler: AsyncSocketHandler) {
+        withLock {
+            // Not a `GCDAsyncSocketDelegate`, so the getter reads nil; but a connect finds someone to tell.
+            reportedDelegate = handler
+            reportedDelegateQueue = nil
         }
-        if eventLoop.inEventLoop { setAsyncSink(handler) } else { onLoop { [self] in setAsyncSink(handler) } }
+        if eventLoop.inEventLoop { setAsyncHandler(handler) } else { onLoop { [self] in setAsyncHandler(handler) } }
     }
 
-    private func setAsyncSink(_ handler: AsyncSocketHandler) {
+    private func setAsyncHandler(_ handler: AsyncSocketHandler) {
         loopDelegate = nil
         loopDelegateQueue = nil
-        sink = .async(handler)
+        recipient = .async(handler)
         pumpInline()
     }
 
@@ -40,23 +42,26 @@ extension GCDAsyncSocket {
     }
 
     /// The delegate callback for one of the engine's rarer events.
-    func deliver(_ event: ConnectionEvent) {
+    func deliver(_ event: ConnectionReport) {
         switch event {
         case .connected(let host, let port):
             notify { $0.socket($1, didConnectToHost: host, port: port) }
         case .connectedToURL(let url):
             notify { $0.socket($1, didConnectTo: url) }
-        case .acceptFailed(let error):
+        case .acceptFailed(let failure):
+            let error = GCDAsyncSocketError(failure)
             notify { $0.socket($1, didFailToAcceptWithError: error) }
         case .readProgress(let length, let tag):
             notify { $0.socket($1, didReadPartialDataOfLength: UInt(length), tag: tag) }
-        case .readFailed(let tag, let error):
+        case .readFailed(let tag, let failure):
+            let error = GCDAsyncSocketError.reporting(failure)
             notify { $0.socket($1, didFailToReadDataWithTag: tag, error: error) }
         case .readStreamClosed:
             notify { $0.socketDidCloseReadStream($1) }
         case .writeProgress(let length, let tag):
             notify { $0.socket($1, didWritePartialDataOfLength: UInt(length), tag: tag) }
-        case .writeFailed(let tag, let error):
+        case .writeFailed(let tag, let failure):
+            let error = GCDAsyncSocketError.reporting(failure)
             notify { $0.socket($1, didFailToWriteDataWithTag: tag, error: error) }
         case .writabilityChanged(let writable):
             notify { $0.socket($1, didChangeWritability: writable) }
@@ -90,7 +95,7 @@ extension GCDAsyncSocket {
 
     /// `socket(_:didReceive:completionHandler:)`; false with no delegate to ask.
     func askTrust(_ trust: TLSTrust, decide: @escaping @Sendable (Bool) -> Void) -> Bool {
-        if case .delegate = sink, loopDelegate == nil { return false }
+        if case .none = delegateTarget { return false }
         notify { $0.socket($1, didReceive: trust, completionHandler: decide) }
         return true
     }
@@ -100,11 +105,11 @@ extension GCDAsyncSocket {
     /// `socket(_:didAcceptNewSocket:)`, and the new socket starts: right after an inline callback, from the
     /// delegate queue after a queued one.
     func deliverAccept(_ fd: Int32, peer: SocketAddress?, isUnix: Bool, on loop: EventLoop) {
-        if case .async(let handler) = sink {
+        if case .async(let handler) = recipient {
             // An `AsyncListener`'s listener: the handler gives the new socket a sink of its own.
             let socket = GCDAsyncSocket(delegate: nil, delegateQueue: nil, loop: loop, group: nil)
             setUpAccepted(socket, fd: fd, isUnix: isUnix)
-            handler.socket(self, didAcceptNewSocket: socket)
+            handler.accepted(socket)
             socket.startAdopted()
             return
         }
@@ -132,13 +137,21 @@ extension GCDAsyncSocket {
     /// connection: copying the peer's address into a `Data` nobody reads, two allocations and about 1,000
     /// instructions with its release (callgrind, connect churn).
     private func queueChosen(by delegate: any GCDAsyncSocketDelegate, peer: SocketAddress?) -> DispatchQueue? {
+        let memo: QueueChooserMemo
+        switch recipient {
+        case .listeningDelegate(let existing): memo = existing
+        case .delegate:
+            memo = QueueChooserMemo()
+            recipient = .listeningDelegate(memo)
+        case .async: return nil
+        }
         let type = ObjectIdentifier(Swift.type(of: delegate))
-        if dial?.sinkMemo.defaultAnswerType == type { return nil }
-        dial?.sinkMemo.defaultAnswerRan = false
+        if memo.defaultAnswerType == type { return nil }
+        memo.defaultAnswerRan = false
         let chosen = delegate.newSocketQueueForConnection(fromAddress: peer?.data ?? Data(), on: self)
-        if dial?.sinkMemo.defaultAnswerRan == true {
-            dial?.sinkMemo.defaultAnswerRan = false
-            dial?.sinkMemo.defaultAnswerType = type
+        if memo.defaultAnswerRan {
+            memo.defaultAnswerRan = false
+            memo.defaultAnswerType = type
         }
         return chosen
     }
@@ -146,7 +159,8 @@ extension GCDAsyncSocket {
     /// Called by the default `newSocketQueueForConnection`: see ``queueChosen(by:peer:)``. Only on the loop,
     /// where the listener asks; a call from anywhere else changes nothing.
     func noteDefaultQueueChooserRan() {
-        if eventLoop.inEventLoop { dial?.sinkMemo.defaultAnswerRan = true }
+        guard eventLoop.inEventLoop, case .listeningDelegate(let memo) = recipient else { return }
+        memo.defaultAnswerRan = true
     }
 
     /// `socketDidDisconnect(_:withError:)`: once per connection, without a closure for the inline case.
@@ -159,4 +173,12 @@ extension GCDAsyncSocket {
             queue.async { [self] in box.value.0.socketDidDisconnect(self, withError: box.value.1) }
         }
     }
+}
+
+/// A listener's note about its delegate's `newSocketQueueForConnection`, kept between accepts: the
+/// delegate's type found to take the default answer (not asked again), and whether that default ran since
+/// last cleared. Loop only.
+final class QueueChooserMemo {
+    var defaultAnswerType: ObjectIdentifier?
+    var defaultAnswerRan = false
 }

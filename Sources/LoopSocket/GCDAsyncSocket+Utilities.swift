@@ -66,11 +66,9 @@ extension GCDAsyncSocket {
             throw GCDAsyncSocketError(SyscallError(.fcntl, errno: Errno(rawValue: errno)))
         }
         _ = fcntl(socketFD, F_SETFD, FD_CLOEXEC)
-        let configuration = try beginStarting(as: .connected)
-        publish(status: .connected, fd: socketFD)
-        guard onLoop({ [self] in adopt(socketFD, configuration: configuration, isUnix: peer.isUnix) }) else {
-            publish(status: .idle)
-            throw GCDAsyncSocketError.loopShutDown
+        let configuration = try claimForStart(.connected)
+        try GCDAsyncSocketError.reporting { () throws(ConnectionError) in
+            try adoptConnected(socketFD, isUnix: peer.isUnix, configuration: configuration)
         }
     }
 

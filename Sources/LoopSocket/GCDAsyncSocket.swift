@@ -18,19 +18,27 @@ open class GCDAsyncSocket: ConnectionEngine, @unchecked Sendable {
     // The face: the API (the other `GCDAsyncSocket+…` files) and the sink that turns the engine's events into
     // delegate callbacks (`GCDAsyncSocket+Sink.swift`). The engine (the superclass) holds the connection.
 
-    // Loop-confined, as the engine's fields are (see there for `@exclusivity(unchecked)`); the delegate and
-    // its queue are also kept under the engine's lock for the getters any thread may call.
+    // Loop-confined, as the engine's fields are (see there for `@exclusivity(unchecked)`): the copies of the
+    // delegate and its queue that callbacks use.
     @exclusivity(unchecked) weak var loopDelegate: (any GCDAsyncSocketDelegate)?
     @exclusivity(unchecked) var loopDelegateQueue: DispatchQueue?
     /// Where callbacks go: the delegate above, or an ``AsyncSocket``'s handler, held strongly (it holds
     /// nothing that leads back to the socket, so no cycle, and a weak reference to it would cost each async
     /// connection a side-table allocation and every callback a weak load).
-    @exclusivity(unchecked) var sink = Sink.delegate
+    @exclusivity(unchecked) var recipient = Recipient.delegate
+    /// The delegate and its queue as the getters report them, which any thread may call: read and written
+    /// only under the engine's lock (``ConnectionEngine/withLock(_:)``). A setter changes these at once and
+    /// the loop's copies above in order with the socket's other work.
+    @exclusivity(unchecked) weak var reportedDelegate: AnyObject?
+    @exclusivity(unchecked) var reportedDelegateQueue: DispatchQueue?
 
-    /// Where callbacks go: the delegate (inline or on its queue, ``DelegateTarget``), or an ``AsyncSocket``'s
-    /// handler, held strongly and called inline. Fixed once the socket is handed out.
-    enum Sink {
+    /// Where callbacks go: the delegate (inline or on its queue, ``DelegateTarget``), a listener's with its
+    /// ``QueueChooserMemo`` once it has accepted; or an ``AsyncSocket``'s handler, held strongly and called
+    /// inline. Fixed once the socket is handed out. (Three cases rather than an optional memo: two class
+    /// payloads and an empty case fit one word.)
+    enum Recipient {
         case delegate
+        case listeningDelegate(QueueChooserMemo)
         case async(AsyncSocketHandler)
     }
 
@@ -47,7 +55,9 @@ open class GCDAsyncSocket: ConnectionEngine, @unchecked Sendable {
     ) {
         self.loopDelegate = delegate
         self.loopDelegateQueue = delegateQueue
-        super.init(delegate: delegate, delegateQueue: delegateQueue, loop: loop, group: group)
+        self.reportedDelegate = delegate
+        self.reportedDelegateQueue = delegateQueue
+        super.init(loop: loop, group: group)
     }
 
     /// GCDAsyncSocket's designated initialiser; the socket queue is ignored (the event loop takes its place).
@@ -88,9 +98,18 @@ open class GCDAsyncSocket: ConnectionEngine, @unchecked Sendable {
         }
     }
 
-    override func sinkReport(_ event: ConnectionEvent) { deliver(event) }
+    override func sinkReport(_ event: ConnectionReport) {
+        if case .async(let handler) = recipient { return handler.report(event, from: self) }
+        deliver(event)
+    }
 
-    override func sinkDidDisconnect(_ error: (any Error)?) { notifyDidDisconnect(error) }
+    override func sinkDidDisconnect(_ error: ConnectionError?) {
+        let error = error.map(GCDAsyncSocketError.reporting)
+        if case .async(let handler) = recipient { return handler.disconnected(self, error: error) }
+        notifyDidDisconnect(error)
+    }
+
+    override func sinkError(_ error: ConnectionError) -> any Error { GCDAsyncSocketError.reporting(error) }
 
     override var sinkIsQueued: Bool {
         if case .queued = delegateTarget { return true }
@@ -121,8 +140,8 @@ open class GCDAsyncSocket: ConnectionEngine, @unchecked Sendable {
         deliverAccept(fd, peer: peer, isUnix: isUnix, on: loop)
     }
 
-    override func sinkDroppedWrites(_ error: (any Error)?) {
-        if case .async(let handler) = sink { handler.closeDroppedWrites(error) }
+    override func sinkDroppedWrites(_ error: ConnectionError?) {
+        if case .async(let handler) = recipient { handler.closeDroppedWrites(error.map(GCDAsyncSocketError.reporting)) }
     }
 }
 

@@ -56,7 +56,10 @@ final class AcceptTests: SocketTestCase {
             clients.append(try RawSocket(connectTo: "127.0.0.1", port: server.localPort))
             XCTAssertEqual(plain.accepted.wait(timeout: .now() + 10), .success)
         }
-        let remembered = try onLoop(loop) { server.dial?.sinkMemo.defaultAnswerType }
+        let remembered = try onLoop(loop) { () -> ObjectIdentifier? in
+            guard case .listeningDelegate(let memo) = server.recipient else { return nil }
+            return memo.defaultAnswerType
+        }
         XCTAssertEqual(remembered, ObjectIdentifier(DefaultQueueDelegate.self), "the default ran and was noted")
 
         let childQueue = makeQueue("chosen")

@@ -53,7 +53,8 @@ public final class AsyncListener: Sendable {
         let handler = AsyncSocketHandler()
         handler.acceptFailed = acceptFailed
         handler.serverTLS = tls
-        let socket = GCDAsyncSocket(delegate: handler, delegateQueue: nil, group: group)
+        let socket = GCDAsyncSocket(delegate: nil, delegateQueue: nil, group: group)
+        socket.useAsyncHandler(handler)
         // The consuming task was cancelled: stop listening, so the kernel does not go on accepting
         // connections nobody will serve.
         let queue = AcceptQueue { socket.disconnect() }

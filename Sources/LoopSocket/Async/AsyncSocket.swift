@@ -37,7 +37,7 @@ public final class AsyncSocket: Sendable {
         self.handler = handler
         // Its delegate is ours and only resumes continuations, so the socket may pump inside our calls:
         // a write is sent, and a read queued, within `write`/`read` instead of one loop iteration later.
-        socket.useAsyncSink(handler)
+        socket.useAsyncHandler(handler)
     }
 
     /// Nothing can read or write through this connection any more: it is closed, like a file handle, so a
@@ -88,7 +88,8 @@ public final class AsyncSocket: Sendable {
         loop: EventLoop?, group: EventLoopGroup?, options: SocketOptions, start: (GCDAsyncSocket) throws -> Void
     ) async throws -> AsyncSocket {
         let handler = AsyncSocketHandler()
-        let socket = GCDAsyncSocket(delegate: handler, delegateQueue: nil, loop: loop, group: group)
+        let socket = GCDAsyncSocket(delegate: nil, delegateQueue: nil, loop: loop, group: group)
+        socket.useAsyncHandler(handler)
         socket.options = options
         socket.autoDisconnectOnClosedReadStream = false  // end of stream is a nil read; writing may go on
         do {

@@ -1,10 +1,12 @@
 import EpollLoop
 import FoundationEssentials
 
-/// The delegate behind an ``AsyncSocket`` or ``AsyncListener``: turns lifecycle callbacks into resumed
-/// continuations. Reads do not come through here (their continuations ride on the read operations).
+/// What stands behind an ``AsyncSocket`` or ``AsyncListener``: the socket's sink methods call it directly
+/// for the events `async` callers wait for (connected, secured, writability, a failed write, accepted, the
+/// disconnect), and it resumes their continuations. Reads do not come through here (their continuations
+/// ride on the read operations).
 /// Every stored property is confined to the socket's loop, where the callbacks run (no delegate queue).
-final class AsyncSocketHandler: GCDAsyncSocketDelegate, @unchecked Sendable {
+final class AsyncSocketHandler: @unchecked Sendable {
     // Every connection holds one, so it is part of an idle connection's footprint: what only a listener, a
     // connecting client or a TLS handshake uses lives in `rare`, allocated for those alone, and the 8-byte
     // fields come first so the small ones share the last word (87 bytes, a 96-byte chunk).
@@ -87,21 +89,30 @@ final class AsyncSocketHandler: GCDAsyncSocketDelegate, @unchecked Sendable {
         set { setRare(newValue, \.handshakeFailed) }
     }
 
-    func socket(_ sock: GCDAsyncSocket, didConnectToHost host: String, port: UInt16) {
-        resumeConnect(nil)
+    /// One of the engine's rarer reports, through the socket's sink (the events the `async` face waits for;
+    /// progress and read failures have no waiter: reads resume their own continuations).
+    func report(_ event: ConnectionReport, from socket: GCDAsyncSocket) {
+        switch event {
+        case .connected, .connectedToURL:
+            resumeConnect(nil)
+        case .acceptFailed(let error):
+            acceptFailed?(GCDAsyncSocketError(error))
+        case .secured:
+            secured(socket)
+        case .writabilityChanged(let writable):
+            writabilityChanged(writable)
+        case .writeFailed(_, let error):
+            if failure == nil { failure = GCDAsyncSocketError.reporting(error) }
+        case .readProgress, .readFailed, .readStreamClosed, .writeProgress:
+            break
+        }
     }
 
-    func socket(_ sock: GCDAsyncSocket, didConnectTo url: URL) {
-        resumeConnect(nil)
-    }
-
-    func socket(_ sock: GCDAsyncSocket, didFailToAcceptWithError error: any Error) {
-        acceptFailed?(error)
-    }
-
-    func socket(_ sock: GCDAsyncSocket, didAcceptNewSocket newSocket: GCDAsyncSocket) {
+    /// A listener accepted `newSocket`: it gets a handler of its own, and goes to the listener's stream
+    /// (after its handshake, for a TLS listener).
+    func accepted(_ newSocket: GCDAsyncSocket) {
         let handler = AsyncSocketHandler()
-        newSocket.useAsyncSink(handler)
+        newSocket.useAsyncHandler(handler)
         guard let serverTLS, let accepted else {
             accepted?.yield(AsyncSocket(socket: newSocket, handler: handler))
             return
@@ -112,7 +123,7 @@ final class AsyncSocketHandler: GCDAsyncSocketDelegate, @unchecked Sendable {
         newSocket.startTLS(serverTLS)
     }
 
-    func socketDidSecure(_ sock: GCDAsyncSocket) {
+    private func secured(_ sock: GCDAsyncSocket) {
         if let continuation = secureContinuation {
             secureContinuation = nil
             continuation.handOff()
@@ -123,7 +134,7 @@ final class AsyncSocketHandler: GCDAsyncSocketDelegate, @unchecked Sendable {
         }
     }
 
-    func socket(_ sock: GCDAsyncSocket, didChangeWritability isWritable: Bool) {
+    private func writabilityChanged(_ isWritable: Bool) {
         self.isWritable = isWritable
         guard isWritable else { return }
         let waiters = writableWaiters
@@ -131,11 +142,8 @@ final class AsyncSocketHandler: GCDAsyncSocketDelegate, @unchecked Sendable {
         for waiter in waiters { waiter.continuation.handOff() }
     }
 
-    func socket(_ sock: GCDAsyncSocket, didFailToWriteDataWithTag tag: Int, error: any Error) {
-        if failure == nil { failure = error }
-    }
-
-    func socketDidDisconnect(_ sock: GCDAsyncSocket, withError err: (any Error)?) {
+    /// The connection ended: every waiter is resumed, with `err` or the closed error.
+    func disconnected(_ sock: GCDAsyncSocket, error err: (any Error)?) {
         disconnected = true
         let error = err ?? GCDAsyncSocketError(.closedError, "The socket is closed")
         if failure == nil { failure = error }
@@ -179,7 +187,7 @@ final class AsyncSocketHandler: GCDAsyncSocketDelegate, @unchecked Sendable {
     func closeAfter(_ timeout: Duration, _ socket: GCDAsyncSocket) {
         guard closeTimer == .invalid else { return }
         closeTimer = socket.eventLoop.scheduleOnLoop(at: (Deadline.now() + timeout).uptimeNanoseconds) {
-            socket.closeWithError(GCDAsyncSocketError(.writeTimeoutError, "The queued writes were not written within the close timeout"))
+            socket.closeWithError(ConnectionError(passingThrough: GCDAsyncSocketError(.writeTimeoutError, "The queued writes were not written within the close timeout")))
         }
     }
 

@@ -27,7 +27,7 @@ extension ConnectionEngine {
     private func postQueuedAsyncRead(_ kind: ReadOp.Kind, maxLength: Int, id: UInt32, continuation: ReadContinuation) {
         let box = UncheckedSendable(ReadOp(kind: kind, maxLength: maxLength, tag: 0, timeout: -1, id: id, continuation: continuation))
         let queued = onLoop { [self] in enqueueAsyncRead(box.value) }
-        if !queued { return continuation.handOff(throwing: GCDAsyncSocketError.loopShutDown) }
+        if !queued { return continuation.handOff(throwing: sinkError(ConnectionError(.loopShutDown))) }
         if Task.isCancelled { onLoop { [self] in cancelRead(id: id) } }
     }
 
@@ -45,7 +45,7 @@ extension ConnectionEngine {
             cancellation.id = op.id
             enqueueAsyncRead(op)
         }
-        if !queued { continuation.handOff(throwing: GCDAsyncSocketError.loopShutDown) }
+        if !queued { continuation.handOff(throwing: sinkError(ConnectionError(.loopShutDown))) }
     }
 
     /// Completes a read from the prebuffer at once when possible (no read queued ahead of it, the socket
@@ -70,8 +70,8 @@ extension ConnectionEngine {
 
     /// Queues an `async` read with the id it was given, or fails it at once if the socket is not connected.
     func enqueueAsyncRead(_ op: consuming ReadOp) {
-        guard lifecycle != .idle, ending == .none else {
-            op.continuation?.handOff(throwing: GCDAsyncSocketError(.closedError, "The socket is closed"))
+        guard case .proceed = connectionState.handle(.readQueued) else {
+            op.continuation?.handOff(throwing: sinkError(ConnectionError(.notOpen)))
             return
         }
         // A pump is needed only if there is something to feed the read (bytes buffered or signalled) or

@@ -7,12 +7,9 @@ extension ConnectionEngine {
     /// Ends the connection (or listening, or connecting): cancels timers, closes every descriptor exactly once,
     /// fails the queued writes, drops the queued reads and the prebuffer, and calls
     /// `socketDidDisconnect(_:withError:)` last. The socket may connect or accept again afterwards.
-    func closeWithError(_ error: (any Error)?) {
-        guard lifecycle != .idle else { return }
-        let wasStarting = lifecycle == .starting
-        if lifecycle == .open { eventLoop.countSocket(CEPOLL_STREAM_CLOSED) }
-        lifecycle = .idle
-        stateIndex &+= 1
+    func closeWithError(_ error: ConnectionError?) {
+        guard case .tearDown(let wasOpen, let wasStarting, let readSideOpen) = connectionState.handle(.closed) else { return }
+        if wasOpen { eventLoop.countSocket(CEPOLL_STREAM_CLOSED) }
         eventLoop.cancelOnLoop(readTimer)
         eventLoop.cancelOnLoop(writeTimer)
         eventLoop.cancelOnLoop(connectTimer)
@@ -23,7 +20,7 @@ extension ConnectionEngine {
         writeTimerOp = .max
         if case .tls(let tls) = transport { endTLS(tls, error: error) }
         if fd >= 0 {
-            if error == nil && readSide == .open && !wasStarting { discardUnreadInput() }
+            if error == nil && readSideOpen && !wasStarting { discardUnreadInput() }
             unpublish(fd)
             if wasStarting {
                 LibraryFault.close(fd)  // never registered with the loop
@@ -35,25 +32,20 @@ extension ConnectionEngine {
         if dial != nil { closeDialState() }  // an accepted connection never listened or connected
         var failedWrites = writes.removeAll()
         failedWrites.removeAll { $0.isStartTLS }  // startTLS's marker was never a write of the user's
-        dropReads(with: error ?? GCDAsyncSocketError.disconnected)
+        dropReads(with: error ?? ConnectionError(.readDroppedByClose))
         pending = []
         pendingStart = 0
         queuedWriteBytes = 0
         // Everything of the connection goes; how pumps are scheduled and where callbacks go stay.
         pumpState.remove(.again)
         transport = .plain
-        readSide = .open
-        writeSide = .open
-        ending = .none
-        writability = .writable
-        continuous = .off
         readiness = []
         asking = []
         traits = []
-        publish(status: .idle, onlyFor: config.claim)
+        publish(status: .idle, onlyFor: config.generation)
         if !failedWrites.isEmpty {
             sinkDroppedWrites(error)
-            let writeError = error ?? GCDAsyncSocketError.disconnectedBeforeWrite
+            let writeError = error ?? ConnectionError(.writeDroppedByClose)
             for op in failedWrites {
                 sinkReport(.writeFailed(tag: op.tag, error: writeError))
             }
@@ -95,15 +87,22 @@ extension ConnectionEngine {
     /// A `disconnectAfter…` on the loop: no new reads or writes from now on, and the close once the queues
     /// it names have drained (at once when connecting or listening with nothing queued).
     func end(after which: Ending) {
-        guard lifecycle != .idle else { return }
-        ending = ending.adding(which)
-        if which == .afterWrites {
-            dropReads(with: GCDAsyncSocketError(.closedError, "Reads dropped by disconnectAfterWriting"), keepingStartTLS: true)
-        }
-        if lifecycle == .open {
+        switch connectionState.handle(.finishAsked(which)) {
+        case .pump:
             requestPump()
-        } else if reads.isEmpty && writes.isEmpty {
-            closeWithError(nil)
+        case .dropReadsAndPump:
+            dropReadsForFinishWriting()
+            requestPump()
+        case .closeIfNothingQueued(let dropReads):
+            if dropReads { dropReadsForFinishWriting() }
+            if reads.isEmpty && writes.isEmpty { closeWithError(nil) }
+        default:
+            break
         }
+    }
+
+    /// `disconnectAfterWriting` takes no more reads: the queued ones go (startTLS's marker stays).
+    private func dropReadsForFinishWriting() {
+        dropReads(with: ConnectionError(.readDroppedByFinishWriting), keepingStartTLS: true)
     }
 }

@@ -7,18 +7,55 @@ import Glibc
 /// Connection attempts: Happy Eyeballs across the resolved addresses, the first to connect becoming the
 /// connection.
 extension ConnectionEngine {
+    /// Connects the socket claimed with `configuration` to `host` on `port` from the `local` addresses: a
+    /// numeric host (or `localhost`) at once, any other name resolved off the loop first. An answer that
+    /// comes once the connect is over (closed, or the socket claimed again) is dropped. Throws, the claim
+    /// given back, if the loop is shut down. Any thread.
+    func connect(toHost host: String, port: UInt16, configuration: Configuration, timeout: TimeInterval,
+                 local: [SocketAddress]) throws(ConnectionError) {
+        var configuration = configuration
+        configuration.connectHost = host
+        if let immediate = Resolver.immediate(host, port: port) {
+            return try connect(to: immediate, configuration: configuration, timeout: timeout, local: local)
+        }
+        let resolving = configuration
+        try startOnLoop { [self] in
+            startConnecting(configuration: resolving, timeout: timeout, local: local) { [self] in
+                let generation = resolving.generation
+                DispatchQueue.global().async { [self] in
+                    let resolved = Resolver.resolve(host, port: port)
+                    onLoop { [self] in
+                        guard isCurrent(generation), lifecycle == .connecting else { return }
+                        switch resolved {
+                        case .success(let addresses): beginAttempts(addresses)
+                        case .failure(let error): closeWithError(ConnectionError(passingThrough: error))
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Connects the socket claimed with `configuration` to the first of `addresses` that answers (Happy
+    /// Eyeballs), as ``connect(toHost:port:configuration:timeout:local:)``. Any thread.
+    func connect(to addresses: [SocketAddress], configuration: Configuration, timeout: TimeInterval,
+                 local: [SocketAddress]) throws(ConnectionError) {
+        try startOnLoop { [self] in
+            startConnecting(configuration: configuration, timeout: timeout, local: local) { [self] in beginAttempts(addresses) }
+        }
+    }
+
     /// Starts a connect on the loop: the lifecycle goes `idle` → `connecting`, with the whole connect's timer;
     /// `begin` then starts the attempts (at once, or once DNS has answered).
-    func startConnecting(configuration: Configuration, timeout: TimeInterval, local: [SocketAddress], then begin: () -> Void) {
-        guard lifecycle == .idle else { return }
+    private func startConnecting(configuration: Configuration, timeout: TimeInterval, local: [SocketAddress], then begin: () -> Void) {
+        guard case .proceed = connectionState.handle(.connectAsked) else { return }
         config = configuration
-        lifecycle = .connecting
         connecting = ConnectAttempts(local: local)
         if timeout >= 0 {
             connectTimer = eventLoop.scheduleOnLoop(at: Self.deadline(after: timeout)) { [self] in
                 connectTimer = .invalid
                 guard lifecycle == .connecting else { return }
-                closeWithError(GCDAsyncSocketError.connectTimeout)
+                closeWithError(ConnectionError(.connectTimeout))
             }
         }
         begin()
@@ -33,7 +70,7 @@ extension ConnectionEngine {
             preferIPv4: config.ipv4PreferredOverIPv6)
         if addresses.allSatisfy(\.isUnix) { attempts.remaining = addresses }
         guard !attempts.remaining.isEmpty else {
-            closeWithError(GCDAsyncSocketError(.badConfigError, "No address of an enabled IP family"))
+            closeWithError(ConnectionError(.noEnabledAddress))
             return
         }
         startNextAttempt()
@@ -63,8 +100,7 @@ extension ConnectionEngine {
             }
         }
         if attempts.inFlight.isEmpty {
-            closeWithError(attempts.lastError.map { GCDAsyncSocketError($0) }
-                ?? GCDAsyncSocketError(.otherError, "Could not connect to any address"))
+            closeWithError(attempts.lastError.map(ConnectionError.init) ?? ConnectionError(.noAddressConnected))
         }
     }
 
@@ -124,7 +160,7 @@ extension ConnectionEngine {
         connecting = nil
         eventLoop.cancelOnLoop(connectTimer)
         connectTimer = .invalid
-        lifecycle = .open
+        _ = connectionState.handle(.connected)
         eventLoop.countSocket(CEPOLL_STREAM_OPENED)
         eventLoop.countSocket(CEPOLL_STREAM_CONNECTED)
         self.fd = fd
@@ -137,10 +173,10 @@ extension ConnectionEngine {
             // Still the attempt's registration unless the loop lost it; either way the descriptor closes once.
             if eventLoop.interest(of: fd) != nil { LibraryFault.close(fd, on: eventLoop) } else { LibraryFault.close(fd) }
             self.fd = -1
-            closeWithError(GCDAsyncSocketError.loop(error))
+            closeWithError(ConnectionError.loop(error))
             return
         }
-        publish(status: .connected, fd: fd, onlyFor: config.claim)
+        publish(status: .connected, fd: fd, onlyFor: config.generation)
         // Calls the delegate makes from the callback join this pump instead of deferring one.
         pumpState.insert(.pumping)
         if address.isUnix {
@@ -193,6 +229,6 @@ final class ConnectAttempt: LoopIOHandler {
     }
 
     func loopWillShutDown() {
-        owner.closeWithError(GCDAsyncSocketError.loopShutDown)
+        owner.closeWithError(ConnectionError(.loopShutDown))
     }
 }

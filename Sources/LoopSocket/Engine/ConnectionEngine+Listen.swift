@@ -7,14 +7,71 @@ import Glibc
 /// Accepting: descriptors taken from the listening sockets, shed at the descriptor limit, and handed to a
 /// new socket on the next loop of the group, which starts only once `didAcceptNewSocket` has run.
 extension ConnectionEngine {
+    /// Opens a listening descriptor on each of `addresses` (a port 0 becomes the one the first was given, the
+    /// same for all) and starts listening on the socket claimed with `configuration`. On failure the claim is
+    /// given back and every descriptor opened closed. Any thread.
+    func listen(on addresses: [SocketAddress], configuration: Configuration) throws(ConnectionError) {
+        var listening: [(Int32, SocketAddress)] = []
+        do throws(ConnectionError) {
+            var chosenPort = addresses.first?.port ?? 0
+            for var address in addresses {
+                if chosenPort != 0 { address.port = chosenPort }
+                let fd = try Self.openListener(address, configuration.options)
+                listening.append((fd, address))
+                if chosenPort == 0, let bound = SocketAddress.of(fd: fd, peer: false) { chosenPort = bound.port }
+            }
+        } catch {
+            for (fd, _) in listening { LibraryFault.close(fd) }
+            releaseClaim()
+            throw error
+        }
+        try startListening(listening, configuration: configuration, unixPath: nil)
+    }
+
+    /// Listens on the Unix-domain socket `address`, replacing a stale socket file left at its path; as
+    /// ``listen(on:configuration:)``.
+    func listen(onUnix address: SocketAddress, configuration: Configuration) throws(ConnectionError) {
+        let path = address.unixPath ?? ""
+        var status = stat()
+        if lstat(path, &status) == 0 && (status.st_mode & S_IFMT) == S_IFSOCK { unlink(path) }
+        let fd: Int32
+        do throws(ConnectionError) {
+            fd = try Self.openListener(address, configuration.options)
+        } catch {
+            releaseClaim()
+            throw error
+        }
+        if let mode = configuration.options.unixSocketMode { chmod(path, mode_t(mode)) }
+        try startListening([(fd, address)], configuration: configuration, unixPath: path)
+    }
+
+    /// A bound, listening, nonblocking descriptor on `address`.
+    static func openListener(_ address: SocketAddress, _ options: SocketOptions) throws(ConnectionError) -> Int32 {
+        do throws(SyscallError) {
+            let fd = try Syscall.socket(domain: address.family)
+            do throws(SyscallError) {
+                if address.isIPv6 { try Syscall.setOption(fd, level: Int32(IPPROTO_IPV6), name: IPV6_V6ONLY, value: 1) }
+                try options.applyToListener(fd, isUnix: address.isUnix)
+                try address.withSockAddr { sa, length throws(SyscallError) in try Syscall.bind(fd, sa, length) }
+                try Syscall.listen(fd, backlog: options.backlog)
+            } catch {
+                LibraryFault.close(fd)
+                throw error
+            }
+            return fd
+        } catch {
+            throw ConnectionError(error)
+        }
+    }
+
     /// Starts listening on the loop: the lifecycle goes `idle` → `listening`, each descriptor registered with
-    /// its ``ListenHandler``. Throws if the loop is shut down (the descriptors are closed).
-    func startListening(_ listening: [(Int32, SocketAddress)], configuration: Configuration, unixPath: String?) throws {
+    /// its ``ListenHandler``. Throws if the loop is shut down (the descriptors are closed, the claim given back).
+    private func startListening(_ listening: [(Int32, SocketAddress)], configuration: Configuration, unixPath: String?) throws(ConnectionError) {
         let addresses = listening.map { bound in SocketAddress.of(fd: bound.0, peer: false) ?? bound.1 }
         publish(status: .accepting, listening: addresses)
         let started = onLoop { [self] in
             config = configuration
-            lifecycle = .listening
+            _ = connectionState.handle(.listenAsked)
             unixListenPath = unixPath
             // Creates the loop's shared context now if need be: it opens the reserve descriptor that lets
             // accept shed connections at EMFILE, which could not be opened once the table is full.
@@ -28,7 +85,7 @@ extension ConnectionEngine {
                     shared.withLock { $0.openListeners = open }
                 } catch {
                     LibraryFault.close(fd)
-                    closeWithError(GCDAsyncSocketError.loop(error))
+                    closeWithError(ConnectionError.loop(error))
                     return
                 }
             }
@@ -36,7 +93,8 @@ extension ConnectionEngine {
         if !started {
             for (fd, _) in listening { LibraryFault.close(fd) }
             if let unixPath { unlink(unixPath) }
-            throw GCDAsyncSocketError.loopShutDown
+            releaseClaim()
+            throw ConnectionError(.loopShutDown)
         }
     }
 
@@ -91,9 +149,9 @@ extension ConnectionEngine {
         }
         acceptFailed(error, shed: true)
         setListenerInterest([], listener)
-        let index = stateIndex
+        let generation = config.generation
         _ = eventLoop.scheduleOnLoop(at: Self.deadline(after: 0.1)) { [self] in
-            guard stateIndex == index, lifecycle == .listening else { return }
+            guard isCurrent(generation), lifecycle == .listening else { return }
             setListenerInterest(.readable, listener)
         }
     }
@@ -101,7 +159,7 @@ extension ConnectionEngine {
     /// Tells the sink (`didFailToAcceptWithError`) and ``LoopDiagnostics`` (a line a second at most, by
     /// default) of a failed `accept`; `shed`: the pending connections were closed and accepting pauses.
     private func acceptFailed(_ error: SyscallError, shed: Bool) {
-        sinkReport(.acceptFailed(GCDAsyncSocketError(error)))
+        sinkReport(.acceptFailed(ConnectionError(error)))
         let what = shed ? "; pending connections shed, accepting again in 100 ms" : ""
         LoopDiagnostics.report(LoopDiagnostic(
             category: .acceptFailure, loop: eventLoop.name, message: "\(error)\(what)"))
@@ -112,7 +170,7 @@ extension ConnectionEngine {
         do {
             try eventLoop.setInterest(interest, fd: listener.fd)
         } catch {
-            closeWithError(GCDAsyncSocketError.loop(error))
+            closeWithError(ConnectionError.loop(error))
         }
     }
 
@@ -137,7 +195,7 @@ extension ConnectionEngine {
         let configuration = config
         connection.shared.withLock {
             $0.configuration = configuration
-            $0.claim = configuration.claim
+            $0.generation = configuration.generation
             $0.status = .connected
             $0.fd = fd
         }
@@ -149,8 +207,15 @@ extension ConnectionEngine {
         connection.prepareAdoption(fd, configuration: configuration, isUnix: isUnix, accepted: true)
     }
 
+    /// Takes over `fd`, a connected descriptor, for the socket claimed with `configuration`, and starts it
+    /// on the loop. Throws, the claim given back, if the loop is shut down. Any thread.
+    func adoptConnected(_ fd: Int32, isUnix: Bool, configuration: Configuration) throws(ConnectionError) {
+        publish(status: .connected, fd: fd)
+        try startOnLoop { [self] in adopt(fd, configuration: configuration, isUnix: isUnix) }
+    }
+
     /// Takes ownership of a connected descriptor and starts watching it. Loop only.
-    func adopt(_ fd: Int32, configuration: Configuration, isUnix: Bool) {
+    private func adopt(_ fd: Int32, configuration: Configuration, isUnix: Bool) {
         prepareAdoption(fd, configuration: configuration, isUnix: isUnix, accepted: false)
         registerAdopted()
     }
@@ -159,7 +224,7 @@ extension ConnectionEngine {
     /// nothing runs until ``startAdopted()``. On the socket's loop, or before any other thread knows it.
     func prepareAdoption(_ fd: Int32, configuration: Configuration, isUnix: Bool, accepted: Bool) {
         config = configuration
-        lifecycle = .starting
+        _ = connectionState.handle(.adopted)
         self.fd = fd
         if isUnix { traits.insert(.unix) }
         if accepted { traits.insert(.accepted) }
@@ -182,8 +247,7 @@ extension ConnectionEngine {
     /// Registers the adopted descriptor with the loop and pumps what was queued meanwhile. Does nothing if
     /// the socket was closed before it started. Loop only.
     private func registerAdopted() {
-        guard lifecycle == .starting else { return }
-        lifecycle = .open
+        guard case .proceed = connectionState.handle(.registered) else { return }
         eventLoop.countSocket(CEPOLL_STREAM_OPENED)
         eventLoop.countSocket(CEPOLL_STREAM_ACCEPTED)
         do {
@@ -196,7 +260,7 @@ extension ConnectionEngine {
             unpublish(fd)
             LibraryFault.close(fd)
             fd = -1
-            closeWithError(GCDAsyncSocketError.loop(error))
+            closeWithError(ConnectionError.loop(error))
             return
         }
         requestPump()
@@ -222,7 +286,7 @@ final class ListenHandler: LoopIOHandler {
     }
 
     func loopWillShutDown() {
-        owner?.closeWithError(GCDAsyncSocketError.loopShutDown)
+        owner?.closeWithError(ConnectionError(.loopShutDown))
     }
 
     func close(on loop: EventLoop) {

@@ -16,7 +16,7 @@ extension ConnectionEngine: LoopIOHandler, PumpScheduled {
         if events.contains(.error) {
             let code = (try? Syscall.option(fd, level: SOL_SOCKET, name: SO_ERROR)) ?? 0
             if code != 0 {
-                closeWithError(GCDAsyncSocketError.closing(SyscallError(.recv, errno: Errno(rawValue: code))))
+                closeWithError(ConnectionError(SyscallError(.recv, errno: Errno(rawValue: code))))
                 return
             }
         }
@@ -31,7 +31,7 @@ extension ConnectionEngine: LoopIOHandler, PumpScheduled {
 
     /// The loop is shutting down: the connection ends with an error saying so.
     package func loopWillShutDown() {
-        closeWithError(GCDAsyncSocketError.loopShutDown)
+        closeWithError(ConnectionError(.loopShutDown))
     }
 
     /// Whether no TLS is running or queued (`startTLS` has one transition per connection). Loop only.
@@ -105,16 +105,22 @@ extension ConnectionEngine: LoopIOHandler, PumpScheduled {
         do {
             try eventLoop.setInterest(interest, fd: fd)
         } catch {
-            closeWithError(GCDAsyncSocketError.loop(error))
+            closeWithError(ConnectionError.loop(error))
         }
     }
 
     /// Closes the socket once the queues a `disconnectAfter…` (or the peer's end of stream) waits for are empty.
+    /// The test for no ending at all is inlined into every pump pass; the rest is out of line.
+    @inline(__always)
     func disconnectIfDone() {
-        guard ending != .none else { return }
+        if ending != .none { disconnectIfDrained() }
+    }
+
+    @inline(never)
+    private func disconnectIfDrained() {
         if ending.waitsForReads && !reads.isEmpty { return }
         if ending.waitsForWrites && (!writes.isEmpty || transportHasOutput) { return }
-        closeWithError(ending == .afterWritesAtPeerEnd ? GCDAsyncSocketError.closedByPeer : nil)
+        closeWithError(ending == .afterWritesAtPeerEnd ? ConnectionError(.closedByPeer) : nil)
     }
 
     /// Ciphertext waits to be sent (TLS only).

@@ -8,7 +8,7 @@ extension ConnectionEngine {
     /// Reads are accepted once a connect or accept has started, until a `disconnectAfter…` (GCDAsyncSocket's
     /// rule); others are dropped silently, as there.
     func enqueueRead(_ op: consuming ReadOp) {
-        guard lifecycle != .idle, ending == .none else { return }
+        guard case .proceed = connectionState.handle(.readQueued) else { return }
         op.id = reserveOpID()
         if op.timeout >= 0 { traits.insert(.timedOps) }
         reads.append(op)
@@ -29,6 +29,7 @@ extension ConnectionEngine {
     /// `startTLS` is queued: the writes behind its marker cannot go out before the reads ahead of it have
     /// completed and the handshake has run, so holding those reads would wait forever (a server that
     /// queues a read, startTLS and a large reply must still reach the handshake).
+    @inline(__always)
     var readsHeldByBackpressure: Bool {
         guard writability == .notWritableReadsPaused else { return false }
         if case .tlsQueued = transport { return false }
@@ -45,8 +46,17 @@ extension ConnectionEngine {
     var pendingCount: Int { pending.count - pendingStart }
 
     /// Whether reads should be fed (a read is queued, or continuous mode is on and not paused).
+    /// Inlined, and the lock taken out of line: it is tested on every pump pass and per chunk, and only
+    /// continuous mode needs the lock.
+    @inline(__always)
     var wantsBytes: Bool {
-        !reads.isEmpty || continuous == .on
+        !reads.isEmpty || (continuous == .on && !continuousIsPaused)
+    }
+
+    /// Whether continuous mode waits for the delegate to catch up (``SharedState/continuousPaused``).
+    @inline(never)
+    private var continuousIsPaused: Bool {
+        shared.withLock { $0.continuousPaused }
     }
 
     /// Satisfies reads from the prebuffer, then from the socket while it is readable, for at most the
@@ -94,7 +104,7 @@ extension ConnectionEngine {
         case .nothing:
             break
         case .endOfStream:
-            readSide = .peerFinished
+            _ = connectionState.handle(.peerFinished)
         case .bytes(let count):
             if !intoPrebufferOnly && count >= LoopContext.handOffThreshold && frontReadTakesAll(count) {
                 deliverWhole(context.handOffReceiveBuffer(count: count))
@@ -124,7 +134,7 @@ extension ConnectionEngine {
         do {
             result = try Syscall.recv(fd, buffer)
         } catch {
-            closeWithError(GCDAsyncSocketError.closing(error))
+            closeWithError(ConnectionError(error))
             return .nothing
         }
         switch result {
@@ -162,7 +172,7 @@ extension ConnectionEngine {
         if reads.isEmpty {
             deliverContinuous(data)
         } else {
-            finishRead(reads.removeFirst(), with: .success(data))
+            finishRead(reads.removeFirst(), with: data)
         }
     }
 
@@ -175,12 +185,10 @@ extension ConnectionEngine {
             return
         }
         let limit = max(1, config.options.maxUndeliveredChunks)
-        let (tag, full) = shared.withLock { ($0.continuousTag, $0.continuousChunkDispatched(limit: limit)) }
-        if full { continuous = .paused }
+        let tag = shared.withLock { $0.continuousChunkDispatched(limit: limit) }
         sinkDidRead(data, tag: tag) { [self] in
             guard shared.withLock({ $0.continuousChunkDelivered(limit: limit) }) else { return }
             onLoop { [self] in
-                if continuous == .paused { continuous = .on }  // unless stopReceiving() came meanwhile
                 readiness.remove(.idleWake)
                 requestPump()
             }
@@ -221,9 +229,9 @@ extension ConnectionEngine {
                 }
             case .complete(let used, let data):
                 offset += used
-                finishRead(reads.removeFirst(), with: .success(data))
+                finishRead(reads.removeFirst(), with: data)
             case .maxedOut:
-                closeWithError(GCDAsyncSocketError.readMaxedOut)
+                closeWithError(ConnectionError(.readMaxedOut))
                 return offset
             case .blocked:
                 return offset
@@ -241,46 +249,52 @@ extension ConnectionEngine {
     /// cannot complete fail with `didFailToReadDataWithTag`.
     /// Returns true if it removed a read (the read loop goes on), false if reading is over.
     func handleEndOfStream() -> Bool {
-        if config.autoDisconnectOnClosedReadStream {
-            dropReads(with: GCDAsyncSocketError.closedByPeer)
-            continuous = .off
-            ending = ending.adding(.afterWritesAtPeerEnd)
+        switch connectionState.handle(.endOfStream(autoDisconnect: config.autoDisconnectOnClosedReadStream)) {
+        case .dropReadsUntilClose:
+            dropReads(with: ConnectionError(.closedByPeer))
             return false
-        }
-        if readSide != .endDelivered {
-            readSide = .endDelivered
+        case .reportEndOfStream:
             sinkReport(.readStreamClosed)
+        case .failFrontRead:
+            break
+        default:
+            return false
         }
         guard lifecycle == .open, !reads.isEmpty else { return false }
         let op = reads.removeFirst()
         if !op.buffer.isEmpty {
             pending.insert(contentsOf: op.buffer, at: pendingStart)
         }
-        finishRead(op, with: .failure(GCDAsyncSocketError.closedByPeer))
+        failRead(op, with: ConnectionError(.closedByPeer))
         return true
     }
 
-    /// Delivers a read's outcome: to its `async` waiter, or to the delegate (and the caller's buffer).
-    func finishRead(_ op: borrowing ReadOp, with result: Result<Data, any Error>) {
+    /// Delivers a completed read: to its `async` waiter, or to the delegate (and the caller's buffer).
+    /// Apart from ``failRead(_:with:)``: a `Result` carrying the engine's error is five words, copied and
+    /// destroyed through outlined value witnesses on every read (callgrind, echo-server).
+    func finishRead(_ op: borrowing ReadOp, with data: Data) {
         if let continuation = op.continuation {
-            continuation.handOff(with: result)
+            continuation.handOff(returning: data)
             return
         }
-        switch result {
-        case .success(let data):
-            op.sink?(data)
-            sinkDidRead(data, tag: op.tag)
-        case .failure(let error):
-            let tag = op.tag
-            sinkReport(.readFailed(tag: tag, error: error))
+        op.intoBuffer?(data)
+        sinkDidRead(data, tag: op.tag)
+    }
+
+    /// Fails a read: its `async` waiter throws the face's error, or the delegate hears of it.
+    func failRead(_ op: borrowing ReadOp, with error: ConnectionError) {
+        if let continuation = op.continuation {
+            continuation.handOff(throwing: sinkError(error))
+            return
         }
+        sinkReport(.readFailed(tag: op.tag, error: error))
     }
 
     /// Drops every queued read: silently for delegate reads (GCDAsyncSocket's rule), with `error` for
     /// `async` ones, so no continuation is ever left hanging. `keepingStartTLS` (disconnectAfterWriting)
     /// keeps startTLS's marker: its twin in the write queue waits for it, and the writes behind it go
     /// over TLS.
-    func dropReads(with error: any Error, keepingStartTLS: Bool = false) {
+    func dropReads(with error: ConnectionError, keepingStartTLS: Bool = false) {
         // Drained in place: a closing connection usually has one read queued, and an array of it would be one
         // more allocation per connection. Kept markers go back once the queue is empty.
         var kept: [ReadOp] = []
@@ -288,7 +302,7 @@ extension ConnectionEngine {
             if keepingStartTLS && op.isStartTLS {
                 kept.append(op)
             } else {
-                op.continuation?.handOff(throwing: error)
+                op.continuation?.handOff(throwing: sinkError(error))
             }
         }
         for op in kept { reads.append(op) }
@@ -312,8 +326,7 @@ extension ConnectionEngine {
 
     /// `beginReceiving(tag:)` on the loop: ignored unless connecting or connected.
     func startContinuous(tag: Int) {
-        guard lifecycle != .idle else { return }
-        if continuous == .off { continuous = .on }
+        guard case .pump = connectionState.handle(.continuousStarted) else { return }
         readiness.remove(.idleWake)
         shared.withLock { $0.continuousTag = tag }
         requestPump()
@@ -321,7 +334,6 @@ extension ConnectionEngine {
 
     /// `stopReceiving()` on the loop.
     func stopContinuous() {
-        continuous = .off
-        requestPump()
+        if case .pump = connectionState.handle(.continuousStopped) { requestPump() }
     }
 }

@@ -29,7 +29,7 @@ extension ConnectionEngine {
             readiness.insert(.writeBlocked)  // The pump then arms EPOLLOUT without trying the send again.
             enqueueWrite(data, timeout: -1, tag: 0)
         case .failed(let error):
-            closeWithError(GCDAsyncSocketError.closing(error))
+            closeWithError(ConnectionError(error))
         }
     }
 
@@ -37,23 +37,21 @@ extension ConnectionEngine {
     /// for a pump, or reports at once why it cannot be queued.
     func enqueueWrite(_ data: Data, timeout: TimeInterval, tag: Int, alreadySent: Int = 0) {
         let count = data.count
-        guard lifecycle != .idle, ending == .none, writeSide == .open else {
-            let error = GCDAsyncSocketError(.badConfigError, lifecycle == .idle
-                ? "Write on a socket that is not connected" : "Write after the socket was told to finish writing")
-            sinkReport(.writeFailed(tag: tag, error: error))
+        if case .refuse(let reason) = connectionState.handle(.writeQueued) {
+            sinkReport(.writeFailed(tag: tag, error: ConnectionError(reason)))
             return
         }
         if let cap = config.options.maxQueuedWriteBytes, queuedWriteBytes + count > cap {
-            let error = GCDAsyncSocketError(.otherError, "Write queue full: \(queuedWriteBytes) bytes queued, cap \(cap)")
+            let error = ConnectionError(.writeQueueFull, detail: "\(queuedWriteBytes) bytes queued, cap \(cap)")
             sinkReport(.writeFailed(tag: tag, error: error))
             return
         }
         if timeout >= 0 { traits.insert(.timedOps) }
         writes.append(WriteOp(data: data, count: count, done: alreadySent, tag: tag, timeout: timeout, id: reserveOpID()))
         queuedWriteBytes += count - alreadySent
-        if queuedWriteBytes > config.options.writeHighWaterMark && writability == .writable {
-            writability = pausesReadsWhileNotWritable ? .notWritableReadsPaused : .notWritable
-            sinkReport(.writabilityChanged(false))
+        if queuedWriteBytes > config.options.writeHighWaterMark && writability == .writable,
+           case .reportWritability(let writable, _) = connectionState.handle(.overHighWater(pausesReads: pausesReadsWhileNotWritable)) {
+            sinkReport(.writabilityChanged(writable))
         }
         requestPump()
     }
@@ -90,7 +88,7 @@ extension ConnectionEngine {
             case .wouldBlock:
                 readiness.insert(.writeBlocked)
             case .failed(let error):
-                closeWithError(GCDAsyncSocketError.closing(error))
+                closeWithError(ConnectionError(error))
                 return
             case .sent(let count):
                 eventLoop.countSocket(CEPOLL_STREAM_BYTES_OUT, count)
@@ -103,13 +101,11 @@ extension ConnectionEngine {
 
     /// `closeWriteStream`'s `shutdown(SHUT_WR)`, once the queued writes are all written.
     func shutDownWriteSideIfAsked() {
-        if writeSide == .shutdownAfterWrites {
-            writeSide = .shutDown
-            do {
-                try Syscall.shutdown(fd, how: Int32(SHUT_WR))
-            } catch {
-                closeWithError(GCDAsyncSocketError.closing(error))
-            }
+        guard case .shutDownWriteSide = connectionState.handle(.writesDrained) else { return }
+        do {
+            try Syscall.shutdown(fd, how: Int32(SHUT_WR))
+        } catch {
+            closeWithError(ConnectionError(error))
         }
     }
 
@@ -179,11 +175,11 @@ extension ConnectionEngine {
             }
         }
         queuedWriteBytes -= count
-        if writability != .writable && queuedWriteBytes <= config.options.writeLowWaterMark {
+        if writability != .writable && queuedWriteBytes <= config.options.writeLowWaterMark,
+           case .reportWritability(let writable, let resumeReads) = connectionState.handle(.underLowWater) {
             // Reads paused for backpressure go on in this pump's next round.
-            if writability == .notWritableReadsPaused { requestPump() }
-            writability = .writable
-            sinkReport(.writabilityChanged(true))
+            if resumeReads { requestPump() }
+            sinkReport(.writabilityChanged(writable))
         }
         if let firstTag { sinkDidWrite(tag: firstTag) }
         for tag in moreTags { sinkDidWrite(tag: tag) }
@@ -194,8 +190,6 @@ extension ConnectionEngine {
 
     /// `closeWriteStream()` on the loop: the write side's one transition from `open`.
     func shutDownWriteSideAfterWrites() {
-        guard lifecycle != .idle, writeSide == .open else { return }
-        writeSide = .shutdownAfterWrites
-        requestPump()
+        if case .pump = connectionState.handle(.writeShutdownAsked) { requestPump() }
     }
 }

@@ -16,10 +16,6 @@ extension ConnectionEngine {
     /// connection's negotiated parameters in a box of their own (`tlsBox`): in `rare`, whose other fields a
     /// TLS connection does not use, they cost each idle TLS connection about 80 bytes more.
     struct SharedState: @unchecked Sendable {
-        /// The face's delegate and its queue, for its getters (the loop keeps its own copies). The engine
-        /// never reads them.
-        weak var delegate: AnyObject?
-        var delegateQueue: DispatchQueue?
         var configuration = Configuration()
         private var rare: HeapBox<Rare>?
         private var tlsBox: HeapBox<TLSConnectionInfo>?
@@ -29,12 +25,15 @@ extension ConnectionEngine {
         /// keeping both addresses here (29 bytes each) saves an idle connection 64 bytes and every accept
         /// and connect a `getsockname`.
         var fd: Int32 = -1
-        /// Bumped by every connect, accept or adoption: the loop publishes status only for the one it serves,
-        /// so closing a connection after `disconnect()` from another thread cannot overwrite the status of a
-        /// connect made right after it. (32 bits: it is only compared for equality with the latest.)
-        var claim: UInt32 = 0
-        /// The status the getters report. Last, with the 4-byte fields before it: the state is 49 bytes, and
-        /// its `Locked` object, lock word included, 72 (an 80-byte chunk).
+        /// Which connection the socket serves: bumped by every claim (``ConnectionEngine/claim(for:)``: a
+        /// connect, a listen, an adoption; an accepted connection starts from its listener's). The loop
+        /// publishes status only for the generation it serves, so closing a connection after `disconnect()`
+        /// from another thread cannot overwrite the status of a connect made right after it; and work started
+        /// for one connection (DNS, timers, answers from the delegate queue) finds itself stale once the
+        /// loop's ``Configuration/generation`` has moved on. (32 bits: only compared for equality.)
+        var generation: UInt32 = 0
+        /// The status the getters report. Last, with the 4-byte fields before it: the state is 33 bytes, and
+        /// its `Locked` object, lock word included, 56 (a 64-byte chunk).
         var status = Status.idle
 
         /// What few sockets set, out of line.
@@ -47,11 +46,6 @@ extension ConnectionEngine {
             var continuousInFlight = 0
             /// The loop paused reading at the limit and waits to be told to go on.
             var continuousPaused = false
-        }
-
-        init(delegate: AnyObject?, delegateQueue: DispatchQueue?) {
-            self.delegate = delegate
-            self.delegateQueue = delegateQueue
         }
 
         /// Sets a field of `rare`, allocating it only for a value other than the default.
@@ -90,15 +84,18 @@ extension ConnectionEngine {
             get { rare?.value.continuousTag ?? 0 }
             set { setRare(isDefault: newValue == 0) { $0.continuousTag = newValue } }
         }
-        /// Counts a continuous-read chunk dispatched to the delegate queue; true when that reaches `limit`
-        /// (the loop then pauses reading until ``continuousChunkDelivered(limit:)`` says to go on).
-        mutating func continuousChunkDispatched(limit: Int) -> Bool {
+        /// Counts a continuous-read chunk dispatched to the delegate queue, and pauses continuous reading
+        /// when that reaches `limit` (until ``continuousChunkDelivered(limit:)`` says to go on); returns the
+        /// chunk's tag.
+        mutating func continuousChunkDispatched(limit: Int) -> Int {
             if rare == nil { rare = HeapBox(Rare()) }
             rare!.value.continuousInFlight += 1
-            guard rare!.value.continuousInFlight >= limit else { return false }
-            rare!.value.continuousPaused = true
-            return true
+            if rare!.value.continuousInFlight >= limit { rare!.value.continuousPaused = true }
+            return rare!.value.continuousTag
         }
+
+        /// Whether continuous reading waits for the delegate queue (the one place this is kept).
+        var continuousPaused: Bool { rare?.value.continuousPaused ?? false }
 
         /// Counts a continuous-read chunk delivered; true when reading was paused and may go on (half the
         /// limit delivered, so that it does not stop and start at every chunk).
@@ -133,7 +130,7 @@ extension ConnectionEngine {
             var autoDisconnectOnClosedReadStream = true
             var timeoutsFailOnlyTheOperation = false
             var options = SocketOptions()
-            var claim: UInt32 = 0
+            var generation: UInt32 = 0
             var connectHost: String?
         }
 
@@ -174,10 +171,10 @@ extension ConnectionEngine {
             get { box.value.options }
             _modify { yield &box.value.options }
         }
-        /// The ``SharedState/claim`` of the connect or accept this copy was made for.
-        var claim: UInt32 {
-            get { box.value.claim }
-            set { box.value.claim = newValue }
+        /// The ``SharedState/generation`` of the connect, listen or accept this copy was made for.
+        var generation: UInt32 {
+            get { box.value.generation }
+            set { box.value.generation = newValue }
         }
         /// The host given to `connect(toHost:)`: a TLS client verifies it unless told another name.
         var connectHost: String? {
@@ -188,11 +185,11 @@ extension ConnectionEngine {
 }
 
 extension ConnectionEngine: LoopPinned {
-    /// Publishes the status (and the connected descriptor) the getters use; with `claim`, only if no newer
-    /// connect or accept has claimed the socket since (the loop passes the claim of the connection it serves).
-    func publish(status: Status, fd: Int32 = -1, listening: [SocketAddress] = [], onlyFor claim: UInt32? = nil) {
+    /// Publishes the status (and the connected descriptor) the getters use; with `generation`, only if no
+    /// newer connect or accept has claimed the socket since (the loop passes the generation it serves).
+    func publish(status: Status, fd: Int32 = -1, listening: [SocketAddress] = [], onlyFor generation: UInt32? = nil) {
         shared.withLock {
-            if let claim, $0.claim != claim { return }
+            if let generation, $0.generation != generation { return }
             $0.status = status
             $0.fd = fd
             $0.reset(listening: listening)
@@ -209,5 +206,75 @@ extension ConnectionEngine: LoopPinned {
         shared.withLock { state in
             state.status == .connected && state.fd >= 0 ? SocketAddress.of(fd: state.fd, peer: peer) : nil
         }
+    }
+}
+
+// MARK: Claiming and settings: what the face asks of the shared state, from any thread.
+
+extension ConnectionEngine {
+    /// Checks that the socket is idle and claims it for a connect, a listen or an adopted descriptor (the
+    /// status `status`), so that a second call fails fast; returns the settings to start with, stamped with
+    /// the new generation. Any thread.
+    func claim(for status: Status) throws(ConnectionError) -> Configuration {
+        try shared.withLock { state throws(ConnectionError) -> Configuration in
+            guard state.status == .idle else { throw ConnectionError(.alreadyStarted) }
+            guard state.configuration.ipv4Enabled || state.configuration.ipv6Enabled else {
+                throw ConnectionError(.noFamilyEnabled)
+            }
+            state.status = status
+            state.generation &+= 1
+            var configuration = state.configuration
+            configuration.generation = state.generation
+            return configuration
+        }
+    }
+
+    /// Gives back a claim whose start failed before it reached the loop. Any thread.
+    func releaseClaim() {
+        publish(status: .idle)
+    }
+
+    /// Runs `start` on the loop, or gives back the claim and throws if the loop is shut down. Any thread.
+    func startOnLoop(_ start: @escaping @Sendable () -> Void) throws(ConnectionError) {
+        guard onLoop(start) else {
+            releaseClaim()
+            throw ConnectionError(.loopShutDown)
+        }
+    }
+
+    /// A value the socket's owner keeps with it, which the engine never looks at. Any thread.
+    var ownerValue: Any? {
+        get { shared.withLock { $0.userData } }
+        set {
+            let box = UncheckedSendable(newValue)
+            shared.withLock { $0.userData = box.value }
+        }
+    }
+
+    /// The settings as the getters report them. Any thread.
+    var settings: Configuration {
+        shared.withLock { $0.configuration }
+    }
+
+    /// Sets the setting at `field` for the next connect or listen; `nowToo`: for the running connection as
+    /// well, on the loop in order with the socket's other work. Any thread.
+    func changeSetting<Value: Sendable>(
+        _ field: WritableKeyPath<Configuration, Value> & Sendable, to value: Value, nowToo: Bool = false
+    ) {
+        shared.withLock { $0.configuration[keyPath: field] = value }
+        if nowToo { onLoop { [self] in config[keyPath: field] = value } }
+    }
+
+    /// Runs `body` under the socket's lock, for a face's own fields that any thread may read (the
+    /// delegate its getters report). Any thread.
+    func withLock<T>(_ body: () -> T) -> T {
+        shared.withLock { _ in body() }
+    }
+
+    /// Whether the loop still serves the connection of `generation`: work started for an earlier connection
+    /// (DNS, timers, answers from another queue) finds itself stale once a newer one has claimed the socket
+    /// (and checks the lifecycle it expects for a close without a new claim). Loop only.
+    func isCurrent(_ generation: UInt32) -> Bool {
+        config.generation == generation
     }
 }

@@ -39,7 +39,7 @@ extension ConnectionEngine {
             configuration = try start.configuration.get()
             connection = try makeTLSConnection(configuration)
         } catch {
-            closeWithError(error)
+            closeWithError(ConnectionError(passingThrough: error))
             return
         }
         // Bytes that arrived behind the plaintext the reads took are the peer's first handshake bytes.
@@ -49,14 +49,14 @@ extension ConnectionEngine {
             pendingStart = 0
         }
         transport = .tls(connection)
-        let index = stateIndex
+        let generation = config.generation
         // The timeout is per connection: the shared context's copy of the settings leaves it out.
         let timeout = configuration.handshakeTimeout
         let seconds = Double(timeout.components.seconds) + Double(timeout.components.attoseconds) / 1e18
         connection.handshakeTimer = eventLoop.scheduleOnLoop(at: Self.deadline(after: seconds)) { [self] in
-            guard stateIndex == index, case .tls(let tls) = transport, tls.state != .established else { return }
+            guard isCurrent(generation), case .tls(let tls) = transport, tls.state != .established else { return }
             tls.handshakeTimer = .invalid
-            closeWithError(TLSError.handshakeTimedOut)
+            closeWithError(ConnectionError(passingThrough: TLSError.handshakeTimedOut))
         }
         requestPump()
     }
@@ -93,7 +93,7 @@ extension ConnectionEngine {
                 return
             case .failed(let error):
                 _ = flushTLSOutput(tls)  // the alert, if the kernel takes it
-                closeWithError(error)
+                closeWithError(ConnectionError(passingThrough: error))
                 return
             case .needsInput:
                 guard flushTLSOutput(tls), readiness.contains(.readable) else { return }
@@ -109,7 +109,7 @@ extension ConnectionEngine {
         case .nothing:
             return false
         case .endOfStream:
-            closeWithError(TLSError.closedInHandshake)
+            closeWithError(ConnectionError(passingThrough: TLSError.closedInHandshake))
             return false
         case .bytes(let count):
             tls.stash.append(contentsOf: UnsafeRawBufferPointer(rebasing: buffer[0..<count]))
@@ -148,12 +148,12 @@ extension ConnectionEngine {
     private func askSinkForTrust(_ tls: TLSConnection) {
         tls.state = .awaitingTrust
         let trust = TLSTrust(certificates: tls.peerCertificates, hostName: tls.serverName, context: tls.context)
-        let index = stateIndex
+        let generation = config.generation
         let once = OneShot()
         let handler: @Sendable (Bool) -> Void = { [self] trusted in
             guard once.claim() else { return }
             onLoop { [self] in
-                guard stateIndex == index, case .tls(let current) = transport, current.state == .awaitingTrust else { return }
+                guard isCurrent(generation), case .tls(let current) = transport, current.state == .awaitingTrust else { return }
                 trustDecided(current, trusted)
             }
         }
@@ -172,7 +172,7 @@ extension ConnectionEngine {
             return
         }
         guard trusted else {
-            closeWithError(TLSError(.trustRejected, "The delegate did not trust the peer's certificate"))
+            closeWithError(ConnectionError(passingThrough: TLSError(.trustRejected, "The delegate did not trust the peer's certificate")))
             return
         }
         establish(tls)
@@ -191,10 +191,10 @@ extension ConnectionEngine {
                 return
             case .endOfStream:
                 guard tls.closeNotifyReceived else {
-                    closeWithError(TLSError.cutWithoutNotify)
+                    closeWithError(ConnectionError(passingThrough: TLSError.cutWithoutNotify))
                     return
                 }
-                readSide = .peerFinished
+                _ = connectionState.handle(.peerFinished)
                 return
             case .bytes(let count):
                 input = UnsafeRawBufferPointer(rebasing: buffer[0..<count])
@@ -224,13 +224,13 @@ extension ConnectionEngine {
             case SSL_ERROR_ZERO_RETURN:
                 // close_notify: the peer's clean end of stream.
                 tls.closeNotifyReceived = true
-                readSide = .peerFinished
+                _ = connectionState.handle(.peerFinished)
                 readiness.remove(.readable)
                 return
             default:
                 let error = TLSError.fromQueue(.protocolError, "TLS record error")
                 _ = flushTLSOutput(tls)  // the alert OpenSSL wrote (bad_record_mac, ...), if the kernel takes it
-                closeWithError(error)
+                closeWithError(ConnectionError(passingThrough: error))
                 return
             }
         }
@@ -281,7 +281,7 @@ extension ConnectionEngine {
                 return (written, left)
             }
             guard written > 0 else {
-                closeWithError(TLSError.fromQueue(.protocolError, "TLS write failed"))
+                closeWithError(ConnectionError(passingThrough: TLSError.fromQueue(.protocolError, "TLS write failed")))
                 return nil
             }
             total += written
@@ -306,7 +306,7 @@ extension ConnectionEngine {
             case .wouldBlock:
                 readiness.insert(.writeBlocked)
             case .failed(let error):
-                closeWithError(GCDAsyncSocketError.closing(error))
+                closeWithError(ConnectionError(error))
                 return false
             }
         }
@@ -315,20 +315,20 @@ extension ConnectionEngine {
 
     /// A handshake that ended with `error` before it completed: counted (``SocketCounts``) and, unless the
     /// peer only left (a health check that connects and closes), reported to ``LoopDiagnostics``.
-    private func handshakeFailed(_ error: any Error) {
+    private func handshakeFailed(_ error: ConnectionError) {
         eventLoop.countSocket(CEPOLL_TLS_FAILURES)
-        guard let failure = error as? TLSError, failure.code != .closedDuringHandshake else { return }
+        guard let failure = error.underlying as? TLSError, failure.code != .closedDuringHandshake else { return }
         LoopDiagnostics.report(LoopDiagnostic(
             category: .tlsHandshakeFailure, loop: eventLoop.name, message: "TLS handshake failed: \(failure)"))
     }
 
     /// Part of every close: a close_notify when the session is up and the close is not itself a TLS failure
     /// (one nonblocking `send`, so closing never waits on the peer), then the layer goes.
-    func endTLS(_ tls: TLSConnection, error: (any Error)?) {
+    func endTLS(_ tls: TLSConnection, error: ConnectionError?) {
         if tls.state != .established, let error { handshakeFailed(error) }
         eventLoop.cancelOnLoop(tls.handshakeTimer)
         tls.handshakeTimer = .invalid
-        if tls.state == .established && !(error is TLSError) && fd >= 0 && writeSide != .shutDown {
+        if tls.state == .established && error?.isTLSFailure != true && fd >= 0 && writeSide != .shutDown {
             tls.shutdown()
             if tls.hasOutput { _ = try? Syscall.send(fd, tls.output) }
         }

@@ -70,10 +70,10 @@ extension ConnectionEngine {
         }
         guard let front else { return }
         let question: TimeoutQuestions = direction == .read ? .read : .write
-        let index = stateIndex
+        let generation = config.generation
         let answerLater: @Sendable (TimeInterval) -> Void = { [self] more in
             onLoop { [self] in
-                guard stateIndex == index else { return }
+                guard isCurrent(generation), lifecycle == .open else { return }
                 asking.remove(question)
                 resolveTimeout(direction, op: front.id, extension: more)
             }
@@ -108,7 +108,7 @@ extension ConnectionEngine {
             pump()
             return
         }
-        let error = direction == .read ? GCDAsyncSocketError.readTimeout : GCDAsyncSocketError.writeTimeout
+        let error = ConnectionError(direction == .read ? .readTimeout : .writeTimeout)
         guard config.timeoutsFailOnlyTheOperation, direction == .read || !frontWriteStarted else {
             // A write that has begun cannot be failed alone: its first bytes are on the wire (or encrypted
             // into TLS records), and the next write's bytes would follow them as if they were its rest.
@@ -119,7 +119,7 @@ extension ConnectionEngine {
         case .read:
             let op = reads.removeFirst()
             if !op.buffer.isEmpty { pending.insert(contentsOf: op.buffer, at: pendingStart) }
-            finishRead(op, with: .failure(error))
+            failRead(op, with: error)
         case .write:
             // Not one byte of it went out: the stream stays whole without it.
             let op = writes.removeFirst()

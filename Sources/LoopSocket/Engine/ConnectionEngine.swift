@@ -9,7 +9,7 @@ import Glibc
 /// `GCDAsyncSocket` with a handler of its own).
 ///
 /// It owns the descriptor, the read and write queues, the prebuffer, the timers and the pump, and knows
-/// nothing of either face: what it has to tell goes through the sink methods (below, and `ConnectionEvent`),
+/// nothing of either face: what it has to tell goes through the sink methods (below, and `ConnectionReport`),
 /// which the face overrides. Its one public member is ``eventLoop`` (every socket's), and it has no public
 /// initialiser: use ``GCDAsyncSocket`` or ``AsyncSocket``.
 ///
@@ -57,18 +57,11 @@ open class ConnectionEngine: @unchecked Sendable {
     @exclusivity(unchecked) var writeTimer = TimerID.invalid
     @exclusivity(unchecked) var writeTimerOp: UInt32 = .max
     @exclusivity(unchecked) var fd: Int32 = -1
-    /// Changes at every close: work started for an earlier connection (DNS, connect attempts) checks it.
-    @exclusivity(unchecked) var stateIndex: UInt32 = 0
     /// `recv` calls left before this wakeup's turn ends (``SocketOptions/maxReadsPerWakeup``, reset by
     /// `handleIO`): one flooding peer cannot keep the loop from its other descriptors.
     @exclusivity(unchecked) var readBudget = Int16(SocketOptions().maxReadsPerWakeup)
-    // The connection's state, one byte each: see Engine/ConnectionState.swift.
-    @exclusivity(unchecked) var lifecycle = Lifecycle.idle
-    @exclusivity(unchecked) var readSide = ReadSide.open
-    @exclusivity(unchecked) var writeSide = WriteSide.open
-    @exclusivity(unchecked) var ending = Ending.none
-    @exclusivity(unchecked) var writability = Writability.writable
-    @exclusivity(unchecked) var continuous = Continuous.off
+    /// The connection's state (Engine/ConnectionState.swift), changed only by its transitions.
+    @exclusivity(unchecked) var connectionState = ConnectionState.idle
     /// `final`: the shared scheduler (`PumpScheduled`) reaches it through its conformance, which is then a
     /// plain field access rather than a call to a class accessor.
     @exclusivity(unchecked) final var pumpState: PumpState = []
@@ -76,19 +69,18 @@ open class ConnectionEngine: @unchecked Sendable {
     @exclusivity(unchecked) var asking: TimeoutQuestions = []
     @exclusivity(unchecked) var traits: Traits = []
 
-    /// An engine on `loop`, or on the next loop of `group`, or of the shared default group; `delegate` and
-    /// `delegateQueue` are the face's, kept under the lock for its getters.
+    /// An engine on `loop`, or on the next loop of `group`, or of the shared default group.
     ///
     /// `@usableFromInline` but not public: a designated initialiser clients cannot see would keep a subclass
     /// of `GCDAsyncSocket` in another module from inheriting its convenience initialisers
     /// (`init(socketQueue:)` and the rest), as Swift cannot tell that the subclass covers them all.
     @usableFromInline
-    init(delegate: __shared AnyObject?, delegateQueue: __shared DispatchQueue?, loop: EventLoop?, group: EventLoopGroup?) {
+    init(loop: EventLoop?, group: EventLoopGroup?) {
         let group = group ?? (loop == nil ? Self.fallbackGroup : nil)
         self.eventLoop = loop ?? group!.next()
         self.group = group
         self.shared = Locked(storage: SharedStorage.create(minimumCapacity: 1) { _ in
-            SharedState(delegate: delegate, delegateQueue: delegateQueue)
+            SharedState()
         })
     }
 
@@ -135,15 +127,6 @@ open class ConnectionEngine: @unchecked Sendable {
         @exclusivity(unchecked) var listeners: [ListenHandler] = []
         @exclusivity(unchecked) var connecting: ConnectAttempts?
         @exclusivity(unchecked) var unixListenPath: String?
-        /// What a listener's face remembers about its sink between accepts (``SinkMemo``).
-        @exclusivity(unchecked) var sinkMemo = SinkMemo()
-    }
-
-    /// A listener's note about its sink, kept for the face between accepts: the sink's type found to take a
-    /// default answer (not asked again), and whether that default ran since last cleared.
-    struct SinkMemo {
-        var defaultAnswerType: ObjectIdentifier?
-        var defaultAnswerRan = false
     }
 
     /// The ``DialState``, allocated on first use. Loop only.
@@ -184,11 +167,14 @@ open class ConnectionEngine: @unchecked Sendable {
     /// A write completed.
     func sinkDidWrite(tag: Int) {}
 
-    /// One of the rarer events (``ConnectionEvent``).
-    func sinkReport(_ event: ConnectionEvent) {}
+    /// One of the rarer events (``ConnectionReport``).
+    func sinkReport(_ event: ConnectionReport) {}
 
     /// The connection ended: once per connection, after everything else it had to say.
-    func sinkDidDisconnect(_ error: (any Error)?) {}
+    func sinkDidDisconnect(_ error: ConnectionError?) {}
+
+    /// The error an `async` waiter the engine resumes itself (a read's continuation) throws for `error`.
+    func sinkError(_ error: ConnectionError) -> any Error { error }
 
     /// Whether callbacks run on a queue of the sink's own rather than inline on the loop (continuous reads
     /// then count the chunks in flight).
@@ -212,11 +198,11 @@ open class ConnectionEngine: @unchecked Sendable {
     /// life, set it up (``setUpAccepted(_:fd:isUnix:)``), tell the sink's owner, and then start it
     /// (``startAdopted()``), so that nothing of the new connection comes before its accept.
     func sinkAccept(_ fd: Int32, peer: SocketAddress?, isUnix: Bool, on loop: EventLoop) {
-        let connection = ConnectionEngine(delegate: nil, delegateQueue: nil, loop: loop, group: nil)
+        let connection = ConnectionEngine(loop: loop, group: nil)
         setUpAccepted(connection, fd: fd, isUnix: isUnix)
         connection.startAdopted()
     }
 
     /// Writes were dropped by a close (before their `didFailToWrite` reports): `error` is the close's.
-    func sinkDroppedWrites(_ error: (any Error)?) {}
+    func sinkDroppedWrites(_ error: ConnectionError?) {}
 }

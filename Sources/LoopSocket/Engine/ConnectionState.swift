@@ -1,24 +1,105 @@
 import EpollLoop
 
-// The connection engine's state: one small enum per thing that changes on its own, so that a combination
-// that cannot happen cannot be written (a write side shut down while still waiting to shut down, the end of
-// the stream delivered before the peer finished, TLS queued and running at once). A bit set remains only
-// where the bits are truly independent facts (pump scheduling, what epoll last said).
+// The connection engine's state: one value, ``ConnectionState``, whose cases carry what exists only in them
+// (a listener has no read or write side; a connecting, starting or open connection has a ``Stream``), changed
+// only through its transitions (ConnectionState+Transitions.swift). Beside it, where a thing changes on its
+// own: `Transport` (its one transition is `startTLS`), and bit sets of truly independent facts (pump
+// scheduling, what epoll last said, timeout questions out, traits fixed at the start).
 //
-// All of it is confined to the socket's loop. Each is one byte, or one word for the enums with a payload.
+// All of it is confined to the socket's loop. The state is four bytes (the phase, and the stream packed in 16
+// bits); the bit sets are a byte each.
 
-extension ConnectionEngine {
-    /// Where the connection is in its life. After a close it returns to `idle` and may connect or listen again.
-    enum Lifecycle: UInt8 {
-        case idle
-        /// Resolving and connecting (Happy Eyeballs attempts run in `DialState`).
+/// Where a connection is in its life, with what exists only there: idle and listening carry nothing; a
+/// connection being made, starting or open (``Phase``) carries its ``Stream``. After a close it is `idle`
+/// again and may connect or listen anew. The cases by name are ``ConnectionEngine/Lifecycle``, which the
+/// architecture diagram draws.
+///
+/// One payload case, not three: the phase's spare values then encode `idle` and `listening`, so telling the
+/// case is one byte compare and the stream's fields are read in place, as cheaply as the separate one-byte
+/// fields this replaced were (three payload cases cost the echo path about 180 instructions per round trip
+/// in case tests and copies; callgrind, `instructions-per-roundtrip.sh echo-server`).
+enum ConnectionState: Equatable {
+    case idle
+    /// Accepting on one or more listening descriptors.
+    case listening
+    /// Being made, starting or open, with its stream.
+    case active(Phase, Stream)
+
+    /// The phases of a connection that has a stream.
+    enum Phase: UInt8 {
+        /// Resolving and connecting (Happy Eyeballs attempts run in `DialState`). Reads, writes and a
+        /// `disconnectAfter…` may be queued.
         case connecting
-        /// Accepting on one or more listening descriptors.
-        case listening
         /// An accepted descriptor set up but not yet registered with the loop: `didAcceptNewSocket` runs
         /// first. Reads and writes may be queued; nothing is delivered.
         case starting
         /// Connected: the pump moves bytes.
+        case open
+    }
+
+    typealias Lifecycle = ConnectionEngine.Lifecycle
+    typealias ReadSide = ConnectionEngine.ReadSide
+    typealias WriteSide = ConnectionEngine.WriteSide
+    typealias Ending = ConnectionEngine.Ending
+    typealias Writability = ConnectionEngine.Writability
+    typealias Continuous = ConnectionEngine.Continuous
+
+    /// The two directions of a connection that is being made or is open, and how it is to end.
+    ///
+    /// Packed into 16 bits, not stored as the five enums: a `UInt16` has no spare values, so the layout
+    /// takes the spare values of ``Phase`` for `idle` and `listening`, the case is the phase byte alone, and
+    /// the whole state is four bytes the engine reads with one load. With the enums stored, `continuous`
+    /// (two cases, the most spare values) lent its byte instead, and every test of the case read and
+    /// combined all six bytes (about 250 instructions per echo round trip; callgrind,
+    /// `instructions-per-roundtrip.sh echo-server`).
+    struct Stream: Equatable {
+        private var bits: UInt16 = 0
+
+        // Each field at its offset (bits 0-1, 2-3, 4-6, 7-8, 9); a fresh stream is all zeros, every field's
+        // first case.
+        @inline(__always) var readSide: ReadSide { get { self[0, 0b11] ?? .open } set { self[0, 0b11] = newValue } }
+        @inline(__always) var writeSide: WriteSide { get { self[2, 0b11] ?? .open } set { self[2, 0b11] = newValue } }
+        @inline(__always) var ending: Ending { get { self[4, 0b111] ?? .none } set { self[4, 0b111] = newValue } }
+        @inline(__always) var writability: Writability { get { self[7, 0b11] ?? .writable } set { self[7, 0b11] = newValue } }
+        @inline(__always) var continuous: Continuous { get { self[9, 0b1] ?? .off } set { self[9, 0b1] = newValue } }
+
+        /// The field `mask` wide at bit `shift`, as the enum whose raw value it holds.
+        @inline(__always)
+        private subscript<Field: RawRepresentable<UInt8>>(shift: Int, mask: UInt16) -> Field? {
+            get { Field(rawValue: UInt8(truncatingIfNeeded: (bits &>> shift) & mask)) }
+            set { bits = bits & ~(mask &<< shift) | (UInt16(newValue?.rawValue ?? 0) & mask) &<< shift }
+        }
+    }
+
+    static func connecting(_ stream: Stream) -> ConnectionState { .active(.connecting, stream) }
+    static func starting(_ stream: Stream) -> ConnectionState { .active(.starting, stream) }
+    static func open(_ stream: Stream) -> ConnectionState { .active(.open, stream) }
+
+    /// The case, without what it carries.
+    @inline(__always) var lifecycle: Lifecycle {
+        switch self {
+        case .idle: .idle
+        case .listening: .listening
+        case .active(.connecting, _): .connecting
+        case .active(.starting, _): .starting
+        case .active(.open, _): .open
+        }
+    }
+
+    /// The stream, if the connection has one (connecting, starting or open).
+    @inline(__always) var stream: Stream? {
+        if case .active(_, let stream) = self { return stream }
+        return nil
+    }
+}
+
+extension ConnectionEngine {
+    /// ``ConnectionState``'s cases by name (what the pump and the guards test).
+    enum Lifecycle: UInt8, CaseIterable {
+        case idle
+        case connecting
+        case listening
+        case starting
         case open
     }
 
@@ -31,7 +112,7 @@ extension ConnectionEngine {
     }
 
     /// The receiving direction.
-    enum ReadSide: UInt8 {
+    enum ReadSide: UInt8, CaseIterable {
         case open
         /// `recv` returned 0 (or TLS's close_notify came): the peer will send nothing more.
         case peerFinished
@@ -40,7 +121,7 @@ extension ConnectionEngine {
     }
 
     /// The sending direction.
-    enum WriteSide: UInt8 {
+    enum WriteSide: UInt8, CaseIterable {
         case open
         /// `closeWriteStream()`: shut down once the queued writes are written; new writes are refused.
         case shutdownAfterWrites
@@ -50,7 +131,7 @@ extension ConnectionEngine {
 
     /// How an open connection is to end, other than at once. Anything but `.none` refuses new reads and
     /// writes (GCDAsyncSocket's rule after a `disconnectAfter…`).
-    enum Ending: UInt8 {
+    enum Ending: UInt8, CaseIterable {
         case none
         /// `disconnectAfterReading()`: close once the queued reads complete.
         case afterReads
@@ -79,19 +160,19 @@ extension ConnectionEngine {
     }
 
     /// Whether the write queue is over its high water mark (``SocketOptions/writeHighWaterMark``).
-    enum Writability: UInt8 {
+    enum Writability: UInt8, CaseIterable {
         case writable
         case notWritable
         /// Not writable, and reading waits for the queue to drain (``SocketOptions/ReadBackpressure``).
         case notWritableReadsPaused
     }
 
-    /// ``GCDAsyncSocket/beginReceiving(tag:)``'s continuous mode.
-    enum Continuous: UInt8 {
+    /// `beginReceiving(tag:)`'s continuous mode. Whether it is paused, its chunks on the delegate queue at
+    /// ``SocketOptions/maxUndeliveredChunks``, is a fact of the thread that delivers them, kept under the lock
+    /// only (``SharedState/continuousPaused``).
+    enum Continuous: UInt8, CaseIterable {
         case off
         case on
-        /// On, with ``SocketOptions/maxUndeliveredChunks`` chunks on the delegate queue: reading waits.
-        case paused
     }
 
     /// How bytes cross to the kernel: as they are, or through TLS. `receive`, `send` and the interest switch

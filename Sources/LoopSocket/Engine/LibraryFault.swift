@@ -44,24 +44,3 @@ enum LibraryFault {
         }
     }
 }
-
-extension GCDAsyncSocketError {
-    /// The error a connection ends with when its loop refused a registration change: a failed `epoll_ctl`
-    /// keeps its errno; a loop shutting down is ``loopShutDown``; anything else is the library's own fault
-    /// (reported through ``LibraryFault``).
-    static func loop(_ error: any Error, file: StaticString = #fileID, line: UInt = #line) -> GCDAsyncSocketError {
-        guard let error = error as? EventLoopError else {
-            LibraryFault.report("an owned descriptor's registration", error, file: file, line: line)
-            return GCDAsyncSocketError(.otherError, "\(error)")
-        }
-        switch error {
-        case .system(let failure):
-            return GCDAsyncSocketError(failure)
-        case .shutDown:
-            return .loopShutDown
-        default:
-            LibraryFault.report("an owned descriptor's registration", error, file: file, line: line)
-            return GCDAsyncSocketError(.otherError, error.description)
-        }
-    }
-}

@@ -26,7 +26,7 @@ struct ReadOp {
     /// Bytes gathered for a length or separator read that did not complete in one chunk.
     var buffer = Data()
     /// GCDAsyncSocket's `buffer:bufferOffset:` variants: receives the completed bytes.
-    var sink: ((Data) -> Void)?
+    var intoBuffer: ((Data) -> Void)?
     /// An `async` read's continuation: it gets the outcome instead of the delegate. Resumed exactly once, on
     /// the loop, by whoever removes the operation from the queue (completion, failure, cancellation, close).
     var continuation: ReadContinuation?
