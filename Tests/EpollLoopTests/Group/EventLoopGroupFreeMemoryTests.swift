@@ -71,6 +71,10 @@ final class EventLoopGroupFreeMemoryTests: XCTestCase {
         // Free all but the last (it holds the heap's top in place, so free() itself trims nothing).
         for block in blocks.dropLast() { free(block) }
         defer { free(blocks.last!) }
+        if dlsym(nil, "__tsan_init") != nil || dlsym(nil, "__asan_init") != nil {
+            // A sanitizer's allocator replaces glibc's malloc: mallinfo2 reports nothing, nothing is trimmed.
+            throw XCTSkip("malloc is a sanitizer's here, not glibc's")
+        }
         XCTAssertGreaterThanOrEqual(cepoll_malloc_free_bytes(), 32 << 20)
         let before = try residentBytes()
         try group.startReturningFreeMemory(every: .milliseconds(5), threshold: 16 << 20)
