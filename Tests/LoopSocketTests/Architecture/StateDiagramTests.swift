@@ -60,8 +60,10 @@ final class StateDiagramTests: XCTestCase {
         return found
     }
 
-    /// The names of the cases declared directly in `enum typeName` (nested types' cases left out) in `source`.
-    static func caseNames(ofEnum typeName: String, in source: String) -> [String]? {
+    /// The names of the cases declared directly in `enum typeName` (nested types' cases left out) in `source`;
+    /// a nested type may be named with its path (`DatagramState.Lifecycle`), whose last part is looked up.
+    static func caseNames(ofEnum qualifiedName: String, in source: String) -> [String]? {
+        let typeName = qualifiedName.split(separator: ".").last.map(String.init) ?? qualifiedName
         let lines = SourceScanner.codeLines(of: source)
         guard let start = lines.firstIndex(where: {
             $0.range(of: #"\benum \#(typeName)\b"#, options: .regularExpression) != nil
