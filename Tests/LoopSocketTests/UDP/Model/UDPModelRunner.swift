@@ -23,6 +23,8 @@ struct UDPReferenceModel {
     var pending: [Int] = []
     /// Ids the delegate is to receive, in order.
     var delivered: [Int] = []
+    /// Ids the receive filter refuses, in order: the socket takes them, but no callback says so.
+    var refused: [Int] = []
     /// Each send's outcome by tag: nil for sent, or the error code.
     var outcomes: [Int: GCDAsyncUdpSocketError.Code?] = [:]
     /// Tags the peer is to receive, in order.
@@ -38,7 +40,10 @@ struct UDPReferenceModel {
     mutating func drain() {
         while (receiving == .once || receiving == .continuous) && !pending.isEmpty {
             let id = pending.removeFirst()
-            if receiveFilter && id % 2 == 1 { continue }
+            if receiveFilter && id % 2 == 1 {
+                refused.append(id)
+                continue
+            }
             delivered.append(id)
             if receiving == .once { receiving = .off }
         }
@@ -74,6 +79,8 @@ final class UDPModelRunner {
     private var peerAddress = Data()
     private var socketAddress = Data()
     private var peerReceived: [Int] = []
+    /// The ids the receive filter was asked about (on the loop or the filter queue).
+    private let filtered = Locked<[Int]>([])
     private(set) var tally: [String: Int] = [:]
 
     init(_ script: UDPModelScript, loop: EventLoop) {
@@ -139,8 +146,11 @@ final class UDPModelRunner {
             socket.pauseReceiving()
             if model.receiving == .once || model.receiving == .continuous { model.receiving = .paused }
         case .receiveFilter(let place):
-            socket.setReceiveFilter(place.map { _ in { data, _, _ in UDPModelScript.id(of: data) % 2 == 0 } },
-                                    withQueue: place == .queue ? filterQueue : nil)
+            socket.setReceiveFilter(place.map { _ in { [filtered] data, _, _ in
+                let id = UDPModelScript.id(of: data)
+                filtered.withLock { $0.append(id) }
+                return id % 2 == 0
+            } }, withQueue: place == .queue ? filterQueue : nil)
             model.receiveFilter = place != nil
         case .sendFilter(let place):
             socket.setSendFilter(place.map { _ in { _, _, tag in tag % 3 != 0 } }, withQueue: place == .queue ? filterQueue : nil)
@@ -182,6 +192,17 @@ final class UDPModelRunner {
                 }
             }
             return r >= receives && o >= outcomes
+        }
+        // A refused datagram makes no callback: wait (bounded) until the filter has seen each one the model
+        // refused, so that a later step (the filter switched off) cannot meet it still in the kernel.
+        let deadline = DispatchTime.now() + .seconds(10)
+        while !model.refused.allSatisfy({ id in
+            filtered.withLock { seen in seen.filter { $0 == id }.count } >= model.refused.filter { $0 == id }.count
+        }) {
+            guard DispatchTime.now() < deadline else {
+                throw UDPModelFailure(description: "the filter never saw \(model.refused) after \(what)")
+            }
+            usleep(1_000)
         }
         // Whatever the loop and the delegate queue hold by now is delivered before comparing.
         socket.perform {}
