@@ -475,7 +475,9 @@ def render_soak(results):
                      f"| {s.get('rss_growth_pct', float('nan')):+.2f}% | {s['peak_rss_kib'] / 1024:.1f} MiB "
                      f"| {s['descriptors']} | {s['utilisation_mean'] * 100:.0f}% "
                      f"| {s['lag_p99_ms_median']:g} ms, {s['lag_p99_ms_max']:g} ms | {s['exit']} |")
-    verdict = "passed" if f["passed"] else "failed: " + "; ".join(f["problems"] or ["RSS grew 1% or more"])
+    problems = [re.sub(r" \(see [^)]*\)", "", p) for p in f["problems"]]
+    problems += [f"`{n}`'s RSS grew 1% or more" for n, s in f["servers"].items() if not s["rss_ok"]]
+    verdict = "passed" if f["passed"] else "failed: " + "; ".join(problems)
     extra = (f"{f['minutes']:g} minutes, {f['cycles']} cycles of load and pause, {f['load_runs']:,} load runs "
              f"with {f['load_errors']} errors; the soak {verdict}")
     chart = ("![The soak: RSS, open descriptors, loop utilisation and lag of each server, a sample every 10 s]"
