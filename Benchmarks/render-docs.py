@@ -467,7 +467,7 @@ def render_soak(results):
         return missing("SOAK_RECORD=1 SOAK_MINUTES=60 Benchmarks/soak.sh")
     f = result["figures"]
     settle = f"{f['settle_s'] / 60:.1f}".removesuffix(".0") + " min"
-    lines = [f"| server | RSS at {settle} | RSS at the end | growth | peak RSS | descriptors at every pause "
+    lines = [f"| server | RSS from {settle} | RSS at the end | growth | peak RSS | descriptors at every pause "
              "| loop utilisation under load | loop lag p99 (median, max) | exit on SIGTERM |",
              "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
     for name, s in f["servers"].items():

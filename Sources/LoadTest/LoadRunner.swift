@@ -140,7 +140,7 @@ package final class LoadRunner: Sendable {
                         let s = sum(gather(workers) { $0.snapshot })
                         output("  opening: \(s.established) established, \(s.failed) failed of \(config.connections)")
                     }
-                    nextReport += 1_000_000_000
+                    nextReport = Self.nextSecond(after: nextReport, past: now)
                 }
                 _ = signals.changed.wait(timeout: .now() + .nanoseconds(Int(min(limit, nextReport) - now)))
             }
@@ -472,6 +472,14 @@ package final class LoadRunner: Sendable {
     // MARK: Talking to the loops
 
     private var isInterrupted: Bool { interrupted.load(ordering: .acquiring) }
+
+    /// The first whole second after `tick` (monotonic ns) that is later than `now`. A thread descheduled for
+    /// longer than a second (a loaded machine) must skip the seconds it missed: one step could leave the next
+    /// tick behind `now`, and the unsigned wait until it would overflow.
+    static func nextSecond(after tick: UInt64, past now: UInt64) -> UInt64 {
+        guard now >= tick else { return tick + 1_000_000_000 }
+        return tick + ((now - tick) / 1_000_000_000 + 1) * 1_000_000_000
+    }
 
     /// Sleeps until `deadline` (monotonic ns) or an interrupt.
     private func sleep(until deadline: UInt64) {
