@@ -21,6 +21,7 @@ import importlib.util
 import json
 import os
 import re
+import statistics
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -170,9 +171,14 @@ def cost_text(entry):
 
 
 def ratio_text(ours, peer, unit):
-    """ours ÷ peer from the medians, or nothing (idle memory: a difference of bytes is not a ratio)."""
+    """ours ÷ peer: the median of the rounds' paired ratios (the two servers ran one after the other in each
+    round, so a round's ratio cancels most of what the shared machine did to both), or of the medians when the
+    rounds do not pair; nothing for idle memory (a difference of bytes is not a ratio)."""
     if not ours or not peer or not ours.get("cost") or not peer.get("cost") or unit == "B/conn":
         return ""
+    a, b = ours.get("costs") or [], peer.get("costs") or []
+    if len(a) == len(b) > 1 and all(b):
+        return f"{statistics.median(x / y for x, y in zip(a, b)):.2f}"
     return f"{ours['cost'] / peer['cost']:.2f}"
 
 
@@ -189,7 +195,9 @@ def render_servers(results, name, command):
 
     columns = [c for c in SERVER_COLUMNS if any((s, server_of(c, s)) in summary for s in scenarios)]
     with_nginx = any(k[1] == "nginx" for k in summary)
-    header = ["scenario", "unit"] + [c[0] for c in columns] + ["ours ÷ C"] + (["ours ÷ nginx"] if with_nginx else [])
+    with_async = any(k[1] == "ours-async" for k in summary)
+    header = ["scenario", "unit"] + [c[0] for c in columns] + ["ours ÷ C"] + (["ours ÷ nginx"] if with_nginx else []) \
+        + (["async ÷ ours"] if with_async else [])
     lines = ["| " + " | ".join(header) + " |", "| --- | --- |" + " ---: |" * (len(header) - 2)]
     for scenario in scenarios:
         entries = [summary.get((scenario, server_of(c, scenario))) for c in columns]
@@ -199,6 +207,8 @@ def render_servers(results, name, command):
         ratios = [ratio_text(ours, c, unit)]
         if with_nginx:
             ratios.append(ratio_text(ours, summary.get((scenario, "nginx")), unit))
+        if with_async:
+            ratios.append(ratio_text(summary.get((scenario, "ours-async")), ours, unit))
         unit_text = "µs per request" if scenario == "http" else UNIT_TEXT.get(unit, unit)
         lines.append("| " + " | ".join([report.TITLES[scenario], unit_text] +
                                         [cost_text(e) for e in entries] + ratios) + " |")
@@ -217,7 +227,8 @@ def render_servers(results, name, command):
             cells.append(", ".join(f"{v:,.0f}" if entry["unit"] == "B/conn" or v >= 100 else f"{v:.2f}" for v in costs))
         rounds_table.append("| " + " | ".join([report.TITLES[scenario]] + cells) + " |")
     if any(len(summary[k]["costs"]) > 1 for k in summary):
-        out += ("\nEvery round, in order (the table above gives the medians):\n\n| scenario | " +
+        out += ("\nEvery round, in order (the table above gives the medians, and its ratios are the medians of "
+                "the rounds' paired ratios):\n\n| scenario | " +
                 " | ".join(c[0] for c in columns) + " |\n| --- |" + " --- |" * len(columns) + "\n" +
                 "\n".join(rounds_table) + "\n")
     return out
@@ -383,7 +394,8 @@ def render_tls_cases(results, cases, command, driver):
         extra += f", {figures.get('idle_connections'):,} idle connections held"
     out = "\n".join(lines) + "\n\n" + run_line(dict(result, driver=driver), extra) + load_warning(result) + "\n"
     if rounds and rounds > 1:
-        out += ("\nEvery round, in order (the table above gives the medians):\n\n| case | " +
+        out += ("\nEvery round, in order (the table above gives the medians, and its ratios are the medians of "
+                "the rounds' paired ratios):\n\n| case | " +
                 " | ".join(t for _, t in columns) + " |\n| --- |" + " --- |" * len(columns) + "\n")
         for case in cases:
             cells = []
