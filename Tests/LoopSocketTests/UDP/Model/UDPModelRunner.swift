@@ -25,6 +25,8 @@ struct UDPReferenceModel {
     var delivered: [Int] = []
     /// Ids the receive filter refuses, in order: the socket takes them, but no callback says so.
     var refused: [Int] = []
+    /// How many datagrams the socket has taken from the kernel: delivered or refused.
+    var taken: Int { delivered.count + refused.count }
     /// Each send's outcome by tag: nil for sent, or the error code.
     var outcomes: [Int: GCDAsyncUdpSocketError.Code?] = [:]
     /// Tags the peer is to receive, in order.
@@ -81,6 +83,9 @@ final class UDPModelRunner {
     private var peerReceived: [Int] = []
     /// The ids the receive filter was asked about (on the loop or the filter queue).
     private let filtered = Locked<[Int]>([])
+    /// The loop's count of datagrams read from the kernel before the peer sent any (only this case's
+    /// socket receives on the loop).
+    private var readBefore: UInt64 = 0
     private(set) var tally: [String: Int] = [:]
 
     init(_ script: UDPModelScript, loop: EventLoop) {
@@ -102,6 +107,7 @@ final class UDPModelRunner {
         socket.setMaxSendBufferSize(UInt16(setup.maxSend))
         try socket.bind(toPort: 0, interface: host)
         socketAddress = try XCTUnwrap(socket.localAddress())
+        readBefore = datagramsRead
         try openPeer()
         if setup.connected {
             try socket.connect(toAddress: peerAddress)
@@ -193,9 +199,20 @@ final class UDPModelRunner {
             }
             return r >= receives && o >= outcomes
         }
-        // A refused datagram makes no callback: wait (bounded) until the filter has seen each one the model
-        // refused, so that a later step (the filter switched off) cannot meet it still in the kernel.
+        // A refused datagram makes no callback, and the peer's `sendto` can return before the kernel has
+        // queued its datagram to the socket (on a loaded machine loopback's receive side runs later, in
+        // ksoftirqd), so the socket may not yet have read a datagram the model already refused. Wait
+        // (bounded) until the socket has read from the kernel every datagram the model took: only then is a
+        // refusal a fact, which a later step (the filter switched off, receiving resumed) cannot undo. The
+        // engine filters a datagram with the filter in place when it was read.
         let deadline = DispatchTime.now() + .seconds(10)
+        while datagramsRead &- readBefore < UInt64(model.taken) {
+            guard DispatchTime.now() < deadline else {
+                throw UDPModelFailure(description: "the socket read \(datagramsRead &- readBefore) datagrams, model took \(model.taken) after \(what)")
+            }
+            usleep(1_000)
+        }
+        // And the filter (nothing else) refused them: it was asked about each one.
         while !model.refused.allSatisfy({ id in
             filtered.withLock { seen in seen.filter { $0 == id }.count } >= model.refused.filter { $0 == id }.count
         }) {
@@ -208,7 +225,7 @@ final class UDPModelRunner {
         socket.perform {}
         queue.sync {}
         try expect(recorder.received.map(UDPModelScript.id(of:)) == model.delivered,
-                   "received \(recorder.received.map(UDPModelScript.id(of:))), model \(model.delivered) after \(what)")
+                   "received \(recorder.received.map(UDPModelScript.id(of:))), model \(model.delivered) after \(what); the filter saw \(filtered.withLock { $0 })")
         var seen: [Int: GCDAsyncUdpSocketError.Code?] = [:]
         var sentOrder: [Int] = []
         for event in recorder.events {
@@ -226,6 +243,10 @@ final class UDPModelRunner {
         tally["received", default: 0] = recorder.received.count
         tally["outcomes", default: 0] = seen.count
     }
+
+    /// The datagrams the socket's loop has read from the kernel (its ``SocketCounts``), counted as each
+    /// `recvmmsg` returns, before any is filtered or delivered.
+    private var datagramsRead: UInt64 { loop.metrics.sockets.datagram.datagramsReceived }
 
     /// The close is reported once, last, and the peer got nothing more than the model said.
     private func expectClosedLast() throws {
