@@ -14,7 +14,7 @@
 #
 # Each run's window is measured the same way for both clients, from outside: after a 1.5 s warm-up, over
 # SECONDS, the requests the server processed (`total_commands_processed` of `INFO stats`), the client's CPU
-# and the server's (utime+stime from /proc/PID/stat, all threads). Figures per run: client CPU µs per request,
+# time and the server's (from /proc/PID/task/*/schedstat, all threads: user and system, to the nanosecond). Figures per run: client CPU µs per request,
 # requests/s, server CPU µs per request; then per command and pipeline the medians over the rounds and the
 # median of the rounds' loadtest ÷ redis-benchmark ratios, recorded as Benchmarks/results/redis-clients.json
 # (RECORD=0: not recorded). Needs redis-server, redis-cli and redis-benchmark (Debian's redis-server and
@@ -54,11 +54,11 @@ declare -A REQUEST=(
     [get]='*2\r\n$3\r\nGET\r\n$16\r\nkey:__rand_int__\r\n'
 )
 
-# sample CLIENT_PID: the client's and the server's CPU ticks, then the server's commands and error replies
-# so far (one INFO, which is not counted in its own figures).
+# sample CLIENT_PID: the client's and the server's CPU time (ns), then the server's commands and error
+# replies so far (one INFO, which is not counted in its own figures).
 sample() {
     local client server
-    client=$(cpu_ticks "$1"); server=$(cpu_ticks "$SERVER_PID")
+    client=$(cpu_ns "$1"); server=$(cpu_ns "$SERVER_PID")
     echo "$client $server $(redis-cli -p "$PORT" info stats | tr -d '\r' \
         | awk -F: '$1 == "total_commands_processed" { n = $2 } $1 == "total_error_replies" { e = $2 } END { print n, e }')"
 }
@@ -95,8 +95,8 @@ run_one() {
         errors=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["errors"]["total"])' "$json") \
             || { echo "redis-compare.sh: loadtest wrote no JSON:" >&2; cat "$TMP/loadtest.err" >&2; exit 1; }
     fi
-    echo "$client test=$test pipeline=$pipeline round=$round ns=$((t1 - t0)) client_ticks=$((c1 - c0))" \
-         "server_ticks=$((s1 - s0)) requests=$((n1 - n0 - 1)) error_replies=$((e1 - e0)) client_errors=$errors" \
+    echo "$client test=$test pipeline=$pipeline round=$round ns=$((t1 - t0)) client_ns=$((c1 - c0))" \
+         "server_ns=$((s1 - s0)) requests=$((n1 - n0 - 1)) error_replies=$((e1 - e0)) client_errors=$errors" \
         | tee -a "$TMP/runs.txt"
 }
 
@@ -116,10 +116,9 @@ stop_server
 
 echo "medians (client and server CPU µs per request, requests/s; load average $(cut -d' ' -f1-3 /proc/loadavg)):"
 python3 - "$TMP/runs.txt" "$COMMAND" "$STARTED" "$SECS" "$ROUNDS" "$DATA" "$CONNECTIONS" "$REDIS_VERSION" \
-    "$(getconf CLK_TCK)" "${RECORD:-1}" <<'PY'
+    "${RECORD:-1}" <<'PY'
 import importlib.util, re, statistics, sys
-runs_file, command, started, secs, rounds, data, connections, version, hz, record = sys.argv[1:]
-hz = int(hz)
+runs_file, command, started, secs, rounds, data, connections, version, record = sys.argv[1:]
 spec = importlib.util.spec_from_file_location("record_result", "Benchmarks/record-result.py")
 recorder = importlib.util.module_from_spec(spec); spec.loader.exec_module(recorder)
 CLIENTS = ("redis-benchmark", "loadtest")
@@ -131,8 +130,7 @@ for line in open(runs_file):
     f = {k: int(v) for k, v in (kv.split("=") for kv in m[5].split())}
     n = max(f["requests"], 1)
     runs.setdefault((m[2], m[3]), {}).setdefault(m[1], {})[int(m[4])] = {
-        "client_us": f["client_ticks"] * 1e6 / hz / n, "rate": n / (f["ns"] / 1e9),
-        "server_us": f["server_ticks"] * 1e6 / hz / n,
+        "client_us": f["client_ns"] / 1e3 / n, "rate": n / (f["ns"] / 1e9), "server_us": f["server_ns"] / 1e3 / n,
         "errors": f["error_replies"] + f["client_errors"]}
 figures = {"seconds": float(secs), "rounds": int(rounds), "data_bytes": int(data), "connections": int(connections),
            "redis": version, "tests": {}}
