@@ -14,10 +14,10 @@
 #
 # Each run's window is measured the same way for both clients, from outside: after a 1.5 s warm-up, over
 # SECONDS, the requests the server processed (`total_commands_processed` of `INFO stats`), the client's CPU
-# time and the server's (from /proc/PID/task/*/schedstat, all threads: user and system, to the nanosecond). Figures per run: client CPU µs per request,
-# requests/s, server CPU µs per request; then per command and pipeline the medians over the rounds and the
-# median of the rounds' loadtest ÷ redis-benchmark ratios, recorded as Benchmarks/results/redis-clients.json
-# (RECORD=0: not recorded). Needs redis-server, redis-cli and redis-benchmark (Debian's redis-server and
+# time and the server's (/proc/PID/task/*/schedstat summed over the threads: user and system time, in ns).
+# Figures per run: client CPU µs per request, requests/s, server CPU µs per request; then per command and
+# pipeline the medians over the rounds and the median of the rounds' loadtest ÷ redis-benchmark ratios,
+# recorded as Benchmarks/results/redis-clients.json (RECORD=0: not recorded). Needs redis-server, redis-cli and redis-benchmark (Debian's redis-server and
 # redis-tools) and `swift build -c release --product loadtest` (or LOADTEST pointing at a build).
 set -euo pipefail
 cd "$(dirname "$0")/.."
