@@ -140,3 +140,6 @@ rss_kib() { awk '/^VmRSS:/ { print $2 }' "/proc/$1/status"; }
 fd_count() { ls "/proc/$1/fd" 2>/dev/null | wc -l; }
 # utime+stime of a process in clock ticks (getconf CLK_TCK per second), all its threads included.
 cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+# Time on a CPU in nanoseconds of a process, all its threads summed (/proc/PID/task/*/schedstat: exact where
+# cpu_ticks counts 10 ms ticks, for windows in which a process runs for only a few hundred milliseconds).
+cpu_ns() { cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{ n += $1 } END { printf "%.0f\n", n }'; }

@@ -283,6 +283,41 @@ def render_tcp_generators(results):
     return "\n".join(lines) + "\n\n" + run_line(result, extra) + "\n"
 
 
+REDIS_TESTS = [("ping_inline", "PING (inline)"), ("set", "SET"), ("get", "GET")]
+
+
+def render_redis_clients(results):
+    result = results.get("redis-clients")
+    if result is None:
+        return missing("Benchmarks/redis-compare.sh")
+    figures = result["figures"]
+    size = figures["data_bytes"]
+    lines = ["| command | pipeline | client CPU µs per request: `redis-benchmark` | `loadtest tcp` | loadtest ÷ "
+             "redis-benchmark | server requests/s: `redis-benchmark` | `loadtest tcp` | loadtest ÷ redis-benchmark "
+             "| server CPU µs per request: `redis-benchmark` | `loadtest tcp` | errors |",
+             "| --- |" + " ---: |" * 10]
+    for test, title in REDIS_TESTS:
+        for pipeline, entry in sorted(figures["tests"].get(test, {}).items(), key=lambda item: int(item[0])):
+            b, l = entry["redis-benchmark"], entry["loadtest"]
+            name = title if test == "ping_inline" else f"{title}, {size:,} B value"
+            lines.append(f"| {name} | {pipeline} | {b['client_us']:.2f} | {l['client_us']:.2f} | "
+                         f"{entry['client_us_ratio']:.2f} | {b['rate']:,.0f} | {l['rate']:,.0f} | "
+                         f"{entry['rate_ratio']:.2f} | {b['server_us']:.2f} | {l['server_us']:.2f} | "
+                         f"{b['errors'] + l['errors']} |")
+    extra = (f"{figures['connections']} connections, "
+             f"{plural(figures['rounds'], 'round')} of {figures['seconds']:g} s windows, clients alternating")
+    out = "\n".join(lines) + "\n\n" + run_line(result, extra) + "\n"
+    rounds = [(f"{title} / {pipeline}", entry) for test, title in REDIS_TESTS
+              for pipeline, entry in sorted(figures["tests"].get(test, {}).items(), key=lambda item: int(item[0]))]
+    if figures["rounds"] > 1:
+        out += ("\nClient CPU µs per request in every round, in order (the table above gives the medians):\n\n"
+                "| command / pipeline | `redis-benchmark` | `loadtest tcp` |\n| --- | --- | --- |\n")
+        out += "".join(f"| {name} | " + " | ".join(", ".join(f"{v:.2f}" for v in entry[c]["client_us_rounds"])
+                                                      for c in ("redis-benchmark", "loadtest")) + " |\n"
+                       for name, entry in rounds)
+    return out
+
+
 # ---------------------------------------------------------------------------------------------------------
 # TLS: tls-handshake-cpu.sh, tls-compare.sh and profile/tls-instructions-per-request.sh
 
@@ -505,6 +540,7 @@ RENDERERS = {
     "udp-servers": render_udp_servers,
     "udp-generators": render_udp_generators,
     "tcp-generators": render_tcp_generators,
+    "redis-clients": render_redis_clients,
     "tls-full": render_tls_full,
     "tls-resumed": lambda r: render_tls_cases(r, ["resume", "close"], "Benchmarks/tls-compare.sh --only resume",
                                               "loadtest (1 loop; wrk for the wrk row)"),

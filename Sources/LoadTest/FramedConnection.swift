@@ -18,22 +18,27 @@ final class FramedConnection<P: LoadProtocol>: SocketConnection, PacedConnection
     private let number: Int
     private let replyMax: Int
     private let checks: ResponseChecks
+    /// `checks.inspectsBody`, kept: asking the checks copies one of their arrays (a retain and a release).
+    private let inspectsBody: Bool
     private let openLoop: Bool
-    var socket: GCDAsyncSocket?
-    var state = ConnectionState.idle
+    @exclusivity(unchecked) var socket: GCDAsyncSocket?
+    // The mutable state is loop-confined and never accessed across a call that could re-enter it, so it opts
+    // out of dynamic exclusivity checks (as EchoConnection's does): each costs more than what it guards.
+    @exclusivity(unchecked) var state = ConnectionState.idle
     /// Connected, greeting sent, its answer not yet framed (the connection is not settled until it is).
-    private var greeting = false
+    @exclusivity(unchecked) private var greeting = false
     /// A failure is closing the connection (the disconnect's callback may come later).
-    private var closing = false
-    private var times: SendTimes
-    private var sentTimes: SendTimes
-    private var nextSend: UInt64 = 0
-    private var nextReceive: UInt64 = 0
-    /// Bytes received and not framed yet start at `input[consumed]`.
-    private var input: [UInt8] = []
-    private var consumed = 0
+    @exclusivity(unchecked) private var closing = false
+    @exclusivity(unchecked) private var times: SendTimes
+    @exclusivity(unchecked) private var sentTimes: SendTimes
+    @exclusivity(unchecked) private var nextSend: UInt64 = 0
+    @exclusivity(unchecked) private var nextReceive: UInt64 = 0
+    /// The start of a reply split between reads: bytes received and not framed yet. Empty when the last read
+    /// ended at a reply's end, the common case, in which the next read is framed in place and nothing is
+    /// copied.
+    @exclusivity(unchecked) private var input: [UInt8] = []
     /// Requests built before one write.
-    private var output: [UInt8] = []
+    @exclusivity(unchecked) private var output: [UInt8] = []
 
     init(worker: LoopWorker, proto: P, number: Int, replyMax: Int) {
         self.worker = worker
@@ -41,6 +46,7 @@ final class FramedConnection<P: LoadProtocol>: SocketConnection, PacedConnection
         self.number = number
         self.replyMax = replyMax
         checks = worker.config.checks
+        inspectsBody = checks.inspectsBody
         openLoop = worker.config.isOpenLoop
         times = SendTimes(capacity: openLoop ? 1024 : worker.config.pipeline)
         sentTimes = SendTimes(capacity: openLoop ? 1024 : 1)
@@ -70,7 +76,7 @@ final class FramedConnection<P: LoadProtocol>: SocketConnection, PacedConnection
             greeting = true
             sock.write(Data(hello), withTimeout: -1, tag: 0)
             // The answer may be empty: frame what there is (nothing) now.
-            frame(sock)
+            _ = frame(sock, UnsafeRawBufferPointer(start: nil, count: 0))
         } else {
             becomeOpen(sock)
         }
@@ -78,13 +84,26 @@ final class FramedConnection<P: LoadProtocol>: SocketConnection, PacedConnection
 
     func socket(_ sock: GCDAsyncSocket, didRead data: Data, withTag tag: Int) {
         guard sock === socket else { return }
-        input.append(contentsOf: data)
-        frame(sock)
-        guard state != .closed && !closing else { return }
-        if consumed > 0 {
-            input.removeFirst(consumed)
-            consumed = 0
+        if input.isEmpty {
+            data.withUnsafeBytes { chunk in
+                let used = frame(sock, chunk)
+                if used < chunk.count && !closing && state != .closed {
+                    input.append(contentsOf: UnsafeRawBufferPointer(rebasing: chunk[used...]))
+                }
+            }
+        } else {
+            // A reply split between reads: framed from the bytes kept, moved out of `input` while it is framed
+            // (and back after, with its capacity).
+            var buffered = input
+            input = []
+            buffered.append(contentsOf: data)
+            let used = buffered.withUnsafeBytes { frame(sock, $0) }
+            buffered.removeFirst(used)
+            input = buffered
         }
+        // The next read, queued per read: cheaper than continuous mode (`beginReceiving`), whose every check
+        // for bytes wanted takes a lock.
+        guard !closing && state != .closed else { return }
         sock.readData(withTimeout: -1, tag: 0)
     }
 
@@ -112,88 +131,89 @@ final class FramedConnection<P: LoadProtocol>: SocketConnection, PacedConnection
 
     private func flush(_ sock: GCDAsyncSocket) {
         guard !output.isEmpty else { return }
-        sock.write(Data(output), withTimeout: -1, tag: 0)
+        // Through `Data(bytes:count:)`: one copy, without the generic sequence initialiser's conformance checks.
+        output.withUnsafeBytes { sock.write(Data(bytes: $0.baseAddress!, count: $0.count), withTimeout: -1, tag: 0) }
         output.removeAll(keepingCapacity: true)
     }
 
-    /// Frames every reply the input holds; in the closed loop, sends as many new requests.
-    private func frame(_ sock: GCDAsyncSocket) {
+    /// Frames every reply at the start of `bytes` (what has arrived and is not framed yet, from the start of a
+    /// reply or of the greeting's answer) and returns how many bytes they took; in the closed loop, sends as
+    /// many new requests.
+    private func frame(_ sock: GCDAsyncSocket, _ bytes: UnsafeRawBufferPointer) -> Int {
+        var used = 0
         var completed = 0
         var now: UInt64 = 0
-        while state != .closed && !closing {
-            let pending = input.count - consumed
-            let framing = input.withUnsafeBytes { bytes in
-                let rest = UnsafeRawBufferPointer(rebasing: bytes[consumed...])
-                return greeting ? proto.frameGreetingReply(rest) : nextReceive != nextSend
-                    ? proto.frameReply(rest, sequence: nextReceive) : nil
-            }
-            guard let framing else {
-                if pending > 0 { return fail(sock, .badResponse, "the server sent bytes nobody asked for") }
+        framing: while state != .closed && !closing {
+            let rest = UnsafeRawBufferPointer(rebasing: bytes[used...])
+            let framing: ReplyFraming
+            if greeting {
+                framing = proto.frameGreetingReply(rest)
+            } else if nextReceive != nextSend {
+                framing = proto.frameReply(rest, sequence: nextReceive)
+            } else {
+                if !rest.isEmpty { fail(sock, .badResponse, "the server sent bytes nobody asked for") }
                 break
             }
             switch framing {
             case .needMore:
-                if pending > replyMax {
-                    return fail(sock, .replyTooLarge, "no \(proto.name) reply could be framed within "
-                                + "\(pending) bytes (--reply-max \(replyMax))")
+                if rest.count > replyMax {
+                    fail(sock, .replyTooLarge, "no \(proto.name) reply could be framed within "
+                         + "\(rest.count) bytes (--reply-max \(replyMax))")
                 }
+                break framing
             case .malformed(let why):
-                return fail(sock, .badResponse, "\(proto.name) reply \(nextReceive): \(why)")
+                fail(sock, .badResponse, "\(proto.name) reply \(nextReceive): \(why)")
+                break framing
             case .reply(let length), .errorReply(let length, _):
-                guard length >= (greeting ? 0 : 1), length <= pending else {
-                    return fail(sock, .badResponse, "the framing of \(proto.name) reply \(nextReceive) said "
-                                + "\(length) bytes of the \(pending) received")
+                guard length >= (greeting ? 0 : 1), length <= rest.count else {
+                    fail(sock, .badResponse, "the framing of \(proto.name) reply \(nextReceive) said "
+                         + "\(length) bytes of the \(rest.count) received")
+                    break framing
                 }
                 if length > replyMax {
-                    return fail(sock, .replyTooLarge, "\(proto.name) reply \(nextReceive) is \(length) bytes "
-                                + "(--reply-max \(replyMax))")
+                    fail(sock, .replyTooLarge, "\(proto.name) reply \(nextReceive) is \(length) bytes "
+                         + "(--reply-max \(replyMax))")
+                    break framing
                 }
+                used += length
                 if greeting {
-                    consumed += length
                     if case .errorReply(_, let why) = framing {
-                        return fail(sock, .errorReply, "the greeting was refused: \(why)")
+                        fail(sock, .errorReply, "the greeting was refused: \(why)")
+                        break framing
                     }
                     becomeOpen(sock)
                     continue
                 }
                 if now == 0 { now = Deadline.now().uptimeNanoseconds }
-                record(framing, length: length, now: now)
-                consumed += length
+                record(framing, UnsafeRawBufferPointer(rebasing: rest[..<length]), now: now)
                 completed += 1
-                continue
             }
-            break
         }
-        guard state == .open, !worker.stopping, completed > 0 else { return }
+        guard state == .open, !closing, !worker.stopping, completed > 0 else { return used }
         if openLoop {
             if worker.nextPaceAt <= now { worker.pace(now: now) }
         } else {
             for _ in 0..<completed { queueRequest(at: now) }
             flush(sock)
         }
+        return used
     }
 
-    /// Counts the reply to the oldest request, `length` bytes at `input[consumed]`, and checks it.
-    private func record(_ framing: ReplyFraming, length: Int, now: UInt64) {
+    /// Counts `reply`, the reply to the oldest request, and checks it.
+    private func record(_ framing: ReplyFraming, _ reply: UnsafeRawBufferPointer, now: UInt64) {
         let sequence = nextReceive
         nextReceive &+= 1
         if openLoop {
             worker.recordPacedReply(latency: now &- times[sequence], service: now &- sentTimes[sequence],
-                                    bytes: length, now: now)
+                                    bytes: reply.count, now: now)
         } else {
-            worker.recordReply(latency: now &- times[sequence], bytes: length, now: now)
+            worker.recordReply(latency: now &- times[sequence], bytes: reply.count, now: now)
         }
         if case .errorReply(_, let why) = framing {
             worker.recordError(.errorReply, "\(proto.name) reply \(sequence): \(why)")
-        } else if checks.inspectsBody {
-            let passes = input.withUnsafeBytes { bytes in
-                checks.passes(body: UnsafeRawBufferPointer(rebasing: bytes[consumed..<consumed + length]),
-                              rotation: sequence)
-            }
-            if !passes {
-                worker.recordError(.check, checks.failure(bodyBytes: length, path: "request \(sequence)",
-                                                          rotation: sequence))
-            }
+        } else if inspectsBody && !checks.passes(body: reply, rotation: sequence) {
+            worker.recordError(.check, checks.failure(bodyBytes: reply.count, path: "request \(sequence)",
+                                                      rotation: sequence))
         }
     }
 

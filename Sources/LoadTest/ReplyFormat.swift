@@ -82,7 +82,7 @@ enum RESP {
         guard at < b.count else { return .needMore }
         guard depth <= maxDepth else { return .malformed("RESP arrays nested deeper than \(maxDepth)") }
         let type = b[at]
-        guard let lineEnd = b.firstIndex(of: crlf, from: at + 1) else {
+        guard let lineEnd = lineEnd(b, from: at + 1) else {
             // A line longer than any legitimate header is left to --reply-max.
             return .needMore
         }
@@ -123,7 +123,17 @@ enum RESP {
         }
     }
 
-    private static let crlf: [UInt8] = [13, 10]
+    /// Where the first CR LF at or after `from` starts: a byte loop, as RESP lines (a type byte, a number or a
+    /// short status) are a few bytes long and a bulk string's payload is skipped by its length, not searched.
+    @inline(__always)
+    static func lineEnd(_ b: UnsafeRawBufferPointer, from: Int) -> Int? {
+        var i = from
+        while i + 1 < b.count {
+            if b[i] == 13 && b[i + 1] == 10 { return i }
+            i += 1
+        }
+        return nil
+    }
 
     /// A decimal integer (optional minus, 1 to 18 digits); nil otherwise.
     static func integer(_ line: UnsafeRawBufferPointer) -> Int? {

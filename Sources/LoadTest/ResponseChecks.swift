@@ -1,3 +1,5 @@
+import Glibc
+
 /// What an HTTP response must be to count as a success: its status (`--expect-status 200,204`; by default
 /// any 2xx), and, when asked, its body (`--expect-body SUBSTRING`, `--expect-length BYTES`). A status that is
 /// not expected is an `http_status` error; a body that fails a check is a `check` error. Either way the
@@ -135,21 +137,19 @@ package struct ResponseChecks: Sendable, Equatable {
 }
 
 extension UnsafeRawBufferPointer {
-    /// Where `needle` first occurs at or after `from` (a first-byte scan, then a compare); nil if it does not,
-    /// or if it is empty.
+    /// Where `needle` first occurs at or after `from` (`memchr` for its first byte, then `memcmp`); nil if it
+    /// does not, or if it is empty.
     func firstIndex(of needle: [UInt8], from: Int = 0) -> Int? {
-        guard !needle.isEmpty, count - from >= needle.count else { return nil }
-        let first = needle[0]
-        return needle.withUnsafeBufferPointer { n in
-            var i = from
+        guard !needle.isEmpty, from >= 0, count - from >= needle.count, let base = baseAddress else { return nil }
+        return needle.withUnsafeBytes { n in
+            let first = Int32(n[0])
             let last = count - n.count
+            var i = from
             while i <= last {
-                if self[i] == first {
-                    var j = 1
-                    while j < n.count && self[i + j] == n[j] { j += 1 }
-                    if j == n.count { return i }
-                }
-                i += 1
+                guard let hit = memchr(base + i, first, last - i + 1) else { return nil }
+                let at = base.distance(to: UnsafeRawPointer(hit))
+                if n.count == 1 || memcmp(base + at + 1, n.baseAddress! + 1, n.count - 1) == 0 { return at }
+                i = at + 1
             }
             return nil
         }

@@ -77,18 +77,27 @@ package struct TCPSettings: Sendable, Equatable {
 
 /// tcp mode as a ``LoadProtocol``: request `n` is the `n % count`th given, framed by its format.
 struct TCPProtocol: LoadProtocol {
-    let requests: [[UInt8]]
+    /// The requests end to end, request `i` at `ranges[i]`: appending one copies bytes without retaining an
+    /// array per request, as an array of arrays would.
+    let joined: [UInt8]
+    let ranges: [Range<Int>]
     let formats: [ReplyFormat]
 
     init(_ settings: TCPSettings) {
-        requests = settings.requests
+        joined = settings.requests.flatMap { $0 }
+        var start = 0
+        ranges = settings.requests.map { request in
+            defer { start += request.count }
+            return start..<start + request.count
+        }
         formats = settings.formats
     }
 
     var name: String { "tcp" }
 
     func request(sequence: UInt64, connection: Int, into bytes: inout [UInt8]) {
-        bytes += requests[Int(sequence % UInt64(requests.count))]
+        let range = ranges.count == 1 ? ranges[0] : ranges[Int(sequence % UInt64(ranges.count))]
+        joined.withUnsafeBufferPointer { bytes.append(contentsOf: UnsafeBufferPointer(rebasing: $0[range])) }
     }
 
     func frameReply(_ input: UnsafeRawBufferPointer, sequence: UInt64) -> ReplyFraming {
