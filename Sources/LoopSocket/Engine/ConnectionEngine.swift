@@ -14,9 +14,9 @@ import Synchronization
 /// which the face overrides. Its one public member is ``eventLoop`` (every socket's), and it has no public
 /// initialiser: use ``GCDAsyncSocket`` or ``AsyncSocket``.
 ///
-/// Why a base class and not an object of its own that the face holds: an idle connection is 450 bytes of
-/// heap, and a second object would add its header and a pointer each way (16 to 32 bytes per connection) and
-/// a pointer chase to every call. Swift requires an `open` class's superclass to be `open` too, hence the
+/// Why a base class and not an object of its own that the face holds: an idle connection is about 400 bytes
+/// of memory, and a second object would add its header and a pointer each way (16 to 32 bytes per
+/// connection) and a pointer chase to every call. Swift requires an `open` class's superclass to be `open` too, hence the
 /// `open` here; with only internal initialisers, nothing outside this module can make or subclass one.
 open class ConnectionEngine: @unchecked Sendable {
     // Thread-safety: `eventLoop` is immutable; `sharedState` is read and written only under
