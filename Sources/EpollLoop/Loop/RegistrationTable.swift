@@ -19,44 +19,52 @@ struct RegistrationTable: ~Copyable {
         var generation: UInt32 = 0
     }
 
-    private var slots: UnsafeMutablePointer<Slot>?
+    /// Never nil (allocated at once, 64 slots): the lookups per event test no optional.
+    private var slots: UnsafeMutablePointer<Slot>
     /// Slots allocated.
-    private var capacity = 0
+    private var capacity: Int
     /// Slots initialised: every descriptor below it has one (empty or registered).
     private(set) var slotCount = 0
     /// Registered descriptors.
     private(set) var count = 0
 
-    init() {}
+    init() {
+        capacity = 64
+        slots = Self.allocate(capacity)
+    }
 
     deinit {
-        guard let slots else { return }
         slots.deinitialize(count: slotCount)
         free(slots)
+    }
+
+    private static func allocate(_ count: Int) -> UnsafeMutablePointer<Slot> {
+        guard let raw = malloc(MemoryLayout<Slot>.stride * count) else { fatalError("out of memory") }
+        return raw.bindMemory(to: Slot.self, capacity: count)
     }
 
     /// The handler for an event tagged (`fd`, `generation`), or `nil` if the event is stale.
     @inline(__always)
     func handler(fd: Int32, generation: UInt32) -> (any LoopIOHandler)? {
         let i = Int(fd)
-        guard i >= 0, i < slotCount, slots![i].generation == generation else { return nil }
-        return slots![i].handler
+        guard i >= 0, i < slotCount, slots[i].generation == generation else { return nil }
+        return slots[i].handler
     }
 
     func isRegistered(_ fd: Int32) -> Bool {
         let i = Int(fd)
-        return i >= 0 && i < slotCount && slots![i].handler != nil
+        return i >= 0 && i < slotCount && slots[i].handler != nil
     }
 
     func interest(of fd: Int32) -> IOEvents? {
-        isRegistered(fd) ? slots![Int(fd)].interest : nil
+        isRegistered(fd) ? slots[Int(fd)].interest : nil
     }
 
     /// Claims the slot for `fd`; returns the generation to tag its events with.
     mutating func add(_ fd: Int32, interest: IOEvents, handler: any LoopIOHandler) -> UInt32 {
         let i = Int(fd)
         if i >= slotCount { extend(to: i + 1) }
-        let slot = slots! + i
+        let slot = slots + i
         slot.pointee.generation &+= 1
         slot.pointee.handler = handler
         slot.pointee.interest = interest
@@ -67,34 +75,31 @@ struct RegistrationTable: ~Copyable {
     /// Initialises empty slots up to `newCount`, growing the storage (doubling) when it is too small.
     private mutating func extend(to newCount: Int) {
         if newCount > capacity {
-            let newCapacity = Swift.max(newCount, capacity * 2, 64)
-            guard let raw = malloc(MemoryLayout<Slot>.stride * newCapacity) else { fatalError("out of memory") }
-            let grown = raw.bindMemory(to: Slot.self, capacity: newCapacity)
-            if let slots {
-                grown.moveInitialize(from: slots, count: slotCount)
-                free(slots)
-            }
+            let newCapacity = Swift.max(newCount, capacity * 2)
+            let grown = Self.allocate(newCapacity)
+            grown.moveInitialize(from: slots, count: slotCount)
+            free(slots)
             slots = grown
             capacity = newCapacity
         }
-        (slots! + slotCount).initialize(repeating: Slot(), count: newCount - slotCount)
+        (slots + slotCount).initialize(repeating: Slot(), count: newCount - slotCount)
         slotCount = newCount
     }
 
     mutating func setInterest(_ fd: Int32, _ interest: IOEvents) {
-        slots![Int(fd)].interest = interest
+        slots[Int(fd)].interest = interest
     }
 
     mutating func setHandler(_ fd: Int32, _ handler: any LoopIOHandler) {
-        slots![Int(fd)].handler = handler
+        slots[Int(fd)].handler = handler
     }
 
-    func generation(of fd: Int32) -> UInt32 { slots![Int(fd)].generation }
+    func generation(of fd: Int32) -> UInt32 { slots[Int(fd)].generation }
 
     /// Frees the slot; events already fetched for it become stale. Returns the handler it held.
     @discardableResult
     mutating func remove(_ fd: Int32) -> (any LoopIOHandler)? {
-        let slot = slots! + Int(fd)
+        let slot = slots + Int(fd)
         let handler = slot.pointee.handler
         slot.pointee.handler = nil
         slot.pointee.interest = []
@@ -105,6 +110,6 @@ struct RegistrationTable: ~Copyable {
 
     /// Every registered descriptor, lowest first.
     var registeredDescriptors: [Int32] {
-        (0..<slotCount).compactMap { slots![$0].handler == nil ? nil : Int32($0) }
+        (0..<slotCount).compactMap { slots[$0].handler == nil ? nil : Int32($0) }
     }
 }
