@@ -5,10 +5,10 @@ import FoundationEssentials
 /// addresses are asked of the kernel under the same lock (see ``SharedState/fd``).
 extension GCDAsyncSocket {
     /// True when the socket is neither connected, connecting nor listening.
-    public var isDisconnected: Bool { shared.withLock { $0.status == .idle } }
+    public var isDisconnected: Bool { withSharedState { $0.status == .idle } }
 
     /// True once connected (false while connecting or listening).
-    public var isConnected: Bool { shared.withLock { $0.status == .connected } }
+    public var isConnected: Bool { withSharedState { $0.status == .connected } }
 
     /// The peer's numeric IP address.
     public var connectedHost: String? { connected(peer: true)?.host }
@@ -36,18 +36,18 @@ extension GCDAsyncSocket {
     /// Whether the connection (or one of the listening sockets) is IPv4.
     public var isIPv4: Bool {
         if let address = connected(peer: false) { return address.isIPv4 }
-        return shared.withLock { $0.listenAddresses.contains { $0.isIPv4 } }
+        return withSharedState { $0.listenAddresses.contains { $0.isIPv4 } }
     }
 
     /// Whether the connection (or one of the listening sockets) is IPv6.
     public var isIPv6: Bool {
         if let address = connected(peer: false) { return address.isIPv6 }
-        return shared.withLock { $0.listenAddresses.contains { $0.isIPv6 } }
+        return withSharedState { $0.listenAddresses.contains { $0.isIPv6 } }
     }
 
     /// The connection's local address, or the first listening socket's.
     private func local() -> SocketAddress? {
-        connected(peer: false) ?? shared.withLock { $0.listenAddresses.first }
+        connected(peer: false) ?? withSharedState { $0.listenAddresses.first }
     }
 
     /// Runs `block` on the socket's loop and waits for it (GCDAsyncSocket's `performBlock:`). Inside it,

@@ -33,9 +33,9 @@ extension GCDAsyncSocket {
     }
 
     /// Whether the TLS handshake has completed (and the connection is still open). Any thread.
-    public var isSecure: Bool { shared.withLock { $0.tls != nil } }
+    public var isSecure: Bool { withSharedState { $0.tls != nil } }
 
     /// What the TLS handshake negotiated: version, cipher, ALPN protocol, server name, resumption, the
     /// peer's certificates. Nil before the handshake completes. Any thread.
-    public var tlsInfo: TLSConnectionInfo? { shared.withLock { $0.tls } }
+    public var tlsInfo: TLSConnectionInfo? { withSharedState { $0.tls } }
 }

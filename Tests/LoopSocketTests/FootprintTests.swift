@@ -16,22 +16,41 @@ final class FootprintTests: XCTestCase {
     func testTheObjectsOfAnIdleConnectionStayWithinTheirBudgets() throws {
         let socket = GCDAsyncSocket(delegate: nil, delegateQueue: nil)
         let handler = AsyncSocketHandler()
-        // The socket object: instance 232 bytes (a 240-byte chunk), the face's copy of the delegate and its
-        // queue for the getters included.
-        XCTAssertLessThanOrEqual(usable(socket), 232, "GCDAsyncSocket")
-        // Its shared state (33 bytes) and 4-byte lock in one object: 56 bytes (a 64-byte chunk).
+        // The socket object, with its shared state, that state's lock and the slot of its first queued read
+        // inline: 344 bytes (a 352-byte chunk), the face's copy of the delegate and its queue included.
+        XCTAssertLessThanOrEqual(usable(socket), 344, "GCDAsyncSocket")
+        // The shared state: 33 bytes.
         XCTAssertLessThanOrEqual(MemoryLayout<GCDAsyncSocket.SharedState>.size, 33, "SharedState")
-        XCTAssertLessThanOrEqual(usable(socket.shared.storage), 56, "Locked<SharedState>")
-        // The two together, which is what a field moved from one to the other must not grow: 288 bytes.
-        XCTAssertLessThanOrEqual(usable(socket) + usable(socket.shared.storage), 288, "socket and shared state")
-        // An AsyncSocket's handler: 87 bytes (a 96-byte chunk); listener, connect and TLS state is out of line.
-        XCTAssertLessThanOrEqual(usable(handler), 88, "AsyncSocketHandler")
+        // An AsyncSocket's handler: 67 bytes (an 80-byte chunk); listener, connect, TLS, backpressure and
+        // dropped-write state is out of line.
+        XCTAssertLessThanOrEqual(usable(handler), 72, "AsyncSocketHandler")
         // The connection's state: the phase byte (whose spare values are idle and listening), a pad byte and
         // the stream's 16 bits. Four bytes read with one load; stored as enums it was six, and every test of
         // the case combined them all (ConnectionState.Stream says why).
         XCTAssertLessThanOrEqual(MemoryLayout<ConnectionState>.size, 4, "ConnectionState")
-        // One queued read (an idle connection has one): 88 bytes, in a queue storage of capacity 1.
+        // One queued read (an idle connection has one): 88 bytes, in the socket's inline slot.
         XCTAssertLessThanOrEqual(MemoryLayout<ReadOp>.stride, 88, "ReadOp")
+        XCTAssertLessThanOrEqual(MemoryLayout<ReadOp>.size, MemoryLayout<ConnectionEngine.ReadSlot>.size, "ReadSlot")
+        // The loop's registration of the descriptor: 24 bytes in the fd-indexed table.
+        XCTAssertLessThanOrEqual(MemoryLayout<RegistrationTable.Slot>.stride, 24, "RegistrationTable.Slot")
+    }
+
+    /// The inline read slot and the lock word are fields of the socket object itself, at the same address
+    /// on every access (the read queue keeps a pointer to the slot; the C lock works on the word's address).
+    func testTheInlineSlotAndTheLockWordLiveInTheSocketObject() throws {
+        let socket = GCDAsyncSocket(delegate: nil, delegateQueue: nil)
+        let base = UInt(bitPattern: Unmanaged.passUnretained(socket).toOpaque())
+        let end = base + UInt(usable(socket))
+        let slot = UInt(bitPattern: socket.inlineReadSlot)
+        XCTAssertGreaterThanOrEqual(slot, base)
+        XCTAssertLessThanOrEqual(slot + UInt(MemoryLayout<ReadOp>.size), end)
+        XCTAssertEqual(slot, UInt(bitPattern: socket.inlineReadSlot))
+        let lock = withUnsafePointer(to: socket.sharedLock) { UInt(bitPattern: $0) }
+        XCTAssertGreaterThanOrEqual(lock, base)
+        XCTAssertLessThanOrEqual(lock + 4, end)
+        XCTAssertEqual(lock, withUnsafePointer(to: socket.sharedLock) { UInt(bitPattern: $0) })
+        // A new socket's read queue stores in the slot.
+        XCTAssertTrue(socket.reads.usesInlineSlot)
     }
 }
 

@@ -1,30 +1,59 @@
+import Glibc
+
 /// The loop's watchers, indexed by file descriptor (an array, as libuv's `watchers`, not a dictionary).
 ///
 /// Each slot carries a generation that changes on every registration and deregistration. The generation
 /// travels with the fd in `epoll_event.data.u64`, so an event for a descriptor that was closed (and perhaps
 /// reused) earlier in the same `epoll_wait` batch no longer matches and is dropped.
-struct RegistrationTable {
+///
+/// Raw storage, grown by doubling, whose slots are initialised only up to the highest descriptor seen
+/// (`count` below): a grown table's new half is address space, not memory, until descriptors reach it. A
+/// Swift array had to initialise every slot it grew by, and a server holding 10,000 connections paid for
+/// the 16,384 slots of the doubled table (39 bytes per connection of resident memory instead of the 24 of
+/// its own slot; `loadgen idle`, docs/benchmarks.md). Large tables come from `mmap` (glibc's threshold),
+/// whose pages stay untouched until written.
+struct RegistrationTable: ~Copyable {
     struct Slot {
         var handler: (any LoopIOHandler)?
         var interest: IOEvents = []
         var generation: UInt32 = 0
     }
 
-    private(set) var slots: [Slot] = []
+    /// Never nil (allocated at once, 64 slots): the lookups per event test no optional.
+    private var slots: UnsafeMutablePointer<Slot>
+    /// Slots allocated.
+    private var capacity: Int
+    /// Slots initialised: every descriptor below it has one (empty or registered).
+    private(set) var slotCount = 0
     /// Registered descriptors.
     private(set) var count = 0
+
+    init() {
+        capacity = 64
+        slots = Self.allocate(capacity)
+    }
+
+    deinit {
+        slots.deinitialize(count: slotCount)
+        free(slots)
+    }
+
+    private static func allocate(_ count: Int) -> UnsafeMutablePointer<Slot> {
+        guard let raw = malloc(MemoryLayout<Slot>.stride * count) else { fatalError("out of memory") }
+        return raw.bindMemory(to: Slot.self, capacity: count)
+    }
 
     /// The handler for an event tagged (`fd`, `generation`), or `nil` if the event is stale.
     @inline(__always)
     func handler(fd: Int32, generation: UInt32) -> (any LoopIOHandler)? {
         let i = Int(fd)
-        guard i >= 0, i < slots.count, slots[i].generation == generation else { return nil }
+        guard i >= 0, i < slotCount, slots[i].generation == generation else { return nil }
         return slots[i].handler
     }
 
     func isRegistered(_ fd: Int32) -> Bool {
         let i = Int(fd)
-        return i >= 0 && i < slots.count && slots[i].handler != nil
+        return i >= 0 && i < slotCount && slots[i].handler != nil
     }
 
     func interest(of fd: Int32) -> IOEvents? {
@@ -34,14 +63,27 @@ struct RegistrationTable {
     /// Claims the slot for `fd`; returns the generation to tag its events with.
     mutating func add(_ fd: Int32, interest: IOEvents, handler: any LoopIOHandler) -> UInt32 {
         let i = Int(fd)
-        if i >= slots.count {
-            slots.append(contentsOf: repeatElement(Slot(), count: max(i + 1 - slots.count, slots.count)))
-        }
-        slots[i].generation &+= 1
-        slots[i].handler = handler
-        slots[i].interest = interest
+        if i >= slotCount { extend(to: i + 1) }
+        let slot = slots + i
+        slot.pointee.generation &+= 1
+        slot.pointee.handler = handler
+        slot.pointee.interest = interest
         count += 1
-        return slots[i].generation
+        return slot.pointee.generation
+    }
+
+    /// Initialises empty slots up to `newCount`, growing the storage (doubling) when it is too small.
+    private mutating func extend(to newCount: Int) {
+        if newCount > capacity {
+            let newCapacity = Swift.max(newCount, capacity * 2)
+            let grown = Self.allocate(newCapacity)
+            grown.moveInitialize(from: slots, count: slotCount)
+            free(slots)
+            slots = grown
+            capacity = newCapacity
+        }
+        (slots + slotCount).initialize(repeating: Slot(), count: newCount - slotCount)
+        slotCount = newCount
     }
 
     mutating func setInterest(_ fd: Int32, _ interest: IOEvents) {
@@ -57,17 +99,17 @@ struct RegistrationTable {
     /// Frees the slot; events already fetched for it become stale. Returns the handler it held.
     @discardableResult
     mutating func remove(_ fd: Int32) -> (any LoopIOHandler)? {
-        let i = Int(fd)
-        let handler = slots[i].handler
-        slots[i].handler = nil
-        slots[i].interest = []
-        slots[i].generation &+= 1
+        let slot = slots + Int(fd)
+        let handler = slot.pointee.handler
+        slot.pointee.handler = nil
+        slot.pointee.interest = []
+        slot.pointee.generation &+= 1
         count -= 1
         return handler
     }
 
     /// Every registered descriptor, lowest first.
     var registeredDescriptors: [Int32] {
-        slots.indices.compactMap { slots[$0].handler == nil ? nil : Int32($0) }
+        (0..<slotCount).compactMap { slots[$0].handler == nil ? nil : Int32($0) }
     }
 }

@@ -2,10 +2,9 @@ import CEpollShim
 
 /// A value behind a 4-byte futex lock (`cepoll_lock_t`), stored in one allocation with it.
 ///
-/// Every connection holds one (its shared state), so the lock's size counts: `pthread_mutex_t` is 40 bytes
-/// (with its 8-byte alignment it would make an idle connection's 72-byte `LockedStorage` a 128-byte chunk
-/// instead of an 80-byte one). Used instead of
-/// `Synchronization.Mutex`, which is as small: on Linux its atomics run inside the uninstrumented standard
+/// The lock's size counts where there is one per object (a socket's shared state keeps the same 4-byte
+/// lock word in the socket object itself): `pthread_mutex_t` is 40 bytes, with an 8-byte alignment. Used
+/// instead of `Synchronization.Mutex`, which is as small: on Linux its atomics run inside the uninstrumented standard
 /// library, so ThreadSanitizer cannot see the ordering it provides and reports false races, while
 /// `cepoll_lock`'s atomics are compiled with the sanitizer in a TSan build. Uncontended, locking is one
 /// compare-and-swap and unlocking one exchange (glibc's own lock algorithm; see CEpollShim.h).
@@ -16,7 +15,7 @@ import CEpollShim
 /// ```
 package struct Locked<Value>: @unchecked Sendable {
     // @unchecked: the value is only reached through `withLock`, under the lock.
-    @usableFromInline let storage: ManagedBuffer<Value, cepoll_lock_t>  // not private: FootprintTests measures it
+    @usableFromInline let storage: ManagedBuffer<Value, cepoll_lock_t>
 
     // Inlinable (the entry points below), so the other modules' calls are specialised: called generically
     // across the module boundary, each `withLock` went through an unspecialised closure call (callgrind,
@@ -30,7 +29,7 @@ package struct Locked<Value>: @unchecked Sendable {
 
     /// A lock over `storage`, a new buffer whose header is the value; its lock word is initialised here.
     ///
-    /// For a lock made once per connection: pass a new instance of a non-generic subclass of
+    /// For a lock made as often as connections are: pass a new instance of a non-generic subclass of
     /// `ManagedBuffer<Value, cepoll_lock_t>` declared for the purpose. A generic class's metadata
     /// (`LockedStorage<Value>`'s) is looked up in the runtime's cache at every creation, about 330
     /// instructions (callgrind, connect churn); a non-generic class's is made once.

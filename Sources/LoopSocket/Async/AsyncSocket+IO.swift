@@ -89,10 +89,7 @@ extension AsyncSocket {
                     if let failure = handler.failure { return box.value.handOff(throwing: failure) }
                     if handler.isWritable { return box.value.handOff() }
                     if idBox.cancelled { return box.value.handOff(throwing: CancellationError()) }
-                    let id = handler.nextWaiterID
-                    handler.nextWaiterID &+= 1
-                    idBox.id = id
-                    handler.writableWaiters.append((id, box.value))
+                    idBox.id = handler.addWritableWaiter(box.value)
                 }
                 if !queued { continuation.handOff(throwing: GCDAsyncSocketError.loopShutDown) }
             }

@@ -8,15 +8,13 @@ import FoundationEssentials
 /// Every stored property is confined to the socket's loop, where the callbacks run (no delegate queue).
 final class AsyncSocketHandler: @unchecked Sendable {
     // Every connection holds one, so it is part of an idle connection's footprint: what only a listener, a
-    // connecting client or a TLS handshake uses lives in `rare`, allocated for those alone, and the 8-byte
-    // fields come first so the small ones share the last word (87 bytes, a 96-byte chunk).
+    // connecting client, a TLS handshake, a writer held back by backpressure or a close that dropped writes
+    // uses lives in `rare`, allocated for those alone, and the 8-byte fields come first so the small ones
+    // share the last word (67 bytes, an 80-byte chunk).
     /// Callers of `close` and `closeAfterWriting`, resumed by the disconnect; and the timer that bounds
     /// `closeAfterWriting`.
     var closeWaiters: [UnsafeContinuation<Void, any Error>] = []
     var closeTimer: TimerID = .invalid
-    /// Why queued bytes were not written, if the close dropped some: what `closeAfterWriting` throws.
-    var droppedWrites: (any Error)?
-    var writableWaiters: [(id: UInt32, continuation: UnsafeContinuation<Void, any Error>)] = []
     /// The first failure seen (a failed write, the disconnect); later operations throw it.
     var failure: (any Error)?
     /// The task running an `executeThenClose` on the loop (compared, never used: see `AsyncSocket+Scope`),
@@ -25,14 +23,13 @@ final class AsyncSocketHandler: @unchecked Sendable {
     private var rare: Rare?
     /// Which scope is open (bumped by each): a scope's late release or cancellation cannot touch a newer one.
     var scopeSerial: UInt32 = 0
-    var nextWaiterID: UInt32 = 0
     /// The read the open scope's task waits in.
     var scopeReadID: UInt32?
     var disconnected = false
     /// False from when the write queue passes its high water mark until it falls below the low one.
     var isWritable = true
 
-    /// What a listener, a handed-out connection, a connect or a handshake needs.
+    /// What a listener, a handed-out connection, a connect, a handshake, backpressure or a lossy close needs.
     private final class Rare {
         var connectContinuation: UnsafeContinuation<Void, any Error>?
         var secureContinuation: UnsafeContinuation<Void, any Error>?
@@ -41,6 +38,9 @@ final class AsyncSocketHandler: @unchecked Sendable {
         var serverTLS: TLSConfiguration?
         var handOut: AcceptQueue?
         var handshakeFailed: (@Sendable (any Error) -> Void)?
+        var writableWaiters: [(id: UInt32, continuation: UnsafeContinuation<Void, any Error>)] = []
+        var nextWaiterID: UInt32 = 0
+        var droppedWrites: (any Error)?
     }
 
     /// Sets a field of `rare`, allocating it only for a value other than nil.
@@ -50,6 +50,34 @@ final class AsyncSocketHandler: @unchecked Sendable {
             rare = Rare()
         }
         rare![keyPath: field] = value
+    }
+
+    /// Why queued bytes were not written, if the close dropped some: what `closeAfterWriting` throws.
+    var droppedWrites: (any Error)? {
+        get { rare?.droppedWrites }
+        set { setRare(newValue, \.droppedWrites) }
+    }
+
+    /// Adds a writer waiting for the write queue to fall below its low water mark; returns its id (for
+    /// ``cancelWritableWaiter(_:)``).
+    func addWritableWaiter(_ continuation: UnsafeContinuation<Void, any Error>) -> UInt32 {
+        if rare == nil { rare = Rare() }
+        let rare = rare!
+        let id = rare.nextWaiterID
+        rare.nextWaiterID &+= 1
+        rare.writableWaiters.append((id, continuation))
+        return id
+    }
+
+    /// Writers waiting for writability.
+    var writableWaiterCount: Int { rare?.writableWaiters.count ?? 0 }
+
+    /// Removes and returns every waiting writer.
+    private func takeWritableWaiters() -> [(id: UInt32, continuation: UnsafeContinuation<Void, any Error>)] {
+        guard let rare, !rare.writableWaiters.isEmpty else { return [] }
+        let waiters = rare.writableWaiters
+        rare.writableWaiters = []
+        return waiters
     }
 
     /// The connect waiting for its outcome.
@@ -137,9 +165,7 @@ final class AsyncSocketHandler: @unchecked Sendable {
     private func writabilityChanged(_ isWritable: Bool) {
         self.isWritable = isWritable
         guard isWritable else { return }
-        let waiters = writableWaiters
-        writableWaiters = []
-        for waiter in waiters { waiter.continuation.handOff() }
+        for waiter in takeWritableWaiters() { waiter.continuation.handOff() }
     }
 
     /// The connection ended: every waiter is resumed, with `err` or the closed error.
@@ -156,9 +182,7 @@ final class AsyncSocketHandler: @unchecked Sendable {
             handOut = nil
             handshakeFailed?(error)
         }
-        let waiters = writableWaiters
-        writableWaiters = []
-        for waiter in waiters { waiter.continuation.handOff(throwing: error) }
+        for waiter in takeWritableWaiters() { waiter.continuation.handOff(throwing: error) }
         sock.eventLoop.cancelOnLoop(closeTimer)
         closeTimer = .invalid
         let closing = closeWaiters
@@ -198,7 +222,7 @@ final class AsyncSocketHandler: @unchecked Sendable {
 
     /// Stops waiting for writability (cancellation): the waiter throws `CancellationError`.
     func cancelWritableWaiter(_ id: UInt32) {
-        guard let i = writableWaiters.firstIndex(where: { $0.id == id }) else { return }
-        writableWaiters.remove(at: i).continuation.handOff(throwing: CancellationError())
+        guard let rare, let i = rare.writableWaiters.firstIndex(where: { $0.id == id }) else { return }
+        rare.writableWaiters.remove(at: i).continuation.handOff(throwing: CancellationError())
     }
 }

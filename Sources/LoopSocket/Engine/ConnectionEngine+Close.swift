@@ -74,7 +74,7 @@ extension ConnectionEngine {
     /// Closes the listening descriptors and cancels a connect in progress (part of ``closeWithError(_:)``).
     private func closeDialState() {
         for listener in listeners { listener.close(on: eventLoop) }
-        if !listeners.isEmpty { shared.withLock { $0.openListeners = ([], nil) } }
+        if !listeners.isEmpty { withSharedState { $0.openListeners = ([], nil) } }
         listeners = []
         if let path = unixListenPath {
             unlink(path)

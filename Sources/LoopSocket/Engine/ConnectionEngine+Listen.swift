@@ -82,7 +82,7 @@ extension ConnectionEngine {
                     try eventLoop.register(fd: fd, interest: .readable, handler: listener)
                     listeners.append(listener)
                     let open = (listeners, unixPath)
-                    shared.withLock { $0.openListeners = open }
+                    withSharedState { $0.openListeners = open }
                 } catch {
                     LibraryFault.close(fd)
                     closeWithError(ConnectionError.loop(error))
@@ -193,7 +193,7 @@ extension ConnectionEngine {
     /// running it yet. On the listener's loop.
     func setUpAccepted(_ connection: ConnectionEngine, fd: Int32, isUnix: Bool) {
         let configuration = config
-        connection.shared.withLock {
+        connection.withSharedState {
             $0.configuration = configuration
             $0.generation = configuration.generation
             $0.status = .connected

@@ -56,7 +56,7 @@ extension ConnectionEngine {
     /// Whether continuous mode waits for the delegate to catch up (``SharedState/continuousPaused``).
     @inline(never)
     private var continuousIsPaused: Bool {
-        shared.withLock { $0.continuousPaused }
+        withSharedState { $0.continuousPaused }
     }
 
     /// Satisfies reads from the prebuffer, then from the socket while it is readable, for at most the
@@ -181,13 +181,13 @@ extension ConnectionEngine {
     /// the loop itself waits for each callback.
     private func deliverContinuous(_ data: Data) {
         guard sinkIsQueued else {
-            sinkDidRead(data, tag: shared.withLock { $0.continuousTag })
+            sinkDidRead(data, tag: withSharedState { $0.continuousTag })
             return
         }
         let limit = max(1, config.options.maxUndeliveredChunks)
-        let tag = shared.withLock { $0.continuousChunkDispatched(limit: limit) }
+        let tag = withSharedState { $0.continuousChunkDispatched(limit: limit) }
         sinkDidRead(data, tag: tag) { [self] in
-            guard shared.withLock({ $0.continuousChunkDelivered(limit: limit) }) else { return }
+            guard withSharedState({ $0.continuousChunkDelivered(limit: limit) }) else { return }
             onLoop { [self] in
                 readiness.remove(.idleWake)
                 requestPump()
@@ -305,6 +305,7 @@ extension ConnectionEngine {
                 op.continuation?.handOff(throwing: sinkError(error))
             }
         }
+        reads.useInlineSlot(inlineReadSlot)  // if the queue had grown out of it
         for op in kept { reads.append(op) }
     }
 
@@ -328,7 +329,7 @@ extension ConnectionEngine {
     func startContinuous(tag: Int) {
         guard case .pump = connectionState.handle(.continuousStarted) else { return }
         readiness.remove(.idleWake)
-        shared.withLock { $0.continuousTag = tag }
+        withSharedState { $0.continuousTag = tag }
         requestPump()
     }
 

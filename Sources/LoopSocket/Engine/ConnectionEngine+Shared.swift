@@ -5,13 +5,9 @@ import FoundationEssentials
 // What any thread may read or set (under the engine's lock), and the engine's configuration.
 
 extension ConnectionEngine {
-    /// `shared`'s storage: a non-generic class, so creating a socket does not look a generic class's metadata
-    /// up at run time (see `Locked.init(storage:)`).
-    final class SharedStorage: ManagedBuffer<SharedState, cepoll_lock_t> {}
-
-    /// What any thread may read or set, under `shared`'s mutex.
+    /// What any thread may read or set, under the socket's lock (``ConnectionEngine/withSharedState(_:)``).
     ///
-    /// Kept small: every connection holds one (in the same allocation as its mutex), so what only listening
+    /// Kept small: every connection holds one (in its socket object, beside the lock), so what only listening
     /// or `userData`-using sockets set lives in `rare`, allocated when first set to something, and a TLS
     /// connection's negotiated parameters in a box of their own (`tlsBox`): in `rare`, whose other fields a
     /// TLS connection does not use, they cost each idle TLS connection about 80 bytes more.
@@ -32,8 +28,7 @@ extension ConnectionEngine {
         /// for one connection (DNS, timers, answers from the delegate queue) finds itself stale once the
         /// loop's ``Configuration/generation`` has moved on. (32 bits: only compared for equality.)
         var generation: UInt32 = 0
-        /// The status the getters report. Last, with the 4-byte fields before it: the state is 33 bytes, and
-        /// its `Locked` object, lock word included, 56 (a 64-byte chunk).
+        /// The status the getters report. Last, with the 4-byte fields before it: the state is 33 bytes.
         var status = Status.idle
 
         /// What few sockets set, out of line.
@@ -188,7 +183,7 @@ extension ConnectionEngine: LoopPinned {
     /// Publishes the status (and the connected descriptor) the getters use; with `generation`, only if no
     /// newer connect or accept has claimed the socket since (the loop passes the generation it serves).
     func publish(status: Status, fd: Int32 = -1, listening: [SocketAddress] = [], onlyFor generation: UInt32? = nil) {
-        shared.withLock {
+        withSharedState {
             if let generation, $0.generation != generation { return }
             $0.status = status
             $0.fd = fd
@@ -198,12 +193,12 @@ extension ConnectionEngine: LoopPinned {
 
     /// Withdraws `fd` from the getters before the loop closes it (whatever has claimed the socket since).
     func unpublish(_ fd: Int32) {
-        shared.withLock { if $0.fd == fd { $0.fd = -1 } }
+        withSharedState { if $0.fd == fd { $0.fd = -1 } }
     }
 
     /// The connected descriptor's peer or local address, asked of the kernel under the lock; nil unless connected.
     func connected(peer: Bool) -> SocketAddress? {
-        shared.withLock { state in
+        withSharedState { state in
             state.status == .connected && state.fd >= 0 ? SocketAddress.of(fd: state.fd, peer: peer) : nil
         }
     }
@@ -216,7 +211,7 @@ extension ConnectionEngine {
     /// status `status`), so that a second call fails fast; returns the settings to start with, stamped with
     /// the new generation. Any thread.
     func claim(for status: Status) throws(ConnectionError) -> Configuration {
-        try shared.withLock { state throws(ConnectionError) -> Configuration in
+        try withSharedState { state throws(ConnectionError) -> Configuration in
             guard state.status == .idle else { throw ConnectionError(.alreadyStarted) }
             guard state.configuration.ipv4Enabled || state.configuration.ipv6Enabled else {
                 throw ConnectionError(.noFamilyEnabled)
@@ -244,16 +239,16 @@ extension ConnectionEngine {
 
     /// A value the socket's owner keeps with it, which the engine never looks at. Any thread.
     var ownerValue: Any? {
-        get { shared.withLock { $0.userData } }
+        get { withSharedState { $0.userData } }
         set {
             let box = UncheckedSendable(newValue)
-            shared.withLock { $0.userData = box.value }
+            withSharedState { $0.userData = box.value }
         }
     }
 
     /// The settings as the getters report them. Any thread.
     var settings: Configuration {
-        shared.withLock { $0.configuration }
+        withSharedState { $0.configuration }
     }
 
     /// Sets the setting at `field` for the next connect or listen; `nowToo`: for the running connection as
@@ -261,14 +256,14 @@ extension ConnectionEngine {
     func changeSetting<Value: Sendable>(
         _ field: WritableKeyPath<Configuration, Value> & Sendable, to value: Value, nowToo: Bool = false
     ) {
-        shared.withLock { $0.configuration[keyPath: field] = value }
+        withSharedState { $0.configuration[keyPath: field] = value }
         if nowToo { onLoop { [self] in config[keyPath: field] = value } }
     }
 
     /// Runs `body` under the socket's lock, for a face's own fields that any thread may read (the
     /// delegate its getters report). Any thread.
     func withLock<T>(_ body: () -> T) -> T {
-        shared.withLock { _ in body() }
+        withSharedState { _ in body() }
     }
 
     /// Whether the loop still serves the connection of `generation`: work started for an earlier connection

@@ -28,8 +28,9 @@ extension ConnectionEngine {
         guard reads.front({ $0.isStartTLS }) == true, writes.front({ $0.isStartTLS }) == true else { return }
         let marker = reads.removeFirst()
         writes.removeFirst()
-        // The markers grew the queues for one operation each: an idle TLS connection keeps only what it uses.
-        reads.shrinkToFit()
+        // The markers grew the queues for one operation each: an idle TLS connection keeps only what it uses
+        // (its one read back in the socket's inline slot).
+        reads.shrinkToFit(inlineSlot: inlineReadSlot)
         writes.shrinkToFit()
         transport = .plain
         guard case .startTLS(let start) = marker.kind else { return }
@@ -137,7 +138,7 @@ extension ConnectionEngine {
         eventLoop.cancelOnLoop(tls.handshakeTimer)
         tls.handshakeTimer = .invalid
         let info = tls.info
-        shared.withLock { $0.tls = info }
+        withSharedState { $0.tls = info }
         sinkReport(.secured)
         requestPump()
     }

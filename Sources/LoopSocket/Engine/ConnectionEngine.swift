@@ -3,6 +3,7 @@ import Dispatch
 import EpollLoop
 import FoundationEssentials
 import Glibc
+import Synchronization
 
 /// The connection engine: one TCP (or Unix-domain) socket's loop-confined state machine, under both faces,
 /// ``GCDAsyncSocket`` (a subclass, which adds the delegate) and ``AsyncSocket`` (which drives a
@@ -13,20 +14,25 @@ import Glibc
 /// which the face overrides. Its one public member is ``eventLoop`` (every socket's), and it has no public
 /// initialiser: use ``GCDAsyncSocket`` or ``AsyncSocket``.
 ///
-/// Why a base class and not an object of its own that the face holds: an idle connection is 450 bytes of
-/// heap, and a second object would add its header and a pointer each way (16 to 32 bytes per connection) and
-/// a pointer chase to every call. Swift requires an `open` class's superclass to be `open` too, hence the
+/// Why a base class and not an object of its own that the face holds: an idle connection is about 400 bytes
+/// of memory, and a second object would add its header and a pointer each way (16 to 32 bytes per
+/// connection) and a pointer chase to every call. Swift requires an `open` class's superclass to be `open` too, hence the
 /// `open` here; with only internal initialisers, nothing outside this module can make or subclass one.
 open class ConnectionEngine: @unchecked Sendable {
-    // Thread-safety: `eventLoop`, `group` are immutable; `shared` is a mutex for what any thread may read or
-    // set (configuration, the connection snapshot the getters return, the face's delegate); everything else
-    // is confined to `eventLoop`'s thread.
+    // Thread-safety: `eventLoop` is immutable; `sharedState` is read and written only under
+    // `sharedLock` (``withSharedState(_:)``), for what any thread may read or set (configuration, the
+    // connection snapshot the getters return, the face's delegate); everything else is confined to
+    // `eventLoop`'s thread.
+    //
+    // One heap object per connection: the shared state, its lock and the first queued read live in this
+    // object rather than in objects of their own (a `Locked` box and the read queue's storage), which saved
+    // an idle connection two heap chunks and their headers and rounding: 48 bytes (docs/benchmarks.md, "Idle
+    // memory per connection"). The order of the fields packs the one-byte ones into the tails of the 21-byte
+    // op queues: a `GCDAsyncSocket` is 344 bytes, a 352-byte chunk (FootprintTests holds it there; 8 bytes
+    // more would make it a 368-byte one).
 
     /// The loop this socket belongs to for life.
     public let eventLoop: EventLoop
-    /// The group accepted sockets are spread over (the loop's own group, or only this loop).
-    let group: EventLoopGroup?
-    let shared: Locked<SharedState>
 
     // MARK: Loop-confined state
     //
@@ -37,14 +43,21 @@ open class ConnectionEngine: @unchecked Sendable {
 
     /// Plaintext or TLS (``Transport``).
     @exclusivity(unchecked) var transport = Transport.plain
-    // The order packs the 4-byte fields into the tail of the 20-byte op queues and the one-byte state at the
-    // end: the engine's fields end 8-byte aligned (184 bytes), so the face's pointers follow with no padding
-    // and a `GCDAsyncSocket` is 216 bytes, a 224-byte chunk (FootprintTests holds it there).
     @exclusivity(unchecked) var config = Configuration()
+    /// The read queue; its storage is ``readSlot`` while it holds one read or none.
     @exclusivity(unchecked) var reads = OpQueue<ReadOp>()
+    /// `final`: the shared scheduler (`PumpScheduled`) reaches it through its conformance, which is then a
+    /// plain field access rather than a call to a class accessor.
+    @exclusivity(unchecked) final var pumpState: PumpState = []
+    @exclusivity(unchecked) var readiness: Readiness = []
+    @exclusivity(unchecked) var asking: TimeoutQuestions = []
     @exclusivity(unchecked) var nextOpID: UInt32 = 0
-    @exclusivity(unchecked) var writes = OpQueue<WriteOp>()
     @exclusivity(unchecked) var readTimerOp: UInt32 = .max
+    @exclusivity(unchecked) var writes = OpQueue<WriteOp>()
+    @exclusivity(unchecked) var traits: Traits = []
+    /// `recv` calls left before this wakeup's turn ends (``SocketOptions/maxReadsPerWakeup``, reset by
+    /// `handleIO`): one flooding peer cannot keep the loop from its other descriptors.
+    @exclusivity(unchecked) var readBudget = Int16(SocketOptions().maxReadsPerWakeup)
     /// Bytes received but not yet consumed by a read (GCDAsyncSocket's prebuffer), from `pendingStart`.
     @exclusivity(unchecked) var pending: [UInt8] = []
     @exclusivity(unchecked) var pendingStart = 0
@@ -57,17 +70,25 @@ open class ConnectionEngine: @unchecked Sendable {
     @exclusivity(unchecked) var writeTimer = TimerID.invalid
     @exclusivity(unchecked) var writeTimerOp: UInt32 = .max
     @exclusivity(unchecked) var fd: Int32 = -1
-    /// `recv` calls left before this wakeup's turn ends (``SocketOptions/maxReadsPerWakeup``, reset by
-    /// `handleIO`): one flooding peer cannot keep the loop from its other descriptors.
-    @exclusivity(unchecked) var readBudget = Int16(SocketOptions().maxReadsPerWakeup)
     /// The connection's state (Engine/ConnectionState.swift), changed only by its transitions.
     @exclusivity(unchecked) var connectionState = ConnectionState.idle
-    /// `final`: the shared scheduler (`PumpScheduled`) reaches it through its conformance, which is then a
-    /// plain field access rather than a call to a class accessor.
-    @exclusivity(unchecked) final var pumpState: PumpState = []
-    @exclusivity(unchecked) var readiness: Readiness = []
-    @exclusivity(unchecked) var asking: TimeoutQuestions = []
-    @exclusivity(unchecked) var traits: Traits = []
+
+    // MARK: Shared state
+
+    /// The lock over ``sharedState``: a 4-byte futex lock (`cepoll_lock`, see `Locked`) in an `Atomic`'s
+    /// storage, which is never copied or moved and so has an address for the C lock to work on.
+    let sharedLock = Atomic<UInt32>(0)
+    /// What any thread may read or set: only inside ``withSharedState(_:)``. (`@exclusivity(unchecked)`:
+    /// the lock orders the accesses; `final`: accessed in place.)
+    @exclusivity(unchecked) final var sharedState = SharedState()
+
+    // MARK: The inline read slot
+
+    /// Room for one ``ReadOp``, the read queue's storage while it holds one read or none (an idle
+    /// connection's one read allocates nothing). Raw words, not a `ReadOp?`: the queue initialises and
+    /// destroys the operation in it, as in any storage of its own. `final`: its address is the field's own.
+    @exclusivity(unchecked) final var readSlot: ReadSlot = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+    typealias ReadSlot = (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64)
 
     /// An engine on `loop`, or on the next loop of `group`, or of the shared default group.
     ///
@@ -78,10 +99,29 @@ open class ConnectionEngine: @unchecked Sendable {
     init(loop: EventLoop?, group: EventLoopGroup?) {
         let group = group ?? (loop == nil ? Self.fallbackGroup : nil)
         self.eventLoop = loop ?? group!.next()
-        self.group = group
-        self.shared = Locked(storage: SharedStorage.create(minimumCapacity: 1) { _ in
-            SharedState()
-        })
+        if let group { dial = DialState(group: group) }  // set before any other thread sees the socket
+        reads.useInlineSlot(inlineReadSlot)
+    }
+
+    /// ``readSlot`` as the read queue's storage. The field of a class instance is addressed in place (a
+    /// `final` stored property with no observers), so the pointer stays valid as long as the object.
+    final var inlineReadSlot: UnsafeMutablePointer<ReadOp> {
+        precondition(MemoryLayout<ReadOp>.size <= MemoryLayout<ReadSlot>.size
+            && MemoryLayout<ReadOp>.alignment <= MemoryLayout<ReadSlot>.alignment)
+        return withUnsafeMutablePointer(to: &readSlot) { UnsafeMutableRawPointer($0).bindMemory(to: ReadOp.self, capacity: 1) }
+    }
+
+    /// Runs `body` with the shared state, under the socket's lock. Any thread.
+    @inline(__always)
+    final func withSharedState<Result, Failure: Error>(
+        _ body: (inout SharedState) throws(Failure) -> Result
+    ) throws(Failure) -> Result {
+        try withUnsafePointer(to: sharedLock) { (lock) throws(Failure) -> Result in
+            let word = UnsafeMutableRawPointer(mutating: lock).assumingMemoryBound(to: cepoll_lock_t.self)
+            cepoll_lock(word)
+            defer { cepoll_unlock(word) }
+            return try body(&sharedState)
+        }
     }
 
     /// GCDAsyncSocket closes its socket when it is deallocated, and ported code stops a server by releasing
@@ -89,11 +129,11 @@ open class ConnectionEngine: @unchecked Sendable {
     /// listening socket gets here open: its descriptors belong to handlers that do not keep it alive, and
     /// are closed on the loop (a Unix socket's file removed).
     deinit {
-        // A socket that never listened (or connected) has no dial state, hence no listeners: no lock to take
-        // (every accepted connection ends here). Nothing else references the socket any more, so reading the
+        // A socket with no dial state (one that never listened, connected or had a group: every accepted
+        // connection) has no listeners: no lock to take. Nothing else references the socket any more, so reading the
         // loop's field here is safe.
         guard dial != nil else { return }
-        let open = shared.withLock { $0.openListeners }
+        let open = withSharedState { $0.openListeners }
         guard !open.handlers.isEmpty else { return }
         let loop = eventLoop
         let close = UncheckedSendable {
@@ -120,19 +160,29 @@ open class ConnectionEngine: @unchecked Sendable {
         }()
     }
 
-    /// What only a connecting or listening socket holds, out of line. Loop only.
+    /// What only a connecting or listening socket, or one made for a group, holds, out of line. Loop only.
     final class DialState {
+        /// The group accepted sockets are spread over (the loop's own group, or only this loop): a socket
+        /// made without a loop, or with a group. An accepted connection has none, nor any other dial state.
+        let group: EventLoopGroup?
         // Unchecked like the socket's own loop-confined fields: touched only on the socket's loop.
         @exclusivity(unchecked) var connectTimer = TimerID.invalid
         @exclusivity(unchecked) var listeners: [ListenHandler] = []
         @exclusivity(unchecked) var connecting: ConnectAttempts?
         @exclusivity(unchecked) var unixListenPath: String?
+
+        init(group: EventLoopGroup?) {
+            self.group = group
+        }
     }
+
+    /// The group accepted sockets are spread over; nil: this loop only. Loop only.
+    var group: EventLoopGroup? { dial?.group }
 
     /// The ``DialState``, allocated on first use. Loop only.
     private var dialState: DialState {
         if let dial { return dial }
-        let state = DialState()
+        let state = DialState(group: nil)
         dial = state
         return state
     }

@@ -15,6 +15,8 @@ struct OpQueue<Element>: ~Copyable {
     private var capacity32: UInt32 = 0
     private var head32: UInt32 = 0
     private var count32: UInt32 = 0
+    /// The storage is the owner's one-element slot (``useInlineSlot(_:)``), which is never freed.
+    private var storageIsInline = false
 
     private var capacity: Int {
         get { Int(capacity32) }
@@ -36,8 +38,35 @@ struct OpQueue<Element>: ~Copyable {
     deinit {
         guard let storage else { return }
         for i in 0..<count { (storage + slot(i)).deinitialize(count: 1) }
-        Self.release(storage)
+        if !storageIsInline { Self.release(storage) }
     }
+
+    /// Makes `slot`, room for one element that the owner keeps inline in its own object, this queue's storage
+    /// while the queue holds at most one element: an idle connection's one queued read then costs no
+    /// allocation of its own. A second element moves the queue to allocated storage, where it stays until
+    /// the owner hands the slot back: with this call once the queue is empty again (allocated storage is
+    /// then freed), or with ``shrinkToFit(inlineSlot:)``. Emptying the queue keeps the slot. `slot` must
+    /// outlive the queue and be the queue's alone, uninitialised except for what the queue put there.
+    mutating func useInlineSlot(_ slot: UnsafeMutablePointer<Element>) {
+        guard !storageIsInline else { return }
+        precondition(count == 0)
+        moveToInlineSlot(slot)
+    }
+
+    /// Moves the element (if any: at most one) into `slot` and frees the storage it leaves.
+    private mutating func moveToInlineSlot(_ slot: UnsafeMutablePointer<Element>) {
+        if let storage {
+            if count == 1 { slot.moveInitialize(from: storage + head, count: 1) }
+            Self.release(storage)
+        }
+        storage = slot
+        capacity = 1
+        head = 0
+        storageIsInline = true
+    }
+
+    /// Whether the storage is the owner's inline slot (for tests and footprint accounting).
+    var usesInlineSlot: Bool { storageIsInline }
 
     var isEmpty: Bool { count == 0 }
 
@@ -100,10 +129,7 @@ struct OpQueue<Element>: ~Copyable {
         var result: [Element] = []
         if count > 0 { result.reserveCapacity(count) }
         while count > 0 { result.append(removeFirst()) }
-        if let storage { Self.release(storage) }
-        storage = nil
-        capacity = 0
-        head = 0
+        releaseStorage()
         return result
     }
 
@@ -111,10 +137,16 @@ struct OpQueue<Element>: ~Copyable {
     /// ``removeAll()`` does without building an array. `body` must not touch this queue.
     mutating func drain(_ body: (consuming Element) -> Void) {
         while count > 0 { body(removeFirst()) }
+        releaseStorage()
+    }
+
+    /// Frees allocated storage; an inline slot is kept (empty, it costs nothing).
+    private mutating func releaseStorage() {
+        head = 0
+        guard !storageIsInline else { return }
         if let storage { Self.release(storage) }
         storage = nil
         capacity = 0
-        head = 0
     }
 
     private mutating func grow() {
@@ -126,16 +158,12 @@ struct OpQueue<Element>: ~Copyable {
 
     /// Gives back the storage a one-off burst grew (startTLS's marker beside a read, in both queues): down
     /// to the smallest power of two that holds what is queued, or none for an empty queue. A long-lived
-    /// idle connection then keeps only what it uses; the next append grows it again.
-    mutating func shrinkToFit() {
-        guard capacity > 0 else { return }
-        guard count > 0 else {
-            Self.release(storage!)
-            storage = nil
-            capacity = 0
-            head = 0
-            return
-        }
+    /// idle connection then keeps only what it uses; the next append grows it again. With `inlineSlot` (the
+    /// owner's, see ``useInlineSlot(_:)``), a queue of one element or none goes back to it.
+    mutating func shrinkToFit(inlineSlot: UnsafeMutablePointer<Element>? = nil) {
+        guard capacity > 0, !storageIsInline else { return }
+        if count <= 1, let inlineSlot { return moveToInlineSlot(inlineSlot) }
+        guard count > 0 else { return releaseStorage() }
         var fitted = 1
         while fitted < count { fitted *= 2 }
         if fitted < capacity { resize(to: fitted) }
@@ -146,8 +174,9 @@ struct OpQueue<Element>: ~Copyable {
         let new = Self.allocate(newCapacity)
         if let storage {
             for i in 0..<count { (new + i).moveInitialize(from: storage + slot(i), count: 1) }
-            Self.release(storage)
+            if !storageIsInline { Self.release(storage) }
         }
+        storageIsInline = false
         storage = new
         capacity = newCapacity
         head = 0

@@ -20,8 +20,9 @@ struct ReadOp {
     /// Seconds; negative means none. Grows when the delegate extends it.
     var timeout: TimeInterval
     var id: UInt32
-    /// ``scanned``, stored in the 4 bytes after `id` (an idle connection's queued read fits a 96-byte heap
-    /// chunk instead of 112). Clamped: past 4 GiB a search restarts earlier than it could, never later.
+    /// ``scanned``, stored in the 4 bytes after `id` (an operation is 88 bytes instead of 96, and every
+    /// socket object carries room for one, `ConnectionEngine.readSlot`). Clamped: past 4 GiB a search
+    /// restarts earlier than it could, never later.
     var scannedStorage: UInt32 = 0
     /// Bytes gathered for a length or separator read that did not complete in one chunk.
     var buffer = Data()

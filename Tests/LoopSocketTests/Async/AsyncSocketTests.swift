@@ -442,7 +442,7 @@ final class AsyncSocketTests: XCTestCase {
         try await withDeadline {
             let big = Data(repeating: 7, count: 96 << 10)  // far more than the (shrunk) kernel buffers hold
             let writer = Task { try await client.write(big) }
-            try await Self.eventually { await Self.onLoop(client) { client.handler.writableWaiters.count == 1 } }
+            try await Self.eventually { await Self.onLoop(client) { client.handler.writableWaiterCount == 1 } }
             writer.cancel()
             try await Self.assertCancelled(writer, "the write wait")
             // The data stays queued and is still written: drain it on the peer.

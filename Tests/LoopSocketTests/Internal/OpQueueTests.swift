@@ -110,4 +110,40 @@ final class OpQueueTests: XCTestCase {
         }
         XCTAssertEqual(Tracked.live, 0)
     }
+
+    /// The owner's inline slot: one element lives there, a second moves both to allocated storage (and the
+    /// slot is not touched again until handed back), emptying keeps the slot, and everything is released
+    /// once, from the slot as from allocated storage.
+    func testAnInlineSlotHoldsOneElementAndIsNeverFreed() {
+        let slot = UnsafeMutablePointer<Tracked>.allocate(capacity: 1)
+        defer { slot.deallocate() }
+        do {
+            var queue = OpQueue<Tracked>()
+            queue.useInlineSlot(slot)
+            queue.append(Tracked(0))
+            XCTAssertTrue(queue.usesInlineSlot)
+            XCTAssertEqual(slot.pointee.value, 0, "the element is in the slot")
+            XCTAssertEqual(queue.removeFirst().value, 0)
+            queue.append(Tracked(1))
+            queue.append(Tracked(2))
+            XCTAssertFalse(queue.usesInlineSlot, "two elements moved out of the slot")
+            XCTAssertEqual(queue.storageCapacity, 2)
+            XCTAssertEqual(queue.removeFirst().value, 1)
+            queue.shrinkToFit(inlineSlot: slot)
+            XCTAssertTrue(queue.usesInlineSlot, "one element goes back to the slot")
+            XCTAssertEqual(queue.front { $0.value }, 2)
+            var seen: [Int] = []
+            queue.drain { seen.append($0.value) }
+            XCTAssertEqual(seen, [2])
+            XCTAssertTrue(queue.usesInlineSlot, "draining keeps the slot")
+            for i in 3..<6 { queue.append(Tracked(i)) }
+            XCTAssertEqual(queue.removeAll().map(\.value), [3, 4, 5])
+            XCTAssertFalse(queue.usesInlineSlot)
+            queue.useInlineSlot(slot)
+            XCTAssertTrue(queue.usesInlineSlot, "handed back once empty")
+            queue.append(Tracked(6))
+            XCTAssertEqual(Tracked.live, 1)
+        }
+        XCTAssertEqual(Tracked.live, 0, "destroyed with the queue, from the slot")
+    }
 }
