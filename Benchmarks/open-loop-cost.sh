@@ -56,7 +56,8 @@ r = json.load(open(sys.argv[1]))
 target = r.get("target_rate")
 share = f"{r['requests_per_second'] / target * 100:.2f}%" if target else "-"
 lat = r["latency_us"]
-print(f"{sys.argv[2]:<5} {sys.argv[3]:<6} {sys.argv[4]:<7} {r['client_us_per_request']:9.2f} "
+cpu = r.get("client_us_per_request")  # absent when no CPU reading covered the window
+print(f"{sys.argv[2]:<5} {sys.argv[3]:<6} {sys.argv[4]:<7} {'-' if cpu is None else f'{cpu:.2f}':>9} "
       f"{r['requests_per_second']:11.0f} {share:>9} {lat['p50']:9.1f} {lat['p90']:9.1f} {lat['p99']:9.1f}"
       + (f"  errors {r['errors']['total']}" if r["errors"]["total"] else ""))
 PY
