@@ -169,15 +169,15 @@ final class LoopWorker: @unchecked Sendable {
     private var rampPacer: RatePacer?
     private var churnSerial: UInt64 = 0
 
-    // Open loop.
-    private var pacer: RatePacer?
+    // Open loop (touched on every pass, hence unchecked like the counters above).
+    @exclusivity(unchecked) private var pacer: RatePacer?
     /// `--stages`: the schedule that ramps and holds (``pacer`` is then nil).
-    private var stagePacer: StagePacer?
-    private var pacerTimer: PacerTimer?
-    private var paced: [any PacedConnection] = []
+    @exclusivity(unchecked) private var stagePacer: StagePacer?
+    @exclusivity(unchecked) private var pacerTimer: PacerTimer?
+    @exclusivity(unchecked) private var paced: [any PacedConnection] = []
     private var swept: [any SweptConnection] = []
-    private var paceCursor = 0
-    private var pacing = false
+    @exclusivity(unchecked) private var paceCursor = 0
+    @exclusivity(unchecked) private var pacing = false
     /// When the next paced request is due (`.max` with no schedule): connections compare it cheaply.
     @exclusivity(unchecked) var nextPaceAt = UInt64.max
     /// The time `pace` sends at: a paced connection records it as the request's actual send time.
@@ -391,14 +391,16 @@ final class LoopWorker: @unchecked Sendable {
             pacer = RatePacer(ratePerSecond: rate * share, start: loadStart)
         }
         nextPaceAt = loadStart
-        pacerTimer = PacerTimer(loop: loop) { [unowned self] in
+        // The worker outlives its timer (``finish()`` closes it), so each wakeup skips the unowned check.
+        pacerTimer = PacerTimer(loop: loop) { [unowned(unsafe) self] in
             pace(now: Deadline.now().uptimeNanoseconds)
         }
         pace(now: Deadline.now().uptimeNanoseconds)
     }
 
-    /// The shortest wait the open-loop timer is armed for, ns.
-    static let pacerGranularity: UInt64 = 50_000
+    /// How late the open-loop timer may send a request so that it goes out with others, ns
+    /// (``PacerWakeup``). The kernel's default timer slack for a sleeping thread is the same 50 µs.
+    static let pacerSlack: UInt64 = 50_000
 
     /// Sends every request due at `now`, each on the next connection with room; arms the timer for the
     /// next one. With no room anywhere the backlog waits for a reply (and its latency keeps growing).
@@ -423,21 +425,16 @@ final class LoopWorker: @unchecked Sendable {
     private func pace<Schedule: ArrivalSchedule>(_ schedule: inout Schedule, now: UInt64) {
         pacing = true
         defer { pacing = false }
-        var blocked = false
-        while schedule.nextIntendedTime <= now {
-            guard let connection = nextWithRoom() else {
-                blocked = true
-                break
-            }
-            let intended = schedule.next(now: now)!
-            paceNow = now
+        paceNow = now
+        let (next, blocked) = schedule.handOutDue(now: now) { intended in
+            guard let connection = nextWithRoom() else { return false }
             connection.sendPaced(intended: intended)
+            return true
         }
-        nextPaceAt = schedule.nextIntendedTime
-        // The timer fires no sooner than 50 µs from now (the kernel's default timer slack lets it be that late
-        // anyway), so at high rates one wakeup sends a batch instead of one request. The requests keep their
-        // intended times: the delay is measured, not hidden. Replies arriving in between send due requests too.
-        if !blocked { pacerTimer?.arm(at: max(nextPaceAt, now &+ Self.pacerGranularity)) }
+        nextPaceAt = next
+        // With no room anywhere the replies pace the backlog (a reply frees room); the timer is left alone.
+        guard !blocked, let timer = pacerTimer else { return }
+        timer.arm(at: PacerWakeup.deadline(next: next, now: now, armed: timer.armedAt, slack: Self.pacerSlack))
     }
 
     private func nextWithRoom() -> (any PacedConnection)? {

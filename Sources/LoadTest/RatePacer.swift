@@ -38,6 +38,39 @@ extension ArrivalSchedule {
         markIssued()
         return intended
     }
+
+    /// One pacing pass at `now`: hands every request due by then to `send`, oldest first, with its intended
+    /// time (the schedule's, never the time of the pass), until `send` returns false (nowhere to send it: the
+    /// request stays due). Returns the next request's intended time, and whether `send` refused one.
+    @inline(__always)
+    package mutating func handOutDue(now: UInt64, _ send: (UInt64) -> Bool) -> (next: UInt64, refused: Bool) {
+        var intended = nextIntendedTime
+        while intended <= now {
+            guard send(intended) else { return (intended, true) }
+            markIssued()
+            intended = nextIntendedTime
+        }
+        return (intended, false)
+    }
+}
+
+/// When the open-loop timer of a loop fires. One timer serves every connection of the loop, and a pass sends
+/// everything due (``ArrivalSchedule/handOutDue(now:_:)``), so the timer only has to wake the loop by the
+/// time the next request is due, give or take `slack`:
+/// - no sooner than `slack` after the pass that arms it, so at rates above one request per `slack` each
+///   wakeup sends a batch instead of one request (replies arriving in between send what is due as well);
+/// - and a deadline armed before is kept while it still falls within `[next, next + slack]`, so a pass
+///   (one a reply made, typically) costs no `timerfd_settime`.
+/// Either way no request goes out more than `slack` after its intended time (plus the loop's own lateness),
+/// and its latency still counts from that intended time: the delay is measured, not hidden.
+enum PacerWakeup {
+    /// The deadline to arm after a pass at `now` whose next request is due at `next` (after `now`), with
+    /// `armed` the deadline armed now (0 for none).
+    @inline(__always)
+    static func deadline(next: UInt64, now: UInt64, armed: UInt64, slack: UInt64) -> UInt64 {
+        if armed >= next && armed &- next <= slack { return armed }
+        return max(next, now &+ slack)
+    }
 }
 
 /// The schedule of an open-loop load: request `k` is due at `start + k / rate`, whatever happened to the
