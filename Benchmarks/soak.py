@@ -21,10 +21,9 @@ then nothing. Each load phase runs, at once and each to its end:
 - hostile clients (`Hostile` below): an unread sender, resets mid-stream, slowloris, oversized headers, a TCP
   flood, a datagram flood. Until RSS starts being compared (the warm-up: minute 5, or the first third of a
   shorter run) every kind runs in every cycle; from then on two a cycle in rotation, so that each kind runs every
-  three minutes. The warm-up is there because a kind's first few runs raise RSS a step each, and then no more:
-  the allocator settles around the shapes that kind leaves (an earlier hour in which every kind ran only every
-  three minutes saw http-hello's RSS step at the third, fourth and fifth run of the TLS kinds, 200 KiB each, and
-  stay level through the next twelve).
+  three minutes. The warm-up is there because a kind's first few runs raise a server's RSS a step each (about
+  200 KiB for http-hello's TLS kinds), and later runs do not: the allocator settles around the shapes that kind
+  leaves, and the comparison must start after that.
 
 Every 10 s it records each server's RSS (/proc), open descriptors (/proc/PID/fd, read before the metrics page is
 asked for), loop utilisation and lag (the metrics page's `epoll_loop_busy_seconds_total`,

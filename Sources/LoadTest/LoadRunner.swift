@@ -473,7 +473,7 @@ package final class LoadRunner: Sendable {
 
     private var isInterrupted: Bool { interrupted.load(ordering: .acquiring) }
 
-    /// The first whole second after `tick` (monotonic ns) that is later than `now`. A thread descheduled for
+    /// The first of `tick` + 1 s, `tick` + 2 s, ... (monotonic ns) that is later than `now`. A thread descheduled for
     /// longer than a second (a loaded machine) must skip the seconds it missed: one step could leave the next
     /// tick behind `now`, and the unsigned wait until it would overflow.
     static func nextSecond(after tick: UInt64, past now: UInt64) -> UInt64 {
