@@ -195,6 +195,19 @@ protocol ModeFigures: Sendable {
     func report(into result: inout RunResult, config: LoadConfig, window: Double)
 }
 
+/// Figures that add up field by field (`add`), which is all ``ModeFigures/adding(_:)`` then has to do.
+protocol SummableModeFigures: ModeFigures {
+    mutating func add(_ other: Self)
+}
+
+extension SummableModeFigures {
+    func adding(_ other: any ModeFigures) -> any ModeFigures {
+        var sum = self
+        if let other = other as? Self { sum.add(other) }
+        return sum
+    }
+}
+
 /// A mode loop that only makes connections (with `make`).
 final class ConnectionFactory: ModeLoop {
     private unowned let worker: LoopWorker

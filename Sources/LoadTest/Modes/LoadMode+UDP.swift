@@ -90,13 +90,7 @@ final class UDPLoop: ModeLoop {
     }
 }
 
-extension RunResult.Datagrams: ModeFigures {
-    func adding(_ other: any ModeFigures) -> any ModeFigures {
-        var sum = self
-        if let other = other as? RunResult.Datagrams { sum.add(other) }
-        return sum
-    }
-
+extension RunResult.Datagrams: SummableModeFigures {
     func report(into result: inout RunResult, config: LoadConfig, window: Double) {
         result.datagrams = self
     }

@@ -171,13 +171,7 @@ final class WebSocketLoop: ModeLoop {
     }
 }
 
-extension RunResult.WebSocket: ModeFigures {
-    func adding(_ other: any ModeFigures) -> any ModeFigures {
-        var sum = self
-        if let other = other as? RunResult.WebSocket { sum.add(other) }
-        return sum
-    }
-
+extension RunResult.WebSocket: SummableModeFigures {
     func report(into result: inout RunResult, config: LoadConfig, window: Double) {
         result.webSocket = self
     }
