@@ -10,6 +10,8 @@ extension CommandLineParser {
             config.thresholds.append(try threshold(try value()))
         case "--stages":
             config.stages = try ArrivalStages.parse(try value())
+        case "--pacing-slack":
+            config.pacingSlack = try pacingSlack(try value())
         default:
             return false
         }
@@ -36,6 +38,22 @@ extension CommandLineParser {
         return true
     }
 
+    /// The longest `--pacing-slack`: a wakeup may hold requests back this long at most.
+    static let maxPacingSlack: UInt64 = 100_000_000
+
+    /// A `--pacing-slack` in ns: a time with its unit (`ns`, `us`/`µs`, `ms`, `s`), or 0.
+    static func pacingSlack(_ text: String) throws(ArgumentError) -> UInt64 {
+        let trimmed = text.trimmed
+        let hasUnit = trimmed.last.map { !$0.isNumber } ?? false
+        guard let us = trimmed == "0" ? 0 : hasUnit ? Threshold.microseconds(trimmed) : nil, us.isFinite, us >= 0,
+            us * 1000 <= Double(maxPacingSlack)
+        else {
+            throw ArgumentError("--pacing-slack takes a time with its unit from 0 to 100ms (e.g. 50us, 200us, "
+                                + "1ms), not '\(text)'")
+        }
+        return UInt64((us * 1000).rounded())
+    }
+
     /// A `--threshold`, its mistake as a command-line error.
     static func threshold(_ text: String) throws(ArgumentError) -> Threshold {
         do {
@@ -56,6 +74,9 @@ extension CommandLineParser {
             config.rate = stages.meanRate
             config.duration = stages.duration
             config.warmup = 0
+        }
+        if given.contains("--pacing-slack") && config.rate == nil {
+            throw ArgumentError("--pacing-slack applies to an open-loop run: give --rate or --stages")
         }
         for threshold in config.thresholds {
             switch threshold.scope {

@@ -61,6 +61,9 @@ package struct LoadConfig: Sendable, Equatable {
     package var tls = LoadTLSSettings()
     /// Open loop that ramps and holds (`--stages`; ``rate`` is then their mean, ``duration`` their sum).
     package var stages: ArrivalStages?
+    /// Open loop: how late a request may go out so that it shares a wakeup with others, ns (`--pacing-slack`;
+    /// see ``PacerWakeup``). The kernel's default timer slack for a sleeping thread is the same 50 µs.
+    package var pacingSlack: UInt64 = 50_000
     /// Pass/fail criteria checked at the end (`--threshold`).
     package var thresholds: [Threshold] = []
     /// `tcp` mode: the requests and how replies end (``TCPSettings``); its `replyMax` also bounds a

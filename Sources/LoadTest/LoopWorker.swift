@@ -398,10 +398,6 @@ final class LoopWorker: @unchecked Sendable {
         pace(now: Deadline.now().uptimeNanoseconds)
     }
 
-    /// How late the open-loop timer may send a request so that it goes out with others, ns
-    /// (``PacerWakeup``). The kernel's default timer slack for a sleeping thread is the same 50 µs.
-    static let pacerSlack: UInt64 = 50_000
-
     /// Sends every request due at `now`, each on the next connection with room; arms the timer for the
     /// next one. With no room anywhere the backlog waits for a reply (and its latency keeps growing).
     func pace(now: UInt64) {
@@ -434,7 +430,7 @@ final class LoopWorker: @unchecked Sendable {
         nextPaceAt = next
         // With no room anywhere the replies pace the backlog (a reply frees room); the timer is left alone.
         guard !blocked, let timer = pacerTimer else { return }
-        timer.arm(at: PacerWakeup.deadline(next: next, now: now, armed: timer.armedAt, slack: Self.pacerSlack))
+        timer.arm(at: PacerWakeup.deadline(next: next, now: now, armed: timer.armedAt, slack: config.pacingSlack))
     }
 
     private func nextWithRoom() -> (any PacedConnection)? {

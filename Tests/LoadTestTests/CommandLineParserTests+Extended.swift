@@ -16,6 +16,21 @@ final class CommandLineParserExtendedTests: XCTestCase {
         }
     }
 
+    func testPacingSlackTakesATimeWithItsUnitForAnOpenLoopRun() throws {
+        XCTAssertEqual(try config(["echo", "-p", "9", "--rate", "10k"]).pacingSlack, 50_000)
+        XCTAssertEqual(try config(["echo", "-p", "9", "--rate", "10k", "--pacing-slack", "500us"]).pacingSlack, 500_000)
+        XCTAssertEqual(try config(["http", "--url", "http://h:8/", "--rate", "1k", "--pacing-slack", "2ms"]).pacingSlack, 2_000_000)
+        XCTAssertEqual(try config(["echo", "-p", "9", "--rate", "1k", "--pacing-slack", "750ns"]).pacingSlack, 750)
+        XCTAssertEqual(try config(["echo", "-p", "9", "--rate", "1k", "--pacing-slack", "0"]).pacingSlack, 0)
+        XCTAssertEqual(try config(["echo", "-p", "9", "--stages", "5s:1k", "--pacing-slack", "1ms"]).pacingSlack, 1_000_000)
+        // A bare number is refused: thresholds read one as ms, which would be a surprise here.
+        rejects(["echo", "-p", "9", "--rate", "1k", "--pacing-slack", "200"], mentioning: "with its unit")
+        rejects(["echo", "-p", "9", "--rate", "1k", "--pacing-slack", "-5us"], mentioning: "--pacing-slack takes")
+        rejects(["echo", "-p", "9", "--rate", "1k", "--pacing-slack", "1s"], mentioning: "from 0 to 100ms")
+        rejects(["echo", "-p", "9", "--rate", "1k", "--pacing-slack", "fast"], mentioning: "--pacing-slack takes")
+        rejects(["echo", "-p", "9", "--pacing-slack", "200us"], mentioning: "give --rate or --stages")
+    }
+
     func testHTTPRequestOptions() throws {
         let c = try config(["http", "--url", "http://127.0.0.1:8080/a", "--url", "http://127.0.0.1:8080/b?x=1",
                             "--method", "POST", "-H", "X-A: 1", "--header", "Authorization: Bearer t", "--body", "{}"])

@@ -215,4 +215,17 @@ final class RatePacerTests: XCTestCase {
         XCTAssertLessThanOrEqual(result.worstDelay, 2_000)
         XCTAssertGreaterThan(Double(result.fires), Double(result.sent) * 0.95)
     }
+
+    func testALargerSlackBatchesALowRateAndBoundsTheDelay() {
+        // `--pacing-slack 500us` at 10,000/s: a wakeup every 500 µs sends the five requests due by then, the
+        // oldest 500 µs late at most (plus the timer's lateness): a fifth of the wakeups, paid for in latency.
+        let result = simulate(rate: 10_000, seconds: 1, slack: 500_000, lateness: 2_000, replyGap: 0)
+        XCTAssertLessThanOrEqual(result.fires, 2_001)
+        XCTAssertGreaterThanOrEqual(Double(result.sent) / Double(result.fires), 4.9)
+        XCTAssertGreaterThanOrEqual(result.worstDelay, 400_000, "the batch's oldest request waited")
+        // No slack: every request is a wakeup of its own, sent when the timer fires.
+        let exact = simulate(rate: 10_000, seconds: 1, slack: 0, lateness: 2_000, replyGap: 0)
+        XCTAssertGreaterThanOrEqual(exact.fires, exact.sent - 1)
+        XCTAssertLessThanOrEqual(exact.worstDelay, 2_000)
+    }
 }
