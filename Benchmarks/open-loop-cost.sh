@@ -9,7 +9,8 @@
 #
 # http-hello runs on core 0 with one loop; each client runs on core 1 with one loop, 50 connections, a 1 s
 # warm-up and a 10 s window. A round runs, for loadtest then httpgen: closed loop, then each rate in RATES
-# (10k 50k 90k) with each pacing slack in SLACKS (50us 500us; loadtest's --pacing-slack, httpgen's SLACK_US).
+# (10k 50k 90k) with each pacing slack in SLACKS (50us 500us: 0 or a time in us or ms; loadtest's --pacing-slack,
+# httpgen's SLACK_US).
 # Per run it prints the client's CPU per request (each tool's own figure: the CPU time of its loop thread over
 # the window, divided by the responses), the rate achieved against the target, and latency p50/p90/p99 from
 # the intended send time (closed loop: from the send); then, per client, load and slack, the medians over the
@@ -60,6 +61,10 @@ cpu = "-" if cpu == "-" else f"{float(cpu):.2f}"
 print(f"{round:<5} {client:<8} {load:<7} {slack:<6} {cpu:>9} {float(achieved):11.0f} {share:>9} {float(p50):9.1f} "
       f"{float(p90):9.1f} {float(p99):9.1f}" + (f"  errors {errors}" if errors != "0" else ""))' "$@"
 }
+slack_us() { python3 -c '
+import sys
+t = sys.argv[1]
+print(0 if t == "0" else int(float(t[:-2]) * (1000 if t.endswith("ms") else 1)))' "$1"; }
 rate_number() { python3 -c 'import sys; t = sys.argv[1].lower(); print(int(float(t[:-1]) * 1000 if t.endswith("k") else float(t)))' "$1"; }
 run_loadtest() {  # round load slack
     local json="$TMP/$1-loadtest-$2-$3.json" rate=()
@@ -82,7 +87,7 @@ print(r.get("client_us_per_request", "-"), r["requests_per_second"], r.get("targ
 }
 run_httpgen() {  # round load slack
     local args=()
-    [ "$2" = closed ] || args=("$(rate_number "$2")" "$(python3 -c 'import sys; print(int(float(sys.argv[1][:-2]) * (1000 if sys.argv[1].endswith("ms") else 1)))' "$3")")
+    [ "$2" = closed ] || args=("$(rate_number "$2")" "$(slack_us "$3")")
     timeout $((DURATION + 60)) taskset -c 1 "$HTTPGEN" 127.0.0.1 "$PORT" "$CONNS" "$DURATION" ${args[@]+"${args[@]}"} \
         >"$TMP/client.log" 2>&1 &
     CLIENT_PID=$!

@@ -13,11 +13,12 @@
  *
  *   httpgen HOST PORT CONNS SECONDS [RATE [SLACK_US]]
  *
- * Every connection sends `GET / HTTP/1.1` and waits for the whole response (a head, and a body of its
- * Content-Length; a response without one is an error) before it sends the next. RATE 0 (the default) is
- * closed loop: each response sends the next request at once, and latency counts from the send. RATE R is open
- * loop (wrk2's model): request k is due at start + k/R, handed to the next idle connection, and latency
- * counts from that intended time. One timerfd paces the loop: armed for the next request's time, or SLACK_US
+ * Every connection sends `GET / HTTP/1.1` and frames the responses (a head, and a body of its
+ * Content-Length; a response without one is an error). RATE 0 (the default) is closed loop: one request per
+ * connection, each response sending the next at once, latency counted from the send. RATE R is open loop
+ * (wrk2's model): request k is due at start + k/R and goes to the next idle connection, or, when none is
+ * idle, is pipelined on the next with fewer than 1,024 out (as loadtest does), and latency counts from that
+ * intended time. One timerfd paces the loop: armed for the next request's time, or SLACK_US
  * (default 50) after the wakeup that arms it if that is later, so a wakeup sends every request due by then;
  * a response that arrives while requests are due sends them too. The window opens after a 1 s warm-up.
  *
@@ -40,14 +41,16 @@
 #define TIMER_TOKEN UINT32_MAX
 #define BUFFER_SIZE (64 * 1024)
 #define WARMUP_NS NS_PER_S
+#define MAX_IN_FLIGHT 1024 /* per connection, open loop (HTTP/1.1 pipelining), as loadtest allows */
 
 struct connection {
     int fd;
-    int busy;             /* a request is out and its response not complete */
-    uint64_t latency_from; /* its intended time (open loop) or send time (closed loop) */
-    size_t have;           /* bytes of the response received so far */
-    size_t need;           /* the response's whole length, 0 while its head is incomplete */
-    char head[1024];       /* the start of the response, until its head is complete */
+    unsigned outstanding;   /* requests out whose responses are not complete */
+    unsigned oldest;        /* the ring slot of the oldest of them */
+    uint64_t latency_from[MAX_IN_FLIGHT]; /* each one's intended time (open loop) or send time (closed) */
+    size_t have;            /* bytes of the oldest response received so far */
+    size_t need;            /* its whole length, 0 while its head is incomplete */
+    char head[1024];        /* its start, until its head is complete */
 };
 
 static const char request[] = "GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
@@ -66,42 +69,59 @@ static double thread_cpu_us(void) {
 static void send_request(struct connection *c, uint64_t latency_from) {
     ssize_t n = send(c->fd, request, sizeof request - 1, MSG_NOSIGNAL);
     if (n != (ssize_t)(sizeof request - 1)) { errors++; return; } /* a short send of 36 bytes is a failure here */
-    c->busy = 1;
-    c->latency_from = latency_from;
-    c->have = c->need = 0;
+    c->latency_from[(c->oldest + c->outstanding) % MAX_IN_FLIGHT] = latency_from;
+    c->outstanding++;
 }
 
-/* The next idle connection, round robin; NULL if every one has a request out. */
-static struct connection *next_idle(void) {
+/* The next connection with room for a request, round robin (an idle one first, as one that is waiting
+ * makes the request wait behind its response); NULL if none has room. */
+static struct connection *next_with_room(void) {
+    struct connection *pipelined = NULL;
     for (int i = 0; i < connection_count; i++) {
         struct connection *c = &connections[cursor];
         cursor = (cursor + 1) % connection_count;
-        if (!c->busy && c->fd >= 0) return c;
+        if (c->fd < 0) continue;
+        if (c->outstanding == 0) return c;
+        if (pipelined == NULL && c->outstanding < MAX_IN_FLIGHT) pipelined = c;
     }
-    return NULL;
+    return pipelined;
 }
 
-/* Bytes arrived on `c`: frames them; returns 1 when the response completed, 0 when more are needed, -1 on error. */
-static int receive(struct connection *c, const char *data, size_t length) {
-    if (!c->busy || length == 0) return -1;
-    if (c->need == 0) {
-        size_t copy = length < sizeof c->head - c->have ? length : sizeof c->head - c->have;
-        memcpy(c->head + c->have, data, copy);
-        size_t seen = c->have + copy;
-        char *end = memmem(c->head, seen, "\r\n\r\n", 4);
-        if (end == NULL) {
-            if (seen == sizeof c->head) return -1;
-            c->have = seen;
-            return 0;
+/* Frames the bytes that arrived on `c` into responses, oldest request first, calling `complete` with each
+ * one's latency origin; returns 0, or -1 when they cannot be framed (no request waiting, no Content-Length, a
+ * head over 1 KiB). */
+static int receive(struct connection *c, const char *data, size_t length, uint64_t now) {
+    while (length > 0) {
+        if (c->outstanding == 0) return -1;
+        if (c->need == 0) {
+            size_t copy = length < sizeof c->head - c->have ? length : sizeof c->head - c->have;
+            memcpy(c->head + c->have, data, copy);
+            size_t seen = c->have + copy;
+            char *end = memmem(c->head, seen, "\r\n\r\n", 4);
+            if (end == NULL) {
+                if (seen == sizeof c->head) return -1;
+                c->have = seen;
+                return 0;
+            }
+            char *field = memmem(c->head, (size_t)(end - c->head), "Content-Length:", 15);
+            if (field == NULL) field = memmem(c->head, (size_t)(end - c->head), "content-length:", 15);
+            if (field == NULL) return -1;
+            c->need = (size_t)(end + 4 - c->head) + strtoul(field + 15, NULL, 10);
         }
-        char *field = memmem(c->head, (size_t)(end - c->head), "Content-Length:", 15);
-        if (field == NULL) field = memmem(c->head, (size_t)(end - c->head), "content-length:", 15);
-        if (field == NULL) return -1;
-        c->need = (size_t)(end + 4 - c->head) + strtoul(field + 15, NULL, 10);
+        size_t take = c->need - c->have < length ? c->need - c->have : length;
+        c->have += take;
+        data += take;
+        length -= take;
+        if (c->have < c->need) return 0;
+        /* One response complete. */
+        uint64_t from = c->latency_from[c->oldest];
+        c->oldest = (c->oldest + 1) % MAX_IN_FLIGHT;
+        c->outstanding--;
+        c->have = c->need = 0;
+        responses++;
+        if (now >= window_start && now < window_end) histogram_add(&latency, now - from);
     }
-    c->have += length;
-    if (c->have < c->need) return 0;
-    return c->have == c->need ? 1 : -1; /* bytes past the response: nothing was asked for them */
+    return 0;
 }
 
 int main(int argc, char **argv) {
@@ -153,10 +173,10 @@ int main(int argc, char **argv) {
         if (cpu_at_start < 0 && now >= window_start) { cpu_at_start = thread_cpu_us(); window_responses = responses; window_waits = waits; }
         if (now >= window_end) break;
         if (rate > 0) {
-            /* Every request due by now, each with its intended time, while a connection is idle. */
+            /* Every request due by now, each with its intended time, while a connection has room. */
             uint64_t due = start + issued * interval;
             struct connection *c;
-            while (due <= now && (c = next_idle()) != NULL) {
+            while (due <= now && (c = next_with_room()) != NULL) {
                 send_request(c, due);
                 due = start + ++issued * interval;
             }
@@ -175,28 +195,21 @@ int main(int argc, char **argv) {
         for (int i = 0; i < count; i++) {
             uint32_t token = events[i].data.u32;
             if (token == TIMER_TOKEN) {
-                uint64_t expirations;
-                if (read(timer_fd, &expirations, sizeof expirations) < 0 && errno != EAGAIN) errors++;
-                armed = 0;
+                armed = 0; /* re-arming it below clears the expiration, so no read is needed */
                 continue;
             }
             struct connection *c = &connections[token];
             ssize_t n = recv(c->fd, buffer, sizeof buffer, 0);
             if (n < 0 && (errno == EAGAIN || errno == EINTR)) continue;
-            int done = n > 0 ? receive(c, buffer, (size_t)n) : -1;
-            if (done < 0) { /* closed, failed or unframeable: this connection is out */
+            uint64_t before = responses;
+            if (n <= 0 || receive(c, buffer, (size_t)n, now) < 0) { /* closed, failed or unframeable */
                 errors++;
                 epoll_ctl(epoll_fd, EPOLL_CTL_DEL, c->fd, NULL);
                 close(c->fd);
                 c->fd = -1;
-                c->busy = 0;
                 continue;
             }
-            if (done == 0) continue;
-            c->busy = 0;
-            responses++;
-            if (now >= window_start && now < window_end) histogram_add(&latency, now - c->latency_from);
-            if (rate == 0) send_request(c, now);
+            if (rate == 0 && responses > before) send_request(c, now);
         }
     }
     cpu_at_end = thread_cpu_us();
