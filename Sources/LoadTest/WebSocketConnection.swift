@@ -18,7 +18,10 @@ import Glibc
 /// does after `Connection: close`); with requests outstanding it counts as `closed`, and any other status code
 /// as `ws_close`. At the end of the run each connection sends its close (1000) and goes.
 final class WebSocketConnection: PacedConnection, SweptConnection {
+    // The worker outlives its connections (it holds them), hence unowned(unsafe); the hot path goes through
+    // `workerRef`, as EchoConnection's does, since even an unowned(unsafe) reference is retained around a call.
     unowned(unsafe) let worker: LoopWorker
+    private let workerRef: Unmanaged<LoopWorker>
     unowned(unsafe) let shared: WebSocketLoop
     private let settings: WebSocketSettings
     /// The request path (several `--url`s: the connections take them in turn).
@@ -27,10 +30,12 @@ final class WebSocketConnection: PacedConnection, SweptConnection {
     private let pattern = Pattern.shared
     // The mutable state is loop-confined and never accessed across a call that could re-enter it, so it opts
     // out of dynamic exclusivity checks (as EchoConnection's does): each costs more than what it guards.
-    /// Set once in `init` (optional only because it refers back to this connection), then for good: a
-    /// reconnect goes through the same transport.
-    @exclusivity(unchecked) private var transport: (any WebSocketTransport)!
-    @exclusivity(unchecked) private var session: WebSocketSession?
+    /// For good: a reconnect goes through the same transport. (A constant, so calls into it retain nothing.)
+    private let transport: any WebSocketTransport
+    /// The protocol: a fresh one for every connect.
+    @exclusivity(unchecked) private var session: WebSocketSession
+    /// The masking keys of the echo messages (the session has its own for the frames it writes).
+    @exclusivity(unchecked) private var maskKeys = WebSocketMaskKeys()
     @exclusivity(unchecked) private var state = ConnectionState.idle
     private let phase: UInt32
     private let size: Int
@@ -57,6 +62,7 @@ final class WebSocketConnection: PacedConnection, SweptConnection {
         self.shared = shared
         let worker = shared.worker
         self.worker = worker
+        workerRef = Unmanaged.passUnretained(worker)
         self.number = number
         path = shared.paths[number % shared.paths.count]
         settings = worker.config.ws
@@ -67,16 +73,22 @@ final class WebSocketConnection: PacedConnection, SweptConnection {
         times = SendTimes(capacity: openLoop ? 1024 : pipeline)
         sentTimes = SendTimes(capacity: openLoop ? 1024 : 1)
         outgoing = WebSocketOutputBuffer(capacity: WebSocketFrame.clientFrameSize(payloadCount: size) * pipeline)
+        session = Self.freshSession(settings)
         if worker.tls == nil && !settings.socketTransport {
-            transport = WebSocketLoopTransport(owner: self, worker: worker)
+            transport = WebSocketLoopTransport(worker: worker)
         } else {
-            transport = WebSocketSocketTransport(owner: self, worker: worker)
+            transport = WebSocketSocketTransport(worker: worker)
         }
+        transport.attach(Unmanaged.passUnretained(self))
     }
 
     deinit {
-        session?.deallocate()
+        session.deallocate()
         outgoing.deallocate()
+    }
+
+    private static func freshSession(_ settings: WebSocketSettings) -> WebSocketSession {
+        WebSocketSession(handshake: WebSocketHandshake(subprotocols: settings.subprotocols), maxMessage: settings.maxMessage)
     }
 
     func start() {
@@ -89,18 +101,16 @@ final class WebSocketConnection: PacedConnection, SweptConnection {
         nextSend = 0
         nextReceive = 0
         outgoing.removeAll()
-        session?.deallocate()
-        session = WebSocketSession(
-            handshake: WebSocketHandshake(subprotocols: settings.subprotocols),
-            maxMessage: settings.maxMessage)
+        session.deallocate()
+        session = Self.freshSession(settings)
         transport.connect()
     }
 
     func stop() {
         cancelTimers()
         guard state == .open || state == .connecting else { return }
-        if state == .open, session?.phase == .open, let close = session?.close(code: 1000) {
-            send(close)
+        if state == .open, session.phase == .open {
+            send(session.close(code: 1000))
             transport.close(afterWriting: true)
         } else {
             transport.close(afterWriting: false)
@@ -131,7 +141,7 @@ final class WebSocketConnection: PacedConnection, SweptConnection {
     /// ``outgoing`` (the messages one read completes leave in one write, by ``flush()``).
     @inline(__always)
     private func queueMessage(at time: UInt64) {
-        guard let key = session?.maskKeys.next() else { return }
+        let key = maskKeys.next()
         times[nextSend] = time
         let sequence = nextSend
         nextSend &+= 1
@@ -173,7 +183,7 @@ final class WebSocketConnection: PacedConnection, SweptConnection {
         times[nextSend] = nextPing
         var sequence = nextSend.littleEndian
         nextSend &+= 1
-        if let frame = withUnsafeBytes(of: &sequence, { session?.frame(.ping, $0) }) { send(frame) }
+        send(withUnsafeBytes(of: &sequence) { session.frame(.ping, $0) })
         schedulePing(interval: interval)
     }
 
@@ -198,7 +208,7 @@ final class WebSocketConnection: PacedConnection, SweptConnection {
     /// The TCP connection is up: the upgrade request goes (with TLS, behind the handshake), and the server has
     /// the connect timeout to answer it.
     func transportConnected() {
-        guard state == .connecting, let session else { return }
+        guard state == .connecting else { return }
         let seconds = worker.connectTimeout
         handshakeTimer = worker.loop.scheduleOnLoop(
             at: Deadline.now().uptimeNanoseconds &+ LoadRunner.nanos(seconds)
@@ -246,7 +256,13 @@ final class WebSocketConnection: PacedConnection, SweptConnection {
     @inline(__always)
     private func receive(_ input: inout UnsafeRawBufferPointer, now: UInt64) -> Bool {
         do {
-            while let step = try session?.next(&input) {
+            while !input.isEmpty || session.hasPendingStep {
+                // Whole binary messages (the echo workload's) first, past the general path's bookkeeping.
+                if let payload = session.nextWholeBinaryMessage(&input) {
+                    guard message(payload, text: false, now: now) else { return false }
+                    continue
+                }
+                guard let step = try session.next(&input) else { return true }
                 switch step {
                 case .opened:
                     opened(now: now)
@@ -265,7 +281,7 @@ final class WebSocketConnection: PacedConnection, SweptConnection {
             return true
         } catch {
             outgoing.removeAll()
-            if let close = session?.failure(error) { send(close) }
+            if let close = session.failure(error) { send(close) }
             fail(error.kind, error.description, after: true)
             return false
         }
@@ -280,10 +296,8 @@ final class WebSocketConnection: PacedConnection, SweptConnection {
         state = .open
         worker.replaceableConnectionOpened(replacing: &reconnecting)
         if worker.stopping { return }
-        if let greeting = settings.greeting,
-            let frame = Array(greeting.utf8).withUnsafeBytes({ session?.frame(.text, $0) })
-        {
-            send(frame)
+        if let greeting = settings.greeting {
+            send(Array(greeting.utf8).withUnsafeBytes { session.frame(.text, $0) })
         }
         switch settings.workload {
         case .echo:
@@ -314,20 +328,23 @@ final class WebSocketConnection: PacedConnection, SweptConnection {
                 fail(.mismatch, "echoed message \(nextReceive) did not match what was sent (\(payload.count) bytes)")
                 return false
             }
-            if openLoop {
-                worker.recordPacedReply(
-                    latency: now &- times[nextReceive], service: now &- sentTimes[nextReceive],
-                    bytes: size, now: now)
-            } else {
-                worker.recordReply(latency: now &- times[nextReceive], bytes: size, now: now)
-            }
+            let sequence = nextReceive
             nextReceive &+= 1
-            guard !worker.stopping else { return true }
-            if openLoop {
-                if worker.nextPaceAt <= now { worker.pace(now: now) }
-            } else {
-                queueMessage(at: now)
+            let openLoop = self.openLoop
+            let size = self.size
+            let latency = now &- times[sequence]
+            let service = openLoop ? now &- sentTimes[sequence] : 0
+            let next = workerRef._withUnsafeGuaranteedRef { worker -> Bool in
+                if openLoop {
+                    worker.recordPacedReply(latency: latency, service: service, bytes: size, now: now)
+                    if !worker.stopping && worker.nextPaceAt <= now { worker.pace(now: now) }
+                    return false
+                }
+                worker.recordReply(latency: latency, bytes: size, now: now)
+                return !worker.stopping
             }
+            // Closed loop: each echo sends the next message.
+            if next { queueMessage(at: now) }
         case .heartbeat:
             // Messages the server pushes to a held connection are counted as bytes only.
             worker.recordBytes(payload.count, now: now)

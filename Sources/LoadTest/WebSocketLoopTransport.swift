@@ -25,7 +25,7 @@ final class WebSocketLoopTransport: WebSocketTransport, LoopIOHandler {
     }
 
     // The connection owns its transport, and the worker outlives both: no reference counting on the hot path.
-    unowned(unsafe) let owner: WebSocketConnection
+    @exclusivity(unchecked) private var ownerRef: Unmanaged<WebSocketConnection>?
     unowned(unsafe) let worker: LoopWorker
     private let workerRef: Unmanaged<LoopWorker>
     // Loop-confined and never accessed across a call that could re-enter it (as EchoConnection's state).
@@ -37,8 +37,7 @@ final class WebSocketLoopTransport: WebSocketTransport, LoopIOHandler {
     @exclusivity(unchecked) private var unsent = WebSocketOutputBuffer(capacity: 4096)
     @exclusivity(unchecked) private var backedUp = false
 
-    init(owner: WebSocketConnection, worker: LoopWorker) {
-        self.owner = owner
+    init(worker: LoopWorker) {
         self.worker = worker
         workerRef = Unmanaged.passUnretained(worker)
     }
@@ -52,6 +51,14 @@ final class WebSocketLoopTransport: WebSocketTransport, LoopIOHandler {
     var isBackedUp: Bool { backedUp }
 
     // MARK: Connecting
+
+    func attach(_ owner: Unmanaged<WebSocketConnection>) {
+        ownerRef = owner
+    }
+
+    /// The connection, without a retain (``attach(_:)`` has run before anything reports).
+    @inline(__always)
+    private var owner: WebSocketConnection { ownerRef.unsafelyUnwrapped.takeUnretainedValue() }
 
     func connect() {
         state = .connecting
@@ -131,7 +138,9 @@ final class WebSocketLoopTransport: WebSocketTransport, LoopIOHandler {
         guard count > 0 else {
             return close(failing: ConnectionFailure(.closed, "the server closed the connection"))
         }
-        owner.transportReceived(UnsafeRawBufferPointer(start: scratch.baseAddress, count: count))
+        ownerRef.unsafelyUnwrapped._withUnsafeGuaranteedRef {
+            $0.transportReceived(UnsafeRawBufferPointer(start: scratch.baseAddress, count: count))
+        }
     }
 
     @inline(__always)

@@ -10,16 +10,23 @@ final class WebSocketSocketTransport: WebSocketTransport, GCDAsyncSocketDelegate
     /// Bytes asked for per read: the socket never holds more than this (plus the parser's bounded buffers).
     static let readSize: UInt = 256 * 1024
 
-    unowned(unsafe) let owner: WebSocketConnection
+    @exclusivity(unchecked) private var ownerRef: Unmanaged<WebSocketConnection>?
     unowned(unsafe) let worker: LoopWorker
     @exclusivity(unchecked) private var socket: GCDAsyncSocket?
     /// The connection asked to close: no more reads are queued.
     @exclusivity(unchecked) private var closing = false
 
-    init(owner: WebSocketConnection, worker: LoopWorker) {
-        self.owner = owner
+    init(worker: LoopWorker) {
         self.worker = worker
     }
+
+    func attach(_ owner: Unmanaged<WebSocketConnection>) {
+        ownerRef = owner
+    }
+
+    /// The connection, without a retain (``attach(_:)`` has run before anything reports).
+    @inline(__always)
+    private var owner: WebSocketConnection { ownerRef.unsafelyUnwrapped.takeUnretainedValue() }
 
     func connect() {
         closing = false

@@ -14,6 +14,9 @@
 /// last one never comes from inside a call into the transport (it is queued on the loop), so the connection may
 /// connect again from it without pulling its session from under a read still being parsed.
 protocol WebSocketTransport: AnyObject {
+    /// The connection it reports to, given once, right after both are made. Not retained: the connection
+    /// owns its transport.
+    func attach(_ owner: Unmanaged<WebSocketConnection>)
     /// Starts connecting to the server (again, after ``WebSocketConnection/transportClosed(_:)``).
     func connect()
     /// Sends `bytes` after those written before; what the kernel does not take now waits in the transport.
