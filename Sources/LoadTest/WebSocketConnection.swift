@@ -72,10 +72,11 @@ final class WebSocketConnection: PacedConnection, SweptConnection {
         let pipeline = settings.workload == .echo ? worker.config.pipeline : 64
         times = SendTimes(capacity: openLoop ? 1024 : pipeline)
         sentTimes = SendTimes(capacity: openLoop ? 1024 : 1)
-        outgoing = WebSocketOutputBuffer(capacity: WebSocketFrame.clientFrameSize(payloadCount: size) * pipeline)
+        let workloadBytes = WebSocketFrame.clientFrameSize(payloadCount: size) * pipeline
+        outgoing = WebSocketOutputBuffer(capacity: workloadBytes)
         session = Self.freshSession(settings)
         if worker.tls == nil && !settings.socketTransport {
-            transport = WebSocketLoopTransport(worker: worker)
+            transport = WebSocketLoopTransport(worker: worker, workloadBytes: workloadBytes)
         } else {
             transport = WebSocketSocketTransport(worker: worker)
         }

@@ -6,9 +6,12 @@ import Glibc
 /// the loop's scratch buffer (the frames are parsed there, in place) and written with one `send` of the frames
 /// one read called for. Nothing is allocated per message, and no timer is armed per read.
 ///
-/// EPOLLOUT is armed only while bytes wait for the kernel, and then EPOLLIN is taken out of the interest set:
-/// a connection that cannot send reads nothing more (and so is given nothing more to send) until its bytes
-/// are out. Unsent bytes stay bounded whatever the server does, and the parser bounds what is read.
+/// EPOLLOUT is armed only while bytes wait for the kernel. Reads go on meanwhile (an echo server that stops
+/// reading while its own replies wait would otherwise deadlock with this side), since what the workload
+/// queues is bounded already: `--pipeline` echo messages in flight, no open-loop message or ping while bytes
+/// wait. Only the answers the server's frames call for (pongs) are not: past `outputLimit` unsent bytes,
+/// EPOLLIN is taken out of the interest set until they drain, so a connection that cannot send is given
+/// nothing more to send. Unsent bytes stay bounded whatever the server does, and the parser bounds input.
 ///
 /// The connect has `--timeout` (at most 30 s) to finish; a close that waits for its bytes to go waits as long
 /// at most. Every descriptor is closed through the loop, exactly once.
@@ -36,10 +39,17 @@ final class WebSocketLoopTransport: WebSocketTransport, LoopIOHandler {
     /// Bytes written that the kernel has not taken yet; EPOLLOUT is armed exactly while there are some.
     @exclusivity(unchecked) private var unsent = WebSocketOutputBuffer(capacity: 4096)
     @exclusivity(unchecked) private var backedUp = false
+    /// Unsent bytes past ``outputLimit``: reads wait until they drain.
+    @exclusivity(unchecked) private var readsPaused = false
+    /// The unsent bytes past which reads pause: what the workload may queue, and room for the answers one
+    /// read of the server's frames can call for.
+    private let outputLimit: Int
 
-    init(worker: LoopWorker) {
+    /// A transport for `worker`'s loop whose connection queues at most `workloadBytes` unsent bytes itself.
+    init(worker: LoopWorker, workloadBytes: Int) {
         self.worker = worker
         workerRef = Unmanaged.passUnretained(worker)
+        outputLimit = workloadBytes + LoopWorker.receiveBufferSize
     }
 
     deinit {
@@ -94,13 +104,15 @@ final class WebSocketLoopTransport: WebSocketTransport, LoopIOHandler {
     func handleIO(_ events: IOEvents) {
         switch state {
         case .open:
-            if backedUp {
+            // Hang-ups and errors are read too: recv reports them (0 or the error) in order after the data.
+            // (The epoll bits themselves: IOEvents' static members are globals of another module, each read a call.)
+            if events.rawValue & (CEPOLL_IN | CEPOLL_HUP | CEPOLL_ERR) != 0 && !readsPaused {
+                receive()
+            }
+            if backedUp && state == .open && events.rawValue & (CEPOLL_OUT | CEPOLL_HUP | CEPOLL_ERR) != 0 {
                 // Writable (or an error or hang-up, which the send reports).
                 sendUnsent()
                 if !backedUp && state == .open { owner.transportDrained() }
-            } else if events.rawValue & (CEPOLL_IN | CEPOLL_HUP | CEPOLL_ERR) != 0 {
-                // Hang-ups and errors are read too: recv reports them (0 or the error) in order after the data.
-                receive()
             }
         case .draining:
             sendUnsent()
@@ -148,6 +160,7 @@ final class WebSocketLoopTransport: WebSocketTransport, LoopIOHandler {
         guard state == .open else { return }
         if backedUp {
             unsent.append(bytes)
+            if !readsPaused && unsent.count > outputLimit { watch(backedUp: true, readsPaused: true) }
             return
         }
         var offset = 0
@@ -163,7 +176,7 @@ final class WebSocketLoopTransport: WebSocketTransport, LoopIOHandler {
         }
         guard offset < bytes.count else { return }
         unsent.append(UnsafeRawBufferPointer(rebasing: bytes[offset...]))
-        watchWritable(true)
+        watch(backedUp: true, readsPaused: unsent.count > outputLimit)
     }
 
     /// Sends what waits until it is all sent (EPOLLOUT then disarmed, EPOLLIN back) or the kernel is full.
@@ -175,18 +188,29 @@ final class WebSocketLoopTransport: WebSocketTransport, LoopIOHandler {
             } catch {
                 return close(failing: ConnectionFailure(error))
             }
-            guard case .processed(let n) = result, n > 0 else { return }
+            guard case .processed(let n) = result, n > 0 else {
+                if readsPaused && state == .open && unsent.count <= outputLimit {
+                    watch(backedUp: true, readsPaused: false)
+                }
+                return
+            }
             unsent.consume(n)
         }
-        if state == .open { watchWritable(false) }
-        backedUp = false
+        if state == .open {
+            watch(backedUp: false, readsPaused: false)
+        } else {
+            backedUp = false
+        }
     }
 
-    /// Writable only while bytes wait (reads paused: the bound on what waits), readable otherwise.
-    private func watchWritable(_ on: Bool) {
+    /// Readable while reads are not paused, writable while bytes wait (a draining close has writable only).
+    private func watch(backedUp: Bool, readsPaused: Bool) {
+        let interest: IOEvents =
+            readsPaused ? .writable : backedUp ? [.readable, .writable] : .readable
         do {
-            try loop.setInterest(on ? .writable : .readable, fd: fd)
-            backedUp = on
+            try loop.setInterest(interest, fd: fd)
+            self.backedUp = backedUp
+            self.readsPaused = readsPaused
         } catch {
             close(failing: ConnectionFailure(ErrorKind.classify(error), "epoll: \(error)"))
         }
@@ -199,8 +223,10 @@ final class WebSocketLoopTransport: WebSocketTransport, LoopIOHandler {
         case .connecting:
             close(failing: nil)
         case .open where afterWriting && backedUp:
-            // EPOLLOUT is armed already; the drain is bounded like a connect.
+            // Nothing more is read; the drain is bounded like a connect.
             state = .draining
+            watch(backedUp: true, readsPaused: true)
+            guard state == .draining else { return }
             let seconds = worker.connectTimeout
             arm(seconds) { [unowned self] in
                 guard state == .draining else { return }
@@ -224,6 +250,7 @@ final class WebSocketLoopTransport: WebSocketTransport, LoopIOHandler {
         closeDescriptor()
         unsent.removeAll()
         backedUp = false
+        readsPaused = false
         loop.executeOnLoop { [self] in owner.transportClosed(failure) }
     }
 

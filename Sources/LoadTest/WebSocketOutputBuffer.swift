@@ -28,6 +28,9 @@ struct WebSocketOutputBuffer {
     /// Whether every byte appended has been taken.
     var isEmpty: Bool { start == end }
 
+    /// How many bytes are not taken yet.
+    var count: Int { end - start }
+
     /// The bytes not taken yet.
     var bytes: UnsafeRawBufferPointer {
         UnsafeRawBufferPointer(start: base + start, count: end - start)
