@@ -89,7 +89,8 @@ final class WebSocketConnection: PacedConnection, SweptConnection {
     }
 
     private static func freshSession(_ settings: WebSocketSettings) -> WebSocketSession {
-        WebSocketSession(handshake: WebSocketHandshake(subprotocols: settings.subprotocols), maxMessage: settings.maxMessage)
+        WebSocketSession(
+            handshake: WebSocketHandshake(subprotocols: settings.subprotocols), maxMessage: settings.maxMessage)
     }
 
     func start() {

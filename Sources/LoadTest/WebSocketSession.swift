@@ -4,9 +4,9 @@
 /// Bytes from the server go in through ``next(_:)``, which hands back, one at a time, what the connection must
 /// act on: the handshake done, a message, a pong, bytes to send (a pong answering a ping, the close frame
 /// answering the server's), or the close. Frames the workload sends are written by the connection itself with
-/// ``WebSocketFrame`` and masking keys of its own (``WebSocketMaskKeys``). Nothing here blocks, allocates per message or buffers
-/// without a bound (the handshake's head is capped at ``WebSocketHandshake/maxResponseHead``, frames by the
-/// ``WebSocketParser``).
+/// ``WebSocketFrame`` and masking keys of its own (``WebSocketMaskKeys``). Nothing here blocks, allocates per
+/// message or buffers without a bound (the handshake's head is capped at ``WebSocketHandshake/maxResponseHead``,
+/// frames by the ``WebSocketParser``).
 struct WebSocketSession {
     /// Where the session is in its life.
     enum Phase: Equatable {
