@@ -15,6 +15,8 @@
                       /midframe   a message, then half of a frame, then the end of the connection (FIN)
                       /slowread   reads nothing for 0.5 s (the client's first write fills the kernel's
                                   buffers), then echoes every message
+                      /pingflood  pings, never reading the pongs: stops when its sends block for 0.5 s,
+                                  then holds the connection
                     It prints one line per finding (what the client answered), which the tests read.
 Both run until terminated (SIGTERM), or for LIFETIME seconds when given as the next argument (default 120).
 """
@@ -189,6 +191,20 @@ def serve_script(conn):
                     conn.sendall(frame(0x8, payload))
                     break
                 conn.sendall(frame(opcode, payload))
+        elif scenario == "pingflood":
+            conn.settimeout(0.5)
+            batch = frame(0x9, bytes(125)) * 64
+            sent = 0
+            try:
+                while sent < 256 << 20:
+                    conn.sendall(batch)
+                    sent += len(batch)
+                say(f"pingflood: sent all {sent} bytes")
+            except socket.timeout:
+                say(f"pingflood: blocked after {sent} bytes")
+                time.sleep(10)  # held open (a close with unread pongs would reset the client's connection)
+            except OSError:
+                say(f"pingflood: cut after {sent} bytes")
         elif scenario == "timestamps":
             for i in range(200):
                 conn.sendall(frame(0x1, f"{time.time_ns() // 1000} message {i}".encode()))

@@ -141,21 +141,6 @@ final class WebSocketConformanceTests: XCTestCase {
 
     // MARK: Memory against a flood
 
-    /// The process's peak resident memory since the last reset, KiB (`VmHWM`).
-    private func peakResidentKiB() throws -> Int {
-        let status = try String(contentsOfFile: "/proc/self/status", encoding: .utf8)
-        let line = try XCTUnwrap(status.split(separator: "\n").first { $0.hasPrefix("VmHWM:") })
-        return try XCTUnwrap(Int(line.split(separator: " ", omittingEmptySubsequences: true)[1]))
-    }
-
-    /// Resets the peak to the current resident memory (`/proc/self/clear_refs`, "5").
-    private func resetPeak() throws {
-        let fd = open("/proc/self/clear_refs", O_WRONLY)
-        XCTAssertGreaterThanOrEqual(fd, 0)
-        defer { close(fd) }
-        XCTAssertEqual(write(fd, "5", 1), 1)
-    }
-
     /// 64 MiB of one message that never ends, in 64 KiB fragments (or one frame announcing 64 MiB): the
     /// connection ends with `ws_too_large` once the message passes 1 MiB, the peer could push little more
     /// than that (and the kernel's buffers), and the process's peak memory grew by far less than the flood.

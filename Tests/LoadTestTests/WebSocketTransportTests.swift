@@ -137,4 +137,23 @@ final class WebSocketTransportTests: XCTestCase {
             XCTAssertEqual(result.bytes, result.requests * UInt64(size), name(socket))
         }
     }
+
+    /// A server that sends pings and never reads the pongs: the loop transport stops reading once the unsent
+    /// pongs pass its bound, so the server's sends block (it says so) long before its 256 MiB, and the client's
+    /// memory stays small. (GCDAsyncSocket queues every write, so this bound is the loop transport's own.)
+    func testPingFloodFromAServerThatNeverReads() throws {
+        let peer = try WebSocketPeer("script")
+        defer { peer.stop() }
+        try resetPeak()
+        let base = try peakResidentKiB()
+        let result = try run(port: peer.port, socket: false, path: "/pingflood", duration: 2) { config in
+            config.ws.workload = .receive
+        }
+        let growth = try peakResidentKiB() - base
+        XCTAssertEqual(result.errors.total, 0, result.errors.first ?? "")
+        XCTAssertTrue(peer.waitFor("pingflood: "), peer.child.standardOutput)
+        let line = try XCTUnwrap(peer.child.standardOutput.split(separator: "\n").first { $0.hasPrefix("pingflood: ") })
+        XCTAssertTrue(line.hasPrefix("pingflood: blocked after "), "the server's sends blocked while the run went on: \(line)")
+        XCTAssertLessThan(growth, 24 * 1024, "peak memory grew by \(growth) KiB")
+    }
 }
