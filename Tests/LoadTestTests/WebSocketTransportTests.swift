@@ -111,7 +111,9 @@ final class WebSocketTransportTests: XCTestCase {
         for socket in [false, true] {
             let peer = try WebSocketPeer("script")
             defer { peer.stop() }
+            let before = openDescriptorsExceptEventfds()
             let result = try run(port: peer.port, socket: socket, path: "/midframe") { $0.ws.workload = .receive }
+            XCTAssertEqual(openDescriptorsExceptEventfds(), before, "descriptors left open \(name(socket))")
             XCTAssertEqual(result.errors.byKind, ["closed": 1], "\(name(socket)): \(result.errors.first ?? "")")
             XCTAssertEqual(result.connectionsOpen, 0)
             XCTAssertTrue(peer.waitFor("midframe: closed after 40 of 100 payload bytes\n"), peer.child.standardOutput)
