@@ -94,11 +94,13 @@ final class WebSocketConnection: PacedConnection, SweptConnection {
     }
 
     func start() {
-        connect()
+        // The session made with the connection is fresh.
+        state = .connecting
+        transport.connect()
     }
 
-    /// Connects with a fresh session: the first time, or to replace a connection the server closed normally.
-    private func connect() {
+    /// Connects again with a fresh session, to replace a connection the server closed normally.
+    private func reconnect() {
         state = .connecting
         nextSend = 0
         nextReceive = 0
@@ -246,7 +248,7 @@ final class WebSocketConnection: PacedConnection, SweptConnection {
         let previous = state
         state = .closed
         if worker.replaceableConnectionEnded(from: previous, replacing: &reconnecting, error: nil) {
-            connect()
+            reconnect()
         } else if let failure {
             worker.recordError(failure.kind, failure.message)
         }

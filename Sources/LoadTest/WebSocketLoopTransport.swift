@@ -20,7 +20,7 @@ final class WebSocketLoopTransport: WebSocketTransport, LoopIOHandler {
         case idle
         /// The nonblocking connect is under way (interest: writable).
         case connecting
-        /// Connected (interest: readable, or writable only while backed up).
+        /// Connected (interest: readable; writable too while bytes wait; writable only while reads pause).
         case open
         /// Asked to close after writing: the last bytes wait for the kernel (interest: writable).
         case draining
