@@ -12,6 +12,11 @@
                       /flood      64 MiB of fragments of one message that never ends
                       /flood-frame  one frame announcing 64 MiB, then its bytes
                       /timestamps   200 text messages, each starting with the send time in Unix microseconds
+                      /midframe   a message, then half of a frame, then the end of the connection (FIN)
+                      /slowread   reads nothing for 0.5 s (the client's first write fills the kernel's
+                                  buffers), then echoes every message
+                      /pingflood  pings, never reading the pongs: stops when its sends block for 0.5 s,
+                                  then holds the connection
                     It prints one line per finding (what the client answered), which the tests read.
 Both run until terminated (SIGTERM), or for LIFETIME seconds when given as the next argument (default 120).
 """
@@ -50,13 +55,22 @@ def frame(opcode, payload=b"", fin=True, rsv=0, mask=None, length=None):
 
 
 def read_exact(conn, n):
-    data = b""
+    data = bytearray()
     while len(data) < n:
-        chunk = conn.recv(n - len(data))
+        chunk = conn.recv(min(n - len(data), 1 << 20))
         if not chunk:
             raise EOFError
         data += chunk
-    return data
+    return bytes(data)
+
+
+def unmask(payload, key):
+    """`payload` XORed with the 4-byte `key` repeated (as one big integer: fast for megabytes)."""
+    n = len(payload)
+    if n == 0:
+        return b""
+    keys = (key * (n // 4 + 1))[:n]
+    return (int.from_bytes(payload, "big") ^ int.from_bytes(keys, "big")).to_bytes(n, "big")
 
 
 def read_frame(conn):
@@ -68,7 +82,7 @@ def read_frame(conn):
     elif n == 127:
         n = struct.unpack("!Q", read_exact(conn, 8))[0]
     key = read_exact(conn, 4) if b1 & 0x80 else b"\0\0\0\0"
-    payload = bytes(b ^ key[i % 4] for i, b in enumerate(read_exact(conn, n)))
+    payload = unmask(read_exact(conn, n), key)
     return b0 & 0x0F, payload, bool(b1 & 0x80)
 
 
@@ -164,6 +178,33 @@ def serve_script(conn):
                 say(f"{scenario}: sent all {sent} bytes")
             except OSError:
                 say(f"{scenario}: stopped after {sent} bytes")
+        elif scenario == "midframe":
+            conn.sendall(frame(0x1, b"ok") + frame(0x2, bytes(100))[:42])
+            conn.shutdown(socket.SHUT_WR)
+            say("midframe: closed after 40 of 100 payload bytes")
+            client_close(conn, scenario)
+        elif scenario == "slowread":
+            time.sleep(0.5)
+            while True:
+                opcode, payload, _ = read_frame(conn)
+                if opcode == 0x8:
+                    conn.sendall(frame(0x8, payload))
+                    break
+                conn.sendall(frame(opcode, payload))
+        elif scenario == "pingflood":
+            conn.settimeout(0.5)
+            batch = frame(0x9, bytes(125)) * 64
+            sent = 0
+            try:
+                while sent < 256 << 20:
+                    conn.sendall(batch)
+                    sent += len(batch)
+                say(f"pingflood: sent all {sent} bytes")
+            except socket.timeout:
+                say(f"pingflood: blocked after {sent} bytes")
+                time.sleep(10)  # held open (a close with unread pongs would reset the client's connection)
+            except OSError:
+                say(f"pingflood: cut after {sent} bytes")
         elif scenario == "timestamps":
             for i in range(200):
                 conn.sendall(frame(0x1, f"{time.time_ns() // 1000} message {i}".encode()))

@@ -74,34 +74,12 @@ final class EchoConnection: LoopIOHandler, PacedConnection, SweptConnection {
             fail(.other, "connect: no resolved address for \(worker.config.host)")
             return
         }
-        let socket: Int32
         do {
-            socket = try Syscall.socket(domain: address.family)
+            fd = try LoopConnect.start(address, loop: loop, handler: self)
         } catch {
-            fail(ErrorKind.classify(error), "socket: \(error)")
+            fail(error.kind, error.message)
             return
         }
-        // Requests are small and each waits for its reply: Nagle's delay would be measured as server latency.
-        try? Syscall.setOption(socket, level: Int32(IPPROTO_TCP), name: TCP_NODELAY, value: 1)
-        do {
-            // Connected at once or in progress: either way epoll reports the socket writable when it is done,
-            // so both finish in `connectFinished` (and nothing settles inside `start`).
-            _ = try address.withSockaddr { (sockaddr, length) throws(SyscallError) in
-                try Syscall.connect(socket, sockaddr, length)
-            }
-        } catch {
-            try? Syscall.close(socket)
-            fail(ErrorKind.classify(error), "\(error)")
-            return
-        }
-        do {
-            try loop.register(fd: socket, interest: .writable, handler: self)
-        } catch {
-            try? Syscall.close(socket)
-            fail(ErrorKind.classify(error), "register: \(error)")
-            return
-        }
-        fd = socket
         let timeout = LoadRunner.nanos(worker.connectTimeout)
         connectTimer = loop.scheduleOnLoop(at: Deadline.now().uptimeNanoseconds &+ timeout) { [unowned self] in
             self.connectTimer = .invalid
@@ -112,16 +90,8 @@ final class EchoConnection: LoopIOHandler, PacedConnection, SweptConnection {
 
     /// The socket became writable (or failed) while connecting: `SO_ERROR` says which.
     private func connectFinished() {
-        let error: Int32
-        do {
-            error = try Syscall.option(fd, level: SOL_SOCKET, name: SO_ERROR)
-        } catch {
-            fail(ErrorKind.classify(error), "getsockopt(SO_ERROR): \(error)")
-            return
-        }
-        guard error == 0 else {
-            let failure = SyscallError(.connect, errno: Errno(rawValue: error))
-            fail(ErrorKind.classify(failure), "\(failure)")
+        if let failure = LoopConnect.failure(of: fd) {
+            fail(failure.kind, failure.message)
             return
         }
         loop.cancelOnLoop(connectTimer)

@@ -22,6 +22,9 @@ package struct WebSocketSettings: Sendable, Equatable {
     package var maxMessage = 1 << 20
     /// A text message each connection sends once the handshake is done (`--ws-send`), such as a subscription.
     package var greeting: String?
+    /// Plaintext over GCDAsyncSocket too, as `wss://` always is (otherwise `ws://` goes straight to the loop,
+    /// ``WebSocketLoopTransport``): for tests that hold both transports to the same cases.
+    var socketTransport = false
 
     /// Defaults: echo, no subprotocol, 1 MiB messages at most, no greeting.
     package init() {}

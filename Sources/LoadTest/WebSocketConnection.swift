@@ -1,10 +1,10 @@
 import EpollLoop
-import FoundationEssentials
 import Glibc
-import LoopSocket
 
 /// One `ws` mode connection: the opening handshake over TCP (or TLS: `wss://`), then one of the workloads of
-/// ``WebSocketSettings/Workload``, with the protocol itself in a ``WebSocketSession``.
+/// ``WebSocketSettings/Workload``, with the protocol itself in a ``WebSocketSession`` and the bytes carried by
+/// a ``WebSocketTransport`` (``WebSocketLoopTransport`` for `ws://`, ``WebSocketSocketTransport`` for `wss://`):
+/// everything here serves both.
 ///
 /// - Echo: binary messages of `--size` bytes carrying the echo pattern (``Pattern``), each echoed message
 ///   checked byte for byte and timed; `--pipeline` in flight, or paced by the worker's open-loop schedule.
@@ -17,22 +17,25 @@ import LoopSocket
 /// nothing is outstanding ends the connection without an error, and a new one takes its place (as http mode
 /// does after `Connection: close`); with requests outstanding it counts as `closed`, and any other status code
 /// as `ws_close`. At the end of the run each connection sends its close (1000) and goes.
-final class WebSocketConnection: GCDAsyncSocketDelegate, PacedConnection, SweptConnection {
-    /// Bytes asked for per read: the socket never holds more than this (plus the parser's bounded buffers).
-    static let readSize: UInt = 256 * 1024
-    private static let handshakeTag = 1
-    private static let frameTag = 2
-
+final class WebSocketConnection: PacedConnection, SweptConnection {
+    // The worker outlives its connections (it holds them), hence unowned(unsafe); the hot path goes through
+    // `workerRef`, as EchoConnection's does, since even an unowned(unsafe) reference is retained around a call.
     unowned(unsafe) let worker: LoopWorker
+    private let workerRef: Unmanaged<LoopWorker>
     unowned(unsafe) let shared: WebSocketLoop
     private let settings: WebSocketSettings
     /// The request path (several `--url`s: the connections take them in turn).
     private let path: String
+    /// ``Pattern/shared``, copied here so the hot path does not go through its lazy initialiser every time.
+    private let pattern = Pattern.shared
     // The mutable state is loop-confined and never accessed across a call that could re-enter it, so it opts
-    // out of dynamic exclusivity checks (as EchoConnection's does): each costs more than what it guards (the
-    // socket's, compared on every read, was a third of the checks left per message under callgrind).
-    @exclusivity(unchecked) private var socket: GCDAsyncSocket?
-    @exclusivity(unchecked) private var session: WebSocketSession?
+    // out of dynamic exclusivity checks (as EchoConnection's does): each costs more than what it guards.
+    /// For good: a reconnect goes through the same transport. (A constant, so calls into it retain nothing.)
+    private let transport: any WebSocketTransport
+    /// The protocol: a fresh one for every connect.
+    @exclusivity(unchecked) private var session: WebSocketSession
+    /// The masking keys of the echo messages (the session has its own for the frames it writes).
+    @exclusivity(unchecked) private var maskKeys = WebSocketMaskKeys()
     @exclusivity(unchecked) private var state = ConnectionState.idle
     private let phase: UInt32
     private let size: Int
@@ -46,12 +49,12 @@ final class WebSocketConnection: GCDAsyncSocketDelegate, PacedConnection, SweptC
     /// Heartbeat: the next ping's scheduled time and its timer.
     @exclusivity(unchecked) private var nextPing: UInt64 = 0
     @exclusivity(unchecked) private var pingTimer = TimerID.invalid
+    /// The opening handshake's deadline (`--timeout`, at most 30 s, from the TCP connect).
+    @exclusivity(unchecked) private var handshakeTimer = TimerID.invalid
     /// The server closed normally with nothing outstanding: the slot opens a new connection.
     @exclusivity(unchecked) private var reconnecting = false
-    /// Echo messages framed and not yet written: `outgoingCount` bytes at the start of `outgoing`, which grows
-    /// (doubling) when a read completes more messages than it holds.
-    @exclusivity(unchecked) private var outgoing: UnsafeMutableRawBufferPointer
-    @exclusivity(unchecked) private var outgoingCount = 0
+    /// Frames queued and not yet written: what one read calls for leaves in one write, by ``flush()``.
+    @exclusivity(unchecked) private var outgoing: WebSocketOutputBuffer
     /// This connection's number, for where its first ping falls in the interval.
     private let number: Int
 
@@ -59,6 +62,7 @@ final class WebSocketConnection: GCDAsyncSocketDelegate, PacedConnection, SweptC
         self.shared = shared
         let worker = shared.worker
         self.worker = worker
+        workerRef = Unmanaged.passUnretained(worker)
         self.number = number
         path = shared.paths[number % shared.paths.count]
         settings = worker.config.ws
@@ -68,53 +72,65 @@ final class WebSocketConnection: GCDAsyncSocketDelegate, PacedConnection, SweptC
         let pipeline = settings.workload == .echo ? worker.config.pipeline : 64
         times = SendTimes(capacity: openLoop ? 1024 : pipeline)
         sentTimes = SendTimes(capacity: openLoop ? 1024 : 1)
-        outgoing = .allocate(byteCount: WebSocketFrame.clientFrameSize(payloadCount: size) * pipeline, alignment: 16)
+        let workloadBytes = WebSocketFrame.clientFrameSize(payloadCount: size) * pipeline
+        outgoing = WebSocketOutputBuffer(capacity: workloadBytes)
+        session = Self.freshSession(settings)
+        if worker.tls == nil && !settings.socketTransport {
+            transport = WebSocketLoopTransport(worker: worker, workloadBytes: workloadBytes)
+        } else {
+            transport = WebSocketSocketTransport(worker: worker)
+        }
+        transport.attach(Unmanaged.passUnretained(self))
     }
 
     deinit {
-        session?.deallocate()
+        session.deallocate()
         outgoing.deallocate()
     }
 
-    func start() {
-        connect(settling: true)
+    private static func freshSession(_ settings: WebSocketSettings) -> WebSocketSession {
+        WebSocketSession(
+            handshake: WebSocketHandshake(subprotocols: settings.subprotocols), maxMessage: settings.maxMessage)
     }
 
-    private func connect(settling: Bool) {
+    func start() {
+        // The session made with the connection is fresh.
+        state = .connecting
+        transport.connect()
+    }
+
+    /// Connects again with a fresh session, to replace a connection the server closed normally.
+    private func reconnect() {
         state = .connecting
         nextSend = 0
         nextReceive = 0
-        outgoingCount = 0
-        session?.deallocate()
-        session = WebSocketSession(
-            handshake: WebSocketHandshake(subprotocols: settings.subprotocols),
-            maxMessage: settings.maxMessage)
-        socket = worker.connectSocket(self, settling: settling)
-        if socket == nil { state = .closed }
+        outgoing.removeAll()
+        session.deallocate()
+        session = Self.freshSession(settings)
+        transport.connect()
     }
 
     func stop() {
-        cancelPing()
-        guard state == .open || state == .connecting, let socket else { return }
-        if state == .open, session?.phase == .open, let close = session?.close(code: 1000) {
-            socket.write(Data(close), withTimeout: -1, tag: 0)
-            socket.disconnectAfterWriting()
+        cancelTimers()
+        guard state == .open || state == .connecting else { return }
+        if state == .open, session.phase == .open {
+            send(session.close(code: 1000))
+            transport.close(afterWriting: true)
         } else {
-            socket.disconnect()
+            transport.close(afterWriting: false)
         }
     }
 
     // MARK: Open loop and timeouts
 
     var hasRoom: Bool {
-        state == .open && !reconnecting && nextSend &- nextReceive < UInt64(times.capacity)
+        state == .open && !reconnecting && nextSend &- nextReceive < UInt64(times.capacity) && !transport.isBackedUp
     }
 
     func sendPaced(intended: UInt64) {
-        guard let socket else { return }
         sentTimes[nextSend] = worker.paceNow
         queueMessage(at: intended)
-        flush(socket)
+        flush()
     }
 
     func expireRequests(sentBefore cutoff: UInt64) {
@@ -126,50 +142,52 @@ final class WebSocketConnection: GCDAsyncSocketDelegate, PacedConnection, SweptC
     // MARK: Sending
 
     /// An echo message: the pattern for its sequence number, framed and masked in place at the end of
-    /// ``outgoing`` (the messages one read completes leave in one write, by ``flush(_:)``).
+    /// ``outgoing`` (the messages one read completes leave in one write, by ``flush()``).
+    @inline(__always)
     private func queueMessage(at time: UInt64) {
-        guard let key = session?.maskKeys.next() else { return }
+        let key = maskKeys.next()
         times[nextSend] = time
         let sequence = nextSend
         nextSend &+= 1
         let size = self.size
         let phase = self.phase
-        let frameSize = WebSocketFrame.clientFrameSize(payloadCount: size)
-        if outgoingCount + frameSize > outgoing.count {
-            let grown = UnsafeMutableRawBufferPointer.allocate(
-                byteCount: max(outgoing.count * 2, outgoingCount + frameSize), alignment: 16)
-            grown.baseAddress!.copyMemory(from: outgoing.baseAddress!, byteCount: outgoingCount)
-            outgoing.deallocate()
-            outgoing = grown
+        let pattern = self.pattern
+        outgoing.append(WebSocketFrame.clientFrameSize(payloadCount: size)) { frame in
+            let offset = WebSocketFrame.payloadOffset(payloadCount: size)
+            pattern.fillMessage(
+                UnsafeMutableRawBufferPointer(start: frame + offset, count: size), sequence: sequence, phase: phase)
+            WebSocketFrame.writeClientFrame(.binary, payload: nil, payloadCount: size, maskKey: key, into: frame)
         }
-        let frame = outgoing.baseAddress! + outgoingCount
-        let offset = WebSocketFrame.payloadOffset(payloadCount: size)
-        Pattern.shared.fillMessage(
-            UnsafeMutableRawBufferPointer(start: frame + offset, count: size), sequence: sequence, phase: phase)
-        WebSocketFrame.writeClientFrame(.binary, payload: nil, payloadCount: size, maskKey: key, into: frame)
-        outgoingCount += frameSize
     }
 
     /// Writes the queued messages, if any, in one write.
-    private func flush(_ socket: GCDAsyncSocket) {
-        guard outgoingCount > 0 else { return }
-        socket.write(Data(bytes: outgoing.baseAddress!, count: outgoingCount), withTimeout: -1, tag: 0)
-        outgoingCount = 0
+    @inline(__always)
+    private func flush() {
+        guard !outgoing.isEmpty else { return }
+        transport.write(outgoing.bytes)
+        outgoing.removeAll()
+    }
+
+    /// Writes `frame` after the messages queued before it.
+    private func send(_ frame: [UInt8]) {
+        flush()
+        frame.withUnsafeBytes { transport.write($0) }
     }
 
     /// Heartbeat: the ping due at `nextPing` (its payload the sequence number), then the timer for the next.
+    /// A connection whose bytes wait for the kernel skips the ping (it would only queue behind them).
     private func sendPing(interval: UInt64) {
         pingTimer = .invalid
-        guard state == .open, !worker.stopping, let socket, nextSend &- nextReceive < UInt64(times.capacity) else {
+        guard state == .open, !worker.stopping, !transport.isBackedUp,
+            nextSend &- nextReceive < UInt64(times.capacity)
+        else {
             schedulePing(interval: interval)
             return
         }
         times[nextSend] = nextPing
         var sequence = nextSend.littleEndian
         nextSend &+= 1
-        if let frame = withUnsafeBytes(of: &sequence, { session?.frame(.ping, $0) }) {
-            socket.write(Data(frame), withTimeout: -1, tag: 0)
-        }
+        send(withUnsafeBytes(of: &sequence) { session.frame(.ping, $0) })
         schedulePing(interval: interval)
     }
 
@@ -178,85 +196,112 @@ final class WebSocketConnection: GCDAsyncSocketDelegate, PacedConnection, SweptC
         pingTimer = worker.loop.scheduleOnLoop(at: nextPing) { [unowned self] in self.sendPing(interval: interval) }
     }
 
-    private func cancelPing() {
-        guard pingTimer != .invalid else { return }
-        worker.loop.cancelOnLoop(pingTimer)
-        pingTimer = .invalid
-    }
-
-    // MARK: GCDAsyncSocketDelegate
-
-    func socket(_ sock: GCDAsyncSocket, didConnectToHost host: String, port: UInt16) {
-        guard sock === socket, let session else { return }
-        // With TLS the request waits behind the handshake.
-        let config = worker.config
-        sock.write(
-            Data(session.upgradeRequest(path: path, hostHeader: config.hostHeader, headers: config.http.headers)),
-            withTimeout: -1, tag: 0)
-        sock.readData(
-            withTimeout: worker.connectTimeout, buffer: nil, bufferOffset: 0, maxLength: Self.readSize,
-            tag: Self.handshakeTag)
-    }
-
-    func socketDidSecure(_ sock: GCDAsyncSocket) {
-        worker.recordHandshake(sock)
-    }
-
-    func socket(_ sock: GCDAsyncSocket, didRead data: Data, withTag tag: Int) {
-        guard sock === socket else { return }
-        let now = Deadline.now().uptimeNanoseconds
-        let keepReading = data.withUnsafeBytes { bytes in
-            var input = bytes
-            return receive(&input, on: sock, now: now)
+    private func cancelTimers() {
+        if pingTimer != .invalid {
+            worker.loop.cancelOnLoop(pingTimer)
+            pingTimer = .invalid
         }
-        guard keepReading else { return }
-        flush(sock)
-        // Replies are timed out by the sweep (echo, heartbeat); a receiving connection may wait as long as the
-        // server is quiet; a handshake still under way keeps its connect timeout.
-        let timeout = state == .open ? -1 : worker.connectTimeout
-        sock.readData(
-            withTimeout: timeout, buffer: nil, bufferOffset: 0, maxLength: Self.readSize,
-            tag: state == .open ? Self.frameTag : Self.handshakeTag)
+        if handshakeTimer != .invalid {
+            worker.loop.cancelOnLoop(handshakeTimer)
+            handshakeTimer = .invalid
+        }
     }
+
+    // MARK: What the transport reports
+
+    /// The TCP connection is up: the upgrade request goes (with TLS, behind the handshake), and the server has
+    /// the connect timeout to answer it.
+    func transportConnected() {
+        guard state == .connecting else { return }
+        let seconds = worker.connectTimeout
+        handshakeTimer = worker.loop.scheduleOnLoop(
+            at: Deadline.now().uptimeNanoseconds &+ LoadRunner.nanos(seconds)
+        ) { [unowned self] in
+            handshakeTimer = .invalid
+            guard state == .connecting else { return }
+            fail(.timeout, "no WebSocket handshake response within \(seconds) s")
+        }
+        let config = worker.config
+        send(session.upgradeRequest(path: path, hostHeader: config.hostHeader, headers: config.http.headers))
+    }
+
+    /// The server's bytes (valid during the call): every step the session finds in them acted on, then what
+    /// they called for sent in one write.
+    @inline(__always)
+    func transportReceived(_ bytes: UnsafeRawBufferPointer) {
+        guard state == .connecting || state == .open else { return }
+        var input = bytes
+        if receive(&input, now: Deadline.now().uptimeNanoseconds) { flush() }
+    }
+
+    /// Bytes that waited for the kernel are out: requests the schedule could not place meanwhile may go now.
+    func transportDrained() {
+        guard openLoop, state == .open, !worker.stopping else { return }
+        let now = Deadline.now().uptimeNanoseconds
+        if worker.nextPaceAt <= now { worker.pace(now: now) }
+    }
+
+    /// The connection is gone (`failure` says why, nil when this side closed it): counted, or replaced when
+    /// the server closed it normally with nothing outstanding.
+    func transportClosed(_ failure: ConnectionFailure?) {
+        cancelTimers()
+        let previous = state
+        state = .closed
+        if worker.replaceableConnectionEnded(from: previous, replacing: &reconnecting, error: nil) {
+            reconnect()
+        } else if let failure {
+            worker.recordError(failure.kind, failure.message)
+        }
+    }
+
+    // MARK: Receiving
 
     /// Acts on every step the session finds in `input`; false when the connection is ending.
-    private func receive(_ input: inout UnsafeRawBufferPointer, on sock: GCDAsyncSocket, now: UInt64) -> Bool {
+    @inline(__always)
+    private func receive(_ input: inout UnsafeRawBufferPointer, now: UInt64) -> Bool {
         do {
-            while let step = try session?.next(&input) {
+            while !input.isEmpty || session.hasPendingStep {
+                // Whole binary messages (the echo workload's) first, past the general path's bookkeeping.
+                if let payload = session.nextWholeBinaryMessage(&input) {
+                    guard message(payload, text: false, now: now) else { return false }
+                    continue
+                }
+                guard let step = try session.next(&input) else { return true }
                 switch step {
                 case .opened:
-                    opened(sock, now: now)
+                    opened(now: now)
                 case .message(let text, let payload):
-                    guard message(payload, text: text, now: now, on: sock) else { return false }
+                    guard message(payload, text: text, now: now) else { return false }
                 case .pong(let payload):
                     pong(payload, now: now)
                 case .send(let bytes):
                     // After the messages queued before it: a pong may go between messages, a close only last.
-                    flush(sock)
-                    sock.write(Data(bytes), withTimeout: -1, tag: 0)
+                    send(bytes)
                 case .closed(let code, let reason):
-                    serverClosed(code: code, reason: reason, on: sock)
+                    serverClosed(code: code, reason: reason)
                     return false
                 }
             }
             return true
         } catch {
-            outgoingCount = 0
-            if let close = session?.failure(error) { sock.write(Data(close), withTimeout: -1, tag: 0) }
+            outgoing.removeAll()
+            if let close = session.failure(error) { send(close) }
             fail(error.kind, error.description, after: true)
             return false
         }
     }
 
     /// The handshake is done: the connection counts as open and its workload starts.
-    private func opened(_ sock: GCDAsyncSocket, now: UInt64) {
+    private func opened(now: UInt64) {
+        if handshakeTimer != .invalid {
+            worker.loop.cancelOnLoop(handshakeTimer)
+            handshakeTimer = .invalid
+        }
         state = .open
         worker.replaceableConnectionOpened(replacing: &reconnecting)
         if worker.stopping { return }
-        if let greeting = settings.greeting,
-            let frame = Array(greeting.utf8).withUnsafeBytes({ session?.frame(.text, $0) })
-        {
-            sock.write(Data(frame), withTimeout: -1, tag: 0)
+        if let greeting = settings.greeting {
+            send(Array(greeting.utf8).withUnsafeBytes { session.frame(.text, $0) })
         }
         switch settings.workload {
         case .echo:
@@ -273,7 +318,8 @@ final class WebSocketConnection: GCDAsyncSocketDelegate, PacedConnection, SweptC
     }
 
     /// A message from the server; false when it failed the connection.
-    private func message(_ payload: UnsafeRawBufferPointer, text: Bool, now: UInt64, on sock: GCDAsyncSocket) -> Bool {
+    @inline(__always)
+    private func message(_ payload: UnsafeRawBufferPointer, text: Bool, now: UInt64) -> Bool {
         switch settings.workload {
         case .echo:
             guard nextReceive != nextSend else {
@@ -281,25 +327,28 @@ final class WebSocketConnection: GCDAsyncSocketDelegate, PacedConnection, SweptC
                 return false
             }
             guard !text, payload.count == size,
-                Pattern.shared.checkMessage(payload, sequence: nextReceive, phase: phase)
+                pattern.checkMessage(payload, sequence: nextReceive, phase: phase)
             else {
                 fail(.mismatch, "echoed message \(nextReceive) did not match what was sent (\(payload.count) bytes)")
                 return false
             }
-            if openLoop {
-                worker.recordPacedReply(
-                    latency: now &- times[nextReceive], service: now &- sentTimes[nextReceive],
-                    bytes: size, now: now)
-            } else {
-                worker.recordReply(latency: now &- times[nextReceive], bytes: size, now: now)
-            }
+            let sequence = nextReceive
             nextReceive &+= 1
-            guard !worker.stopping else { return true }
-            if openLoop {
-                if worker.nextPaceAt <= now { worker.pace(now: now) }
-            } else {
-                queueMessage(at: now)
+            let openLoop = self.openLoop
+            let size = self.size
+            let latency = now &- times[sequence]
+            let service = openLoop ? now &- sentTimes[sequence] : 0
+            let next = workerRef._withUnsafeGuaranteedRef { worker -> Bool in
+                if openLoop {
+                    worker.recordPacedReply(latency: latency, service: service, bytes: size, now: now)
+                    if !worker.stopping && worker.nextPaceAt <= now { worker.pace(now: now) }
+                    return false
+                }
+                worker.recordReply(latency: latency, bytes: size, now: now)
+                return !worker.stopping
             }
+            // Closed loop: each echo sends the next message.
+            if next { queueMessage(at: now) }
         case .heartbeat:
             // Messages the server pushes to a held connection are counted as bytes only.
             worker.recordBytes(payload.count, now: now)
@@ -326,7 +375,7 @@ final class WebSocketConnection: GCDAsyncSocketDelegate, PacedConnection, SweptC
 
     /// The server's close frame arrived (and was answered): normal with nothing outstanding, the slot
     /// reconnects; otherwise an error.
-    private func serverClosed(code: UInt16?, reason: String, on sock: GCDAsyncSocket) {
+    private func serverClosed(code: UInt16?, reason: String) {
         shared.recordServerClose(code)
         let normal = code == nil || code == 1000 || code == 1001
         let outstanding = nextSend != nextReceive
@@ -342,25 +391,15 @@ final class WebSocketConnection: GCDAsyncSocketDelegate, PacedConnection, SweptC
                 "the server closed the WebSocket with status \(code!)\(reason.isEmpty ? "" : ": \(reason.prefix(100))")"
             )
         }
-        cancelPing()
-        sock.disconnectAfterWriting()
+        cancelTimers()
+        transport.close(afterWriting: true)
     }
 
     /// Counts `kind` and closes the connection (after the writes queued, such as a close frame, when `after`).
     private func fail(_ kind: ErrorKind, _ message: @autoclosure () -> String, after: Bool = false) {
         worker.recordError(kind, message())
-        outgoingCount = 0
-        cancelPing()
-        if after { socket?.disconnectAfterWriting() } else { socket?.disconnect() }
-    }
-
-    func socketDidDisconnect(_ sock: GCDAsyncSocket, withError err: Error?) {
-        guard sock === socket else { return }
-        cancelPing()
-        let previous = state
-        state = .closed
-        if worker.replaceableConnectionEnded(from: previous, replacing: &reconnecting, error: err) {
-            connect(settling: false)
-        }
+        outgoing.removeAll()
+        cancelTimers()
+        transport.close(afterWriting: after)
     }
 }

@@ -60,14 +60,29 @@ enum WebSocketFrame {
     @inline(__always)
     static func payloadOffset(payloadCount: Int) -> Int { clientFrameSize(payloadCount: payloadCount) - payloadCount }
 
-    /// XORs `count` bytes in place with the masking key, 8 bytes at a time (masking and unmasking are the same).
+    /// XORs `count` bytes in place with the masking key (masking and unmasking are the same): 64 bytes a
+    /// round in four 16-byte vectors, then 16 at a time, then 8, then byte by byte. Every x86-64 and ARM64
+    /// has 16-byte vectors; a wider one would need a CPU the build cannot assume.
     @inline(__always)
     static func mask(_ bytes: UnsafeMutableRawPointer, count: Int, key: UInt32) {
-        // The key's four bytes in memory order, twice: a word to XOR 8 bytes with.
+        // The key's four bytes in memory order, repeated: the vector and the word the bytes are XORed with.
         let key4 = key.bigEndian
         let word = UInt64(key4) | UInt64(key4) << 32
+        let vector = unsafeBitCast(SIMD2<UInt64>(repeating: word), to: SIMD16<UInt8>.self)
+        // Offsets never come near overflowing: wrapping arithmetic spares the loops their checks.
         var i = 0
-        while i + 8 <= count {
+        while i &+ 64 <= count {
+            maskVector(bytes + i, vector)
+            maskVector(bytes + (i &+ 16), vector)
+            maskVector(bytes + (i &+ 32), vector)
+            maskVector(bytes + (i &+ 48), vector)
+            i &+= 64
+        }
+        while i &+ 16 <= count {
+            maskVector(bytes + i, vector)
+            i &+= 16
+        }
+        if i &+ 8 <= count {
             (bytes + i).storeBytes(of: (bytes + i).loadUnaligned(as: UInt64.self) ^ word, as: UInt64.self)
             i += 8
         }
@@ -78,6 +93,11 @@ enum WebSocketFrame {
             rest >>= 8
             i += 1
         }
+    }
+
+    @inline(__always)
+    private static func maskVector(_ bytes: UnsafeMutableRawPointer, _ vector: SIMD16<UInt8>) {
+        bytes.storeBytes(of: bytes.loadUnaligned(as: SIMD16<UInt8>.self) ^ vector, as: SIMD16<UInt8>.self)
     }
 }
 

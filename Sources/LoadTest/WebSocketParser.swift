@@ -62,6 +62,31 @@ struct WebSocketParser {
     /// two, nor less than 4 KiB).
     var bufferedCapacity: Int { message.count }
 
+    /// The echo workload's common case, without the general path's bookkeeping: a whole unfragmented binary
+    /// frame at the start of `input`, header and payload, and no message under way. Returns its payload (in
+    /// place) and consumes the frame; nil, consuming nothing, for anything else, which ``next(_:)`` then reads
+    /// (and checks: a masked frame, reserved bits, a length not in its shortest form or over `maxMessage` all
+    /// fall through to it).
+    @inline(__always)
+    mutating func nextWholeBinaryMessage(_ input: inout UnsafeRawBufferPointer) -> UnsafeRawBufferPointer? {
+        guard case .header = state, headerCount == 0, messageOpcode == nil, input.count >= 2 else { return nil }
+        // FIN and binary, no reserved bits: 0x82. Unmasked with a 7-bit length: below 126.
+        guard input.load(as: UInt8.self) == 0x82 else { return nil }
+        let lengthCode = input.load(fromByteOffset: 1, as: UInt8.self)
+        var length = Int(lengthCode)
+        var offset = 2
+        if lengthCode >= 126 {
+            guard lengthCode == 126, input.count >= 4 else { return nil }
+            length = Int(UInt16(bigEndian: input.loadUnaligned(fromByteOffset: 2, as: UInt16.self)))
+            guard length >= 126 else { return nil }
+            offset = 4
+        }
+        guard length <= maxMessage, input.count - offset >= length else { return nil }
+        let base = input.baseAddress! + offset
+        input = UnsafeRawBufferPointer(start: base + length, count: input.count - offset - length)
+        return UnsafeRawBufferPointer(start: base, count: length)
+    }
+
     /// The next event in `input`, consuming the bytes it used (and any it needed to gather); nil when every
     /// byte of `input` was consumed without completing one. A thrown error means the connection must fail.
     mutating func next(_ input: inout UnsafeRawBufferPointer) throws(WebSocketError) -> WebSocketEvent? {

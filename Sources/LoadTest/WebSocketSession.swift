@@ -4,9 +4,9 @@
 /// Bytes from the server go in through ``next(_:)``, which hands back, one at a time, what the connection must
 /// act on: the handshake done, a message, a pong, bytes to send (a pong answering a ping, the close frame
 /// answering the server's), or the close. Frames the workload sends are written by the connection itself with
-/// ``WebSocketFrame`` and the session's ``maskKeys``. Nothing here blocks, allocates per message or buffers
-/// without a bound (the handshake's head is capped at ``WebSocketHandshake/maxResponseHead``, frames by the
-/// ``WebSocketParser``).
+/// ``WebSocketFrame`` and masking keys of its own (``WebSocketMaskKeys``). Nothing here blocks, allocates per
+/// message or buffers without a bound (the handshake's head is capped at ``WebSocketHandshake/maxResponseHead``,
+/// frames by the ``WebSocketParser``).
 struct WebSocketSession {
     /// Where the session is in its life.
     enum Phase: Equatable {
@@ -38,8 +38,8 @@ struct WebSocketSession {
     private(set) var phase = Phase.handshaking
     private let handshake: WebSocketHandshake
     private var parser: WebSocketParser
-    /// The masking keys for every frame this side sends.
-    var maskKeys = WebSocketMaskKeys()
+    /// The masking keys for the frames the session writes (the connection has its own for its messages).
+    private var maskKeys = WebSocketMaskKeys()
     /// The response head so far (handshaking only).
     private var head: [UInt8] = []
     /// A close received and answered: the ``Step/closed(code:reason:)`` still to hand back.
@@ -52,6 +52,18 @@ struct WebSocketSession {
 
     /// Frees the parser's buffers; the owner calls it once, when done.
     func deallocate() { parser.deallocate() }
+
+    /// Whether a step is due with no more input (the close that follows the answer to the server's close).
+    var hasPendingStep: Bool { pendingClose != nil }
+
+    /// The next message when it is a whole binary frame at the start of `input` (the echo workload's common
+    /// case, ``WebSocketParser/nextWholeBinaryMessage(_:)``); nil, consuming nothing, otherwise: ``next(_:)``
+    /// then reads on.
+    @inline(__always)
+    mutating func nextWholeBinaryMessage(_ input: inout UnsafeRawBufferPointer) -> UnsafeRawBufferPointer? {
+        guard phase == .open || phase == .closeSent, pendingClose == nil else { return nil }
+        return parser.nextWholeBinaryMessage(&input)
+    }
 
     /// The next step from the server's bytes in `input` (consuming what it used); nil when every byte was
     /// consumed without one. A thrown error fails the connection: send ``failure(_:)``'s frame, then close.

@@ -114,6 +114,24 @@ final class WebSocketFrameTests: XCTestCase {
         }
     }
 
+    /// Masking against the RFC's definition, byte by byte (section 5.3: byte i XOR key byte i mod 4), at every
+    /// length around the 64-, 16- and 8-byte steps and at odd alignments.
+    func testMaskingMatchesTheDefinitionByteByByte() {
+        let key: UInt32 = 0x37FA_213D
+        let keyBytes: [UInt8] = [0x37, 0xFA, 0x21, 0x3D]
+        for count in [0, 1, 3, 7, 8, 9, 15, 16, 17, 24, 31, 63, 64, 65, 72, 79, 80, 127, 128, 129, 200, 1000] {
+            for alignment in 0..<3 {
+                let original = (0..<count).map { UInt8(truncatingIfNeeded: $0 &* 131 &+ 7) }
+                var buffer = [UInt8](repeating: 0xEE, count: count + alignment + 1)
+                buffer.replaceSubrange(alignment..<(alignment + count), with: original)
+                buffer.withUnsafeMutableBytes { WebSocketFrame.mask($0.baseAddress! + alignment, count: count, key: key) }
+                let expected = original.enumerated().map { $0.element ^ keyBytes[$0.offset % 4] }
+                XCTAssertEqual(Array(buffer[alignment..<(alignment + count)]), expected, "\(count) bytes at +\(alignment)")
+                XCTAssertEqual(buffer[count + alignment], 0xEE, "nothing past the end is touched")
+            }
+        }
+    }
+
     func testMaskKeysDifferFrameToFrame() {
         var keys = WebSocketMaskKeys()
         let drawn = (0..<1000).map { _ in keys.next() }

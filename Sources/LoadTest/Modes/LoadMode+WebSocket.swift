@@ -15,6 +15,8 @@ extension LoadMode {
         ) { WebSocketLoop(worker: $0) }
         mode.speaks = "WebSocket"
         mode.isEchoLike = true
+        // ws:// connects to one address, looked up once (wss:// goes through GCDAsyncSocket, which looks up itself).
+        mode.resolvesAddress = true
         mode.pipelines = true
         mode.target = { "\($0.host):\($0.port)\($0.path)" }
         // A receive-only connection waits as long as the server is quiet: nothing to time out.
