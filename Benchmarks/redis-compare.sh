@@ -21,7 +21,9 @@
 # redis-tools) and `swift build -c release --product loadtest` (or LOADTEST pointing at a build).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-COMMAND="Benchmarks/redis-compare.sh $*"
+# The command as recorded: with the settings that change the figures, when they are not the defaults.
+COMMAND="$([ -z "${ROUNDS:-}" ] || printf 'ROUNDS=%s ' "$ROUNDS")$([ -z "${DATA:-}" ] || printf 'DATA=%s ' "$DATA")"
+COMMAND="${COMMAND}Benchmarks/redis-compare.sh $*"
 STARTED=$(date -u +%Y-%m-%dT%H:%M:%SZ)
 SECS=${1:-4}; shift || true
 PIPELINES=("${@:-1 16}"); PIPELINES=(${PIPELINES[@]})
