@@ -171,17 +171,15 @@ final class EchoConnection: LoopIOHandler, PacedConnection, SweptConnection {
 
     @inline(__always)
     private func receive(worker: LoopWorker) {
-        let scratch = worker.receiveBuffer
-        let count: Int
+        let received: UnsafeRawBufferPointer
         do {
-            switch try Syscall.recv(fd, scratch) {
-            case .processed(let n): count = n
-            case .wouldBlock: return
-            }
+            guard let bytes = try worker.receive(on: fd) else { return }
+            received = bytes
         } catch {
             fail(ErrorKind.classify(error), "\(error)")
             return
         }
+        let count = received.count
         guard count > 0 else {
             fail(.closed, "the server closed the connection")
             return
@@ -189,7 +187,7 @@ final class EchoConnection: LoopIOHandler, PacedConnection, SweptConnection {
         let now = Deadline.now().uptimeNanoseconds
         let expected = Int(min(UInt64(count), sentBytes &- receivedBytes))
         let first = reader.sequence
-        let intact = reader.read(UnsafeRawBufferPointer(start: scratch.baseAddress, count: expected))
+        let intact = reader.read(UnsafeRawBufferPointer(rebasing: received.prefix(expected)))
         receivedBytes &+= UInt64(expected)
         var sequence = first
         if openLoop {

@@ -189,6 +189,15 @@ final class LoopWorker: @unchecked Sendable {
     /// one `recv`.
     static let receiveBufferSize = 64 * 1024
 
+    /// One `recv` on `fd` into ``receiveBuffer``, for the connections that talk to the kernel themselves: the
+    /// bytes that came (none when the peer has closed), or nil when nothing is waiting. Valid until the next
+    /// read on this loop.
+    @inline(__always)
+    func receive(on fd: Int32) throws(SyscallError) -> UnsafeRawBufferPointer? {
+        guard case .processed(let count) = try Syscall.recv(fd, receiveBuffer) else { return nil }
+        return UnsafeRawBufferPointer(start: receiveBuffer.baseAddress, count: count)
+    }
+
     init(loop: EventLoop, config: LoadConfig, target: Int, firstNumber: Int, signals: RunSignals,
          address: ServerAddress? = nil) {
         self.loop = loop

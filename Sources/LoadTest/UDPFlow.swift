@@ -160,14 +160,11 @@ final class UDPFlow: LoopIOHandler, PacedConnection, SweptConnection {
     /// Receives until the socket is empty, checking and recording each echo; closed loop, each completion
     /// sends the next datagram at once.
     private func receive(worker: LoopWorker) {
-        let scratch = worker.receiveBuffer
         while isOpen {
-            let count: Int
+            let datagram: UnsafeRawBufferPointer
             do {
-                switch try Syscall.recv(fd, scratch) {
-                case .processed(let n): count = n
-                case .wouldBlock: return
-                }
+                guard let bytes = try worker.receive(on: fd) else { return }
+                datagram = bytes
             } catch {
                 worker.recordError(ErrorKind.classify(error), "recv: \(error)")
                 // A connected UDP socket reports an ICMP error (the server's port closed) once, on the next
@@ -177,19 +174,18 @@ final class UDPFlow: LoopIOHandler, PacedConnection, SweptConnection {
                 return
             }
             let now = Deadline.now().uptimeNanoseconds
-            guard count == size else {
+            guard datagram.count == size else {
                 shared.recordDatagramCorrupt(
-                    now: now, "an echo of \(count) bytes arrived on a flow sending \(size)-byte datagrams")
+                    now: now, "an echo of \(datagram.count) bytes arrived on a flow sending \(size)-byte datagrams")
                 continue
             }
-            let sequence = UInt64(littleEndian: scratch.baseAddress!.loadUnaligned(as: UInt64.self))
+            let sequence = UInt64(littleEndian: datagram.loadUnaligned(as: UInt64.self))
             guard isWaiting(sequence) else {
                 shared.recordDatagramDuplicate(now: now)
                 continue
             }
             guard
-                pattern.checkMessage(
-                    UnsafeRawBufferPointer(start: scratch.baseAddress, count: count), sequence: sequence, phase: phase)
+                pattern.checkMessage(datagram, sequence: sequence, phase: phase)
             else {
                 shared.recordDatagramCorrupt(now: now, "echo \(sequence) of a flow did not match the datagram sent")
                 continue

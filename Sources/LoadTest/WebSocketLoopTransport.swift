@@ -137,22 +137,17 @@ final class WebSocketLoopTransport: WebSocketTransport, LoopIOHandler {
     /// One `recv` (the loop is level-triggered and reports the rest), handed to the connection in place.
     @inline(__always)
     private func receive() {
-        let scratch = workerRef._withUnsafeGuaranteedRef { $0.receiveBuffer }
-        let count: Int
+        let received: UnsafeRawBufferPointer
         do {
-            switch try Syscall.recv(fd, scratch) {
-            case .processed(let n): count = n
-            case .wouldBlock: return
-            }
+            guard let bytes = try workerRef._withUnsafeGuaranteedRef({ try $0.receive(on: fd) }) else { return }
+            received = bytes
         } catch {
             return close(failing: ConnectionFailure(error))
         }
-        guard count > 0 else {
+        guard received.count > 0 else {
             return close(failing: ConnectionFailure(.closed, "the server closed the connection"))
         }
-        ownerRef.unsafelyUnwrapped._withUnsafeGuaranteedRef {
-            $0.transportReceived(UnsafeRawBufferPointer(start: scratch.baseAddress, count: count))
-        }
+        ownerRef.unsafelyUnwrapped._withUnsafeGuaranteedRef { $0.transportReceived(received) }
     }
 
     @inline(__always)
