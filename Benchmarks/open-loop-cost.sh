@@ -17,8 +17,8 @@
 # rounds and the ratio of CPU per request to the same client's closed loop.
 #
 # Environment: ROUNDS (3), DURATION (10), CONNS (50), RATES, SLACKS, KEEP (a directory that keeps loadtest's
-# --json of every run). Loopback only; every process it starts is pinned, bounded by `timeout`, and killed by
-# its pid at exit.
+# --json of every run). Loopback only; every process it starts is pinned, the clients bounded by `timeout`, and
+# each killed by its pid at exit (Benchmarks/bench-lib.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ $# -le 2 ] || { echo "usage: $0 [LOADTEST [HTTP_HELLO]]" >&2; exit 2; }
@@ -30,23 +30,13 @@ HTTPGEN=$(realpath Benchmarks/c-reference/httpgen)
 ROUNDS=${ROUNDS:-3}; DURATION=${DURATION:-10}; CONNS=${CONNS:-50}
 RATES=(${RATES:-10k 50k 90k}); SLACKS=(${SLACKS:-50us 500us})
 TMP=$(mktemp -d /tmp/open-loop-cost.XXXXXX)
-SERVER_PID=""
-CLIENT_PID=""
-cleanup() {
-    [ -z "$CLIENT_PID" ] || kill -KILL "$CLIENT_PID" 2>/dev/null || true
-    [ -z "$SERVER_PID" ] || kill -TERM "$SERVER_PID" 2>/dev/null || true
-    [ -z "$SERVER_PID" ] || wait "$SERVER_PID" 2>/dev/null || true
-    rm -rf "$TMP"
-}
+BENCH_NAME=open-loop-cost.sh
+# shellcheck source=bench-lib.sh
+source Benchmarks/bench-lib.sh
 trap cleanup EXIT
 
-runs_per_round=$((2 * (1 + ${#RATES[@]} * ${#SLACKS[@]})))
-PORT=$((21000 + RANDOM % 8000))
-timeout $((ROUNDS * runs_per_round * (DURATION + 15) + 60)) taskset -c 0 "$SERVER" --host 127.0.0.1 \
-    --port "$PORT" --loops 1 >"$TMP/server.log" 2>&1 &
-SERVER_PID=$!
-for _ in $(seq 100); do grep -q listening "$TMP/server.log" && break; sleep 0.1; done
-grep -q listening "$TMP/server.log" || { echo "http-hello did not start:" >&2; cat "$TMP/server.log" >&2; exit 1; }
+PORT=$(free_port)
+launch_server http-hello "$PORT" "$TMP/server.log" "$SERVER" --host 127.0.0.1 --port "$PORT" --loops 1
 
 echo "# $(date -u +%Y-%m-%dT%H:%M:%SZ), load average $(cut -d' ' -f1-3 /proc/loadavg), $ROUNDS rounds, -c $CONNS -d $DURATION"
 printf '%-5s %-8s %-7s %-6s %9s %11s %9s %9s %9s %9s\n' round client load slack "cpu us/r" "achieved/s" \
@@ -72,11 +62,12 @@ run_loadtest() {  # round load slack
     [ "$2" = closed ] || rate=(--rate "$2" --pacing-slack "$3")
     timeout $((DURATION + 60)) taskset -c 1 "$LOADTEST" http --url "http://127.0.0.1:$PORT/" -c "$CONNS" --loops 1 \
         -d "$DURATION" --warmup 1 ${rate[@]+"${rate[@]}"} --quiet --json "$json" >"$TMP/client.log" 2>&1 &
-    CLIENT_PID=$!
+    local pid=$!
+    STARTED_PIDS+=("$pid")
     # A run with errors (a rate the server cannot take) exits non-zero but still writes its figures.
-    wait "$CLIENT_PID" || [ -s "$json" ] || { echo "loadtest failed ($2 $3):" >&2; cat "$TMP/client.log" >&2
+    wait "$pid" || [ -s "$json" ] || { echo "loadtest failed ($2 $3):" >&2; cat "$TMP/client.log" >&2
         exit 1; }
-    CLIENT_PID=""
+    untrack "$pid"
     # client_us_per_request is absent when no CPU reading covered the window (an overloaded run).
     row "$1" loadtest "$2" "$3" $(python3 -c '
 import json, sys
@@ -90,10 +81,11 @@ run_httpgen() {  # round load slack
     [ "$2" = closed ] || args=("$(rate_number "$2")" "$(slack_us "$3")")
     timeout $((DURATION + 60)) taskset -c 1 "$HTTPGEN" 127.0.0.1 "$PORT" "$CONNS" "$DURATION" ${args[@]+"${args[@]}"} \
         >"$TMP/client.log" 2>&1 &
-    CLIENT_PID=$!
-    wait "$CLIENT_PID" || grep -q '^RESULT' "$TMP/client.log" || { echo "httpgen failed ($2 $3):" >&2
+    local pid=$!
+    STARTED_PIDS+=("$pid")
+    wait "$pid" || grep -q '^RESULT' "$TMP/client.log" || { echo "httpgen failed ($2 $3):" >&2
         cat "$TMP/client.log" >&2; exit 1; }
-    CLIENT_PID=""
+    untrack "$pid"
     row "$1" httpgen "$2" "$3" $(python3 -c '
 import sys
 f = dict(kv.split("=") for kv in open(sys.argv[1]).read().split("RESULT", 1)[1].split())
