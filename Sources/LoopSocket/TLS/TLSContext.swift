@@ -101,24 +101,25 @@ final class TLSContext: @unchecked Sendable {
 
     private func configureVerification(isServer: Bool) throws(TLSError) {
         let c = configuration
-        if c.manualTrustEvaluation {
-            lsock_ctx_set_manual_trust(ctx, isServer ? 1 : 0)
-            return
-        }
         var mode: Int32 = SSL_VERIFY_NONE
         if isServer {
+            // Manual trust or not, a server asks clients for a certificate, and demands one, only as told.
             switch c.clientAuthentication {
             case .none: break
             case .optional: mode = SSL_VERIFY_PEER
             case .required: mode = SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT
             }
-            if c.certificateVerification == .none && mode != SSL_VERIFY_NONE {
+            if !c.manualTrustEvaluation && c.certificateVerification == .none && mode != SSL_VERIFY_NONE {
                 throw TLSError(.badConfiguration, "Asking clients for certificates that are not verified: use manualTrustEvaluation")
             }
-        } else if c.certificateVerification != .none {
+        } else if c.manualTrustEvaluation || c.certificateVerification != .none {
             mode = SSL_VERIFY_PEER
         }
-        SSL_CTX_set_verify(ctx, mode, nil)
+        if c.manualTrustEvaluation {
+            lsock_ctx_set_manual_trust(ctx, mode)
+        } else {
+            SSL_CTX_set_verify(ctx, mode, nil)
+        }
     }
 
     private func configureALPN(isServer: Bool) throws(TLSError) {
