@@ -19,22 +19,25 @@ final class TLSContext: @unchecked Sendable {
     private let sessions = Locked<[Data: OpaquePointer]>([:])
     private static let maxSessions = 4096
 
-    /// The shared context for `configuration`'s settings, built on first use.
+    /// The shared context for `configuration`'s settings, built on first use, and built again when its
+    /// trust roots file has changed since (``TrustFileIdentity``).
     static func shared(for configuration: TLSConfiguration) throws(TLSError) -> TLSContext {
-        let key = configuration.contextKey
+        let key = CacheKey(configuration.contextKey)
         if let context = cache.withLock({ $0[key] }) { return context }
-        let context = try TLSContext(configuration: key)
+        let context = try TLSContext(configuration: key.configuration)
         return cache.withLock { cache in
             if let raced = cache[key] { return raced }
             // Settings that change per connection (a fresh identity object each time) must not grow the
-            // cache without bound; contexts still in use live on in their connections.
+            // cache without bound; contexts still in use live on in their connections. A context from an
+            // earlier version of the trust file is dropped at once (no lookup finds it again).
             if cache.count >= 64 { cache.removeAll() }
+            if key.trustFile != nil { cache = cache.filter { $0.key.configuration != key.configuration } }
             cache[key] = context
             return context
         }
     }
 
-    private static let cache = Locked<[TLSConfiguration: TLSContext]>([:])
+    private static let cache = Locked<[CacheKey: TLSContext]>([:])
 
     init(configuration: TLSConfiguration) throws(TLSError) {
         let isServer = configuration.role == .server
