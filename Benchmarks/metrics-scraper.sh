@@ -12,9 +12,10 @@
 # same core); loadtest runs on core 1 with one loop, CONNS connections at RATE round trips a second (open loop,
 # latency from the intended send time), a 1 s warm-up and a DURATION window; the scraper, when on, runs on
 # core 1 too, for the whole run. Rounds alternate quiet and hostile runs against one server. Per run it prints
-# the data plane's p50, p99 and max, the rate achieved, the server's CPU per round trip (all its threads), and
-# what the scraper got; then the medians over the rounds, the ratio of the hostile p99 to the quiet one (the
-# goal: within 10%), and the endpoint's own counters (`loop_metrics_server_*`) as the server saw the attack.
+# the data plane's p50, p99 and max, the rate achieved, the server's CPU per round trip (all its threads), the
+# CPU time of the endpoint's own thread (`metrics-0`) over the run, and what the scraper got and spent; then
+# the medians over the rounds, the ratio of the hostile p99 to the quiet one (the goal: within 10%), and the
+# endpoint's own counters (`loop_metrics_server_*`) as the server saw the attack.
 # Passing an older ECHO_SERVER shows what the same attack did before the endpoint was bounded.
 #
 # Environment: ROUNDS (3), DURATION (10), CONNS (50), RATE (10k), FLOOD (8 flooding connections), IDLE (1000
@@ -34,7 +35,8 @@ BENCH_NAME=metrics-scraper.sh
 source Benchmarks/bench-lib.sh
 trap cleanup EXIT
 
-PORT=$(free_port); METRICS_PORT=$(free_port)
+# free_port runs in a subshell: NEXT_PORT moves past the first port here, or both would get the same one.
+PORT=$(free_port); NEXT_PORT=$PORT; METRICS_PORT=$(free_port)
 launch_server echo-server "$PORT" "$TMP/server.log" "$SERVER" --host 127.0.0.1 --port "$PORT" --loops 1 \
     --metrics "127.0.0.1:$METRICS_PORT"
 for _ in $(seq 1 50); do
@@ -45,8 +47,16 @@ ss -Htln "sport = :$METRICS_PORT" | grep -q . || { echo "$BENCH_NAME: no metrics
 
 echo "# $(date -u +%Y-%m-%dT%H:%M:%SZ), load average $(cut -d' ' -f1-3 /proc/loadavg), $ROUNDS rounds," \
     "-c $CONNS --rate $RATE -d $DURATION; scraper: $FLOOD flooding, $IDLE idle connections"
-printf '%-5s %-8s %9s %9s %9s %11s %9s %10s %9s\n' round case p50_us p99_us max_us achieved/s "srv us/rt" \
-    "scraped" "503s"
+# CPU time in ns of the server's thread named $1 (/proc/PID/task/*/comm), 0 if there is none.
+thread_ns() {
+    local task
+    for task in /proc/"$SERVER_PID"/task/*; do
+        [ "$(cat "$task/comm" 2>/dev/null)" = "$1" ] && { cut -d' ' -f1 "$task/schedstat"; return; }
+    done
+    echo 0
+}
+printf '%-5s %-8s %9s %9s %9s %11s %9s %11s %8s %10s %10s\n' round case p50_us p99_us max_us achieved/s "srv us/rt" \
+    "endpoint ms" scraped unanswered "scraper s"
 run() {  # round case
     local json="$TMP/$1-$2.json" scraper_pid="" report="$TMP/$1-$2.scraper"
     rm -f "$json" "$report"
@@ -57,6 +67,8 @@ run() {  # round case
         STARTED_PIDS+=("$scraper_pid")
         sleep 0.5  # the scraper's connections are open (or refused) before the warm-up starts
     fi
+    local endpoint_before
+    endpoint_before=$(thread_ns metrics-0)
     timeout $((DURATION + 60)) taskset -c 1 "$LOADTEST" echo --port "$PORT" -c "$CONNS" --loops 1 -d "$DURATION" \
         --warmup 1 --rate "$RATE" --server-pid "$SERVER_PID" --quiet --json "$json" >"$TMP/client.log" 2>&1 &
     local pid=$!
@@ -64,19 +76,21 @@ run() {  # round case
     # A run with errors still writes its figures.
     wait "$pid" || [ -s "$json" ] || { echo "loadtest failed ($2):" >&2; cat "$TMP/client.log" >&2; exit 1; }
     untrack "$pid"
+    local endpoint_ns=$(( $(thread_ns metrics-0) - endpoint_before ))
     if [ -n "$scraper_pid" ]; then
         wait "$scraper_pid" || { echo "scraper failed:" >&2; cat "$TMP/scraper.log" >&2; exit 1; }
         untrack "$scraper_pid"
     fi
-    python3 - "$1" "$2" "$json" "$report" <<'PY'
+    python3 - "$1" "$2" "$json" "$report" "$endpoint_ns" <<'PY'
 import json, os, sys
-round, case, path, report = sys.argv[1:]
+round, case, path, report, endpoint_ns = sys.argv[1:]
 r = json.load(open(path))
 lat = r["latency_us"]
 scraper = dict(kv.split("=") for kv in open(report).read().split()) if os.path.exists(report) else {}
 server = r.get("server_us_per_request")
 print(f"{round:<5} {case:<8} {lat['p50']:9.1f} {lat['p99']:9.1f} {lat['max']:9.1f} {r['requests_per_second']:11.0f} "
-      f"{'-' if server is None else f'{server:.2f}':>9} {scraper.get('responses', '-'):>10} {scraper.get('refused', '-'):>9}"
+      f"{'-' if server is None else f'{server:.2f}':>9} {int(endpoint_ns) / 1e6:11.1f} {scraper.get('responses', '-'):>8} "
+      f"{scraper.get('unanswered', '-'):>10} {scraper.get('cpu_s', '-'):>10}"
       + (f"  errors {r['errors']['total']}" if r["errors"]["total"] else ""))
 PY
 }

@@ -11,8 +11,10 @@ extension LoopMetricsServer {
     /// ```
     public struct Configuration: Sendable, Equatable {
         /// Connections open at once (default 64; nginx has no cap of its own beyond `worker_connections`,
-        /// 512 by default, for everything the worker serves). A connection over the cap gets `503` and is
-        /// closed at once, its request unread; counted as `loop_metrics_server_connections_refused_total`.
+        /// 512 by default, for everything the worker serves). A connection over the cap is closed as soon as
+        /// it is accepted, before anything is read from it or written to it (the cheapest refusal, since a
+        /// flood of connections is what the cap is for); counted as
+        /// `loop_metrics_server_connections_refused_total`.
         /// A scraper needs one connection, a few replicas and a person with `curl` a handful: 64 leaves
         /// room for them while keeping the endpoint's descriptors and memory (one request head and one
         /// page per connection at most) a small, fixed share of the process's. At least 1.
@@ -41,8 +43,7 @@ extension LoopMetricsServer {
         /// `limit_req` with `rate` and `burst`, off by default). A request over the budget waits for its
         /// turn, oldest first, while its connection reads nothing more; counted as
         /// `loop_metrics_server_requests_delayed_total`. This is what bounds the endpoint's share of its
-        /// loop's CPU whatever its peers send: a response costs a few microseconds, so 100 a second are
-        /// well under 1% of a core. At least 1.
+        /// loop's CPU whatever its peers send. At least 1.
         public var responsesPerSecond: Int
         /// How long a rendered page is served again before the page closure is asked for a new one
         /// (default 100 ms; nginx's `proxy_cache_valid` is the nearest, for a cached upstream response). A

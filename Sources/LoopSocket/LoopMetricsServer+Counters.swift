@@ -46,7 +46,7 @@ struct MetricsServerCounters: Equatable, Sendable {
         metric("loop_metrics_server_connections_open", "gauge", "Connections to the metrics endpoint open now.",
                [("", "\(connectionsOpen)")])
         metric("loop_metrics_server_connections_refused_total", "counter",
-               "Connections answered 503 and closed at once, over the connection cap.", [("", "\(connectionsRefused)")])
+               "Connections closed as soon as accepted, over the connection cap.", [("", "\(connectionsRefused)")])
         metric("loop_metrics_server_pages_served_total", "counter", "Requests answered with the metrics page.",
                [("", "\(pagesServed)")])
         metric("loop_metrics_server_pages_rendered_total", "counter",

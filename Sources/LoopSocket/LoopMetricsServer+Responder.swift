@@ -17,8 +17,6 @@ final class MetricsResponder: GCDAsyncSocketDelegate, Sendable {
         static let firstByte = 2
         /// A response.
         static let response = 3
-        /// The 503 of a connection over the cap.
-        static let refusal = 4
     }
 
     /// Where one connection is in its request-response cycle.
@@ -86,9 +84,9 @@ final class MetricsResponder: GCDAsyncSocketDelegate, Sendable {
             return true
         }
         guard admitted else {
-            newSocket.write(MetricsRequest.serviceUnavailable, withTimeout: configuration.sendTimeout.metricsServerSeconds,
-                            tag: Tag.refusal)
-            newSocket.disconnectAfterWriting()
+            // Closed before it ever starts: no registration with the loop, no read, no write, so that a flood
+            // of connections over the cap costs the loop as little as accepting can.
+            newSocket.disconnect()
             return
         }
         readHead(sock: newSocket, after: 0)

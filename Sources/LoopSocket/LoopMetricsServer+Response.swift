@@ -25,8 +25,4 @@ extension MetricsRequest {
             return Data("HTTP/1.1 400 Bad Request\r\nConnection: close\r\nContent-Length: 0\r\n\r\n".utf8)
         }
     }
-
-    /// What a connection over the cap gets before it is closed, without its request being read.
-    static let serviceUnavailable = Data(
-        "HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\nContent-Length: 0\r\n\r\n".utf8)
 }

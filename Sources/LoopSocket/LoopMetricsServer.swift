@@ -16,7 +16,7 @@ import FoundationEssentials
 ///
 /// By default it runs on an event loop and thread of its own, so that a scrape, or a peer that abuses the
 /// endpoint, never delays the group's traffic; given a `loop`, it shares that loop instead. Whatever its
-/// peers do, what it may cost is bounded by its ``Configuration``: connections (64, then `503` and close),
+/// peers do, what it may cost is bounded by its ``Configuration``: connections (64; more are closed at once),
 /// requests per connection, the size and arrival time of a request head, idle time, and responses per
 /// second (100). A page is rendered at most once per loop turn and served again for 100 ms
 /// (``Configuration/pageReuseInterval``), and a connection's next request is read only once the answer to
