@@ -86,6 +86,16 @@ final class HTTPHelloServerTests: XCTestCase {
         return listener.localPort
     }
 
+    /// A default server whose connections a ``ConnectionWatcher`` keeps track of.
+    private func startWatched() throws -> ConnectionWatcher {
+        group = try EventLoopGroup(numberOfLoops: 1, name: "http-test")
+        server = HTTPHelloServer()
+        let watcher = ConnectionWatcher(server)
+        listener = GCDAsyncSocket(delegate: watcher, delegateQueue: nil, loop: group.loops[0], group: group)
+        try listener.accept(onInterface: "127.0.0.1", port: 0)
+        return watcher
+    }
+
     override func tearDownWithError() throws {
         listener?.disconnect()
         try group?.shutdownGracefully(timeout: .seconds(10))
@@ -188,6 +198,8 @@ final class HTTPHelloServerTests: XCTestCase {
             ("GET / HTTP/1.1\r\nHost: example.com\r\n\rSome-Header: Test\r\n\r\n", "400"),
             ("POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", "400"),
             ("POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\n\r\n", "501"),
+            ("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nContent-Length: 3\r\n\r\nabc", "400"),
+            ("GET / HTTP/1.1\r\nHost: x\r\n" + String(repeating: "X-A: b\r\n", count: 100) + "\r\n", "431"),
         ]
         for (request, status) in cases {
             let client = try HTTPTestClient(port: port)
@@ -217,6 +229,83 @@ final class HTTPHelloServerTests: XCTestCase {
         XCTAssertEqual(try client.receiveToEnd().data, okClose)
     }
 
+    /// A flood of empty lines is used up as it arrives, not kept: what the connection holds after 768 KiB of
+    /// them and the start of a request is that start alone (without the LF that ends the last empty line);
+    /// the request is then served.
+    func testEmptyLinesBeforeARequestAreNotBuffered() throws {
+        let watcher = try startWatched()
+        let client = try HTTPTestClient(port: listener.localPort)
+        try client.send(String(repeating: "\r\n", count: 1 << 18) + String(repeating: "\n", count: 1 << 18))
+        try client.send("\r")  // halfway through a CRLF
+        let start = "\nGET / HTTP/1.1\r\nHost: x\r\n"
+        try client.send(start)
+        let loop = group.loops[0]
+        // The connection has read everything once its buffer holds the start of the request (polled, bounded).
+        var held = 0
+        let deadline = Date().addingTimeInterval(10)
+        repeat {
+            let done = DispatchSemaphore(value: 0)
+            let box = HeldBytes()
+            try loop.execute {
+                box.count = (watcher.connection(0) as? HTTPHelloConnection)?.bufferedByteCount ?? -1
+                done.signal()
+            }
+            XCTAssertEqual(done.wait(timeout: .now() + 10), .success)
+            held = box.count
+            if held >= start.utf8.count - 1 { break }
+            usleep(1_000)
+        } while Date() < deadline
+        XCTAssertEqual(held, start.utf8.count - 1, "the empty lines were kept")
+        try client.send("\r\n")
+        XCTAssertEqual(try client.receive(ok.count), ok)
+    }
+
+    /// The head deadline runs from a head's first byte and is not restarted by reads: a client that sends a
+    /// byte every 50 ms, well inside the idle timeout, gets 408 and the close once the deadline has passed.
+    func testATricklingHeadGets408AtItsDeadline() throws {
+        let client = try HTTPTestClient(port: try start { $0.headTimeout = 0.5; $0.idleTimeout = 10 })
+        let began = Date()
+        try client.send("GET / HTTP/1.1\r\nX-Slow: ")
+        var pending = pollfd(fd: client.fd, events: Int16(POLLIN), revents: 0)
+        while poll(&pending, 1, 50) == 0, Date().timeIntervalSince(began) < 10 {
+            try client.send("a")
+        }
+        let (data, _) = try client.receiveToEnd()
+        XCTAssertEqual(data, HTTPResponses.failure(.requestTimeout), String(decoding: data, as: UTF8.self))
+        XCTAssertGreaterThanOrEqual(Date().timeIntervalSince(began), 0.5)
+        XCTAssertEqual(server.refusals.count(.requestTimeout), 1)
+        XCTAssertTrue(server.prometheusText().contains("http_hello_refused_total{reason=\"head_timeout\",status=\"408\"} 1\n"),
+                      server.prometheusText())
+    }
+
+    /// A head left incomplete and silent gets 408 when the connection times out (the idle timeout first
+    /// here); a connection that sent only empty lines is closed without a response, as an idle one is.
+    func testASilentPartialHeadGets408() throws {
+        let port = try start { $0.headTimeout = 10; $0.idleTimeout = 0.2 }
+        let client = try HTTPTestClient(port: port)
+        try client.send("GET / HTTP/1.1\r\nHost: x\r\n")
+        XCTAssertEqual(try client.receiveToEnd().data, HTTPResponses.failure(.requestTimeout))
+        let blank = try HTTPTestClient(port: port)
+        try blank.send("\r\n\r\n")
+        XCTAssertEqual(try blank.receiveToEnd().data, Data())
+    }
+
+    /// Every refusal is counted by reason on the server's metrics text.
+    func testRefusalsAreCounted() throws {
+        let port = try start { $0.maxHeaderFields = 2 }
+        for request in ["GET / HTTP/1.1\r\nHost: x\r\nA: 1\r\nB: 2\r\n\r\n", "BAD\r\n", "GET / HTTP/2.0\r\n\r\n"] {
+            let client = try HTTPTestClient(port: port)
+            try client.send(request)
+            _ = try client.receiveToEnd()
+        }
+        let text = server.prometheusText()
+        XCTAssertTrue(text.contains("# TYPE http_hello_refused_total counter\n"), text)
+        for line in ["reason=\"too_many_fields\",status=\"431\"} 1", "reason=\"bad_request\",status=\"400\"} 1",
+                     "reason=\"version\",status=\"505\"} 1", "reason=\"head_too_large\",status=\"431\"} 0"] {
+            XCTAssertTrue(text.contains("http_hello_refused_total{" + line + "\n"), "\(line) in \(text)")
+        }
+    }
+
     /// A connection that sends nothing is closed after the idle timeout.
     func testIdleConnectionIsClosed() throws {
         let client = try HTTPTestClient(port: try start { $0.idleTimeout = 0.1 })
@@ -230,11 +319,7 @@ final class HTTPHelloServerTests: XCTestCase {
     /// Each connection's state lives exactly as long as its socket: it is freed when the client closes,
     /// when the server closes after `Connection: close`, and after a refusal; never before its response.
     func testConnectionStateIsFreedWhenTheConnectionEnds() throws {
-        group = try EventLoopGroup(numberOfLoops: 1, name: "http-test")
-        server = HTTPHelloServer()
-        let watcher = ConnectionWatcher(server)
-        listener = GCDAsyncSocket(delegate: watcher, delegateQueue: nil, loop: group.loops[0], group: group)
-        try listener.accept(onInterface: "127.0.0.1", port: 0)
+        let watcher = try startWatched()
         let requests = [
             "GET / HTTP/1.1\r\nHost: x\r\n\r\n",                      // the client closes
             "GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",  // the server closes
@@ -271,7 +356,16 @@ private final class ConnectionWatcher: GCDAsyncSocketDelegate, @unchecked Sendab
         lock.withLock { connections.append(Weak(value: delegate)) }
     }
 
+    func connection(_ index: Int) -> AnyObject? {
+        lock.withLock { index < connections.count ? connections[index].value : nil }
+    }
+
     func isAlive(_ index: Int) -> Bool {
         lock.withLock { index < connections.count && connections[index].value != nil }
     }
+}
+
+/// A count handed from the loop to the test thread (written before a semaphore is signalled, read after).
+private final class HeldBytes: @unchecked Sendable {
+    var count = 0
 }
