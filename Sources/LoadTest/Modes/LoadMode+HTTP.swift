@@ -15,7 +15,7 @@ extension LoadMode {
             ["  requests/s: \(ReportText.fixed(r.requestsPerSecond, 0)) (\(ReportText.grouped(r.requests)) responses, "
                 + "\(ReportText.fixed(r.mibPerSecond, 2)) MiB/s received, heads and bodies)"]
         }
-        mode.options = [.httpTarget, .httpRequest, .statusCheck, .bodyChecks]
+        mode.options = [.httpTarget, .httpRequest, .statusCheck, .bodyChecks, .httpLimits]
         mode.validate = { (config: inout LoadConfig, given: Set<String>) throws(ArgumentError) in
             guard given.contains("--url") || given.contains("--port") else {
                 throw ArgumentError("http mode needs --url http://host:port/path")
