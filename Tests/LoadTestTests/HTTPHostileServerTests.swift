@@ -30,6 +30,23 @@ final class HTTPHostileServerTests: XCTestCase {
         }
     }
 
+    /// `--max-head` and `--max-body` set the limits (with their suffixes), in http mode only, within their
+    /// ranges; the defaults are nginx's.
+    func testTheLimitsOnTheCommandLine() throws {
+        guard case .run(let config) = try CommandLineParser.parse(
+            ["http", "--url", "http://127.0.0.1:8080/", "--max-head", "16k", "--max-body", "10m"]) else {
+            return XCTFail("not a run")
+        }
+        XCTAssertEqual(config.httpLimits.maxHead, 16 << 10)
+        XCTAssertEqual(config.httpLimits.maxBody, 10 << 20)
+        XCTAssertEqual(HTTPResponseLimits().maxHead, 8192)
+        XCTAssertEqual(HTTPResponseLimits().maxBody, 1 << 20)
+        for arguments in [["http", "--url", "http://127.0.0.1:8080/", "--max-head", "10"],
+                          ["echo", "--port", "9000", "--max-body", "1m"]] {
+            XCTAssertThrowsError(try CommandLineParser.parse(arguments), "\(arguments)")
+        }
+    }
+
     /// A body announced past `--max-body` is refused as soon as its head arrives, not read.
     func testAnAnnouncedBodyOverTheLimitIsBodyTooLarge() throws {
         let server = try FixedResponseHTTPServer("HTTP/1.1 200 OK\r\nContent-Length: 999999999999999999\r\n\r\n")
