@@ -11,6 +11,14 @@
 #ifndef COPENSSL_H
 #define COPENSSL_H
 
+// Without the headers the build stops here with the line that installs them, rather than with a bare
+// "file not found" for the first include below.
+#if defined(__has_include)
+#if !__has_include(<openssl/ssl.h>)
+#error "OpenSSL 3's headers are missing (openssl/ssl.h): install them, then build again. Debian/Ubuntu: apt-get install libssl-dev; Fedora/RHEL: dnf install openssl-devel; Alpine: apk add openssl-dev"
+#endif
+#endif
+
 #include <openssl/ssl.h>
 #include <openssl/err.h>
 #include <openssl/x509.h>
