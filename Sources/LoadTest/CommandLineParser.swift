@@ -282,29 +282,31 @@ package enum CommandLineParser {
     }
 
     private static func parseMerge(_ arguments: ArraySlice<String>) throws(ArgumentError) -> Command {
-        var rest = arguments
+        // The same scanner as a run's, so `--json=F` and `-q` are spelled as there.
+        var scanner = ArgumentScanner(arguments, aliases: ["-q": "--quiet", "-h": "--help"])
         var inputs: [String] = []
         var json: String?
         var svg: String?
         var quiet = false
         var mixed = false
         var thresholds: [Threshold] = []
-        while let arg = rest.popFirst() {
+        while let arg = scanner.next() {
+            func value() throws(ArgumentError) -> String {
+                guard let next = scanner.value() else { throw ArgumentError("\(arg) needs a value") }
+                return next
+            }
             switch arg {
             case "--json":
-                guard let v = rest.popFirst() else { throw ArgumentError("--json needs a value") }
-                json = try path(arg, v)
+                json = try path(arg, try value())
             case "--svg":
-                guard let v = rest.popFirst() else { throw ArgumentError("--svg needs a value") }
-                svg = try path(arg, v)
-            case "--quiet", "-q":
+                svg = try path(arg, try value())
+            case "--quiet":
                 quiet = true
             case "--mixed":
                 mixed = true
             case "--threshold":
-                guard let v = rest.popFirst() else { throw ArgumentError("--threshold needs a value") }
-                thresholds.append(try threshold(v))
-            case "--help", "-h":
+                thresholds.append(try threshold(try value()))
+            case "--help":
                 return .help
             case "--version":
                 return .version
