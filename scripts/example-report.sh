@@ -37,7 +37,7 @@ machine="$(nproc) cores, $(uname -sr)"
 python3 - "$out/report.txt" "$shown" "$version" "$date" "$machine" <<'PY'
 import re, sys
 report, shown, version, date, machine = sys.argv[1:]
-text = open(report, encoding="utf-8").read().rstrip("\n")
+text = open(report, encoding="utf-8").read().strip("\n")
 region = (
     f"Run on {date} with {version} and echo-server (release builds, both on one machine: {machine}):\n\n"
     f"```sh\n{shown}\n```\n\n"

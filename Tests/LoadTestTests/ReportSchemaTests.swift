@@ -111,6 +111,14 @@ final class ReportSchemaTests: XCTestCase {
         XCTAssertEqual(unseen, [], "declared, and in no report")
     }
 
+    /// docs/loadtest.md's example JSON (scripts/example-report.sh) is a report of the schema too.
+    func testTheDocumentedExampleMatchesTheSchema() throws {
+        var schema = try schema()
+        let example = URL(fileURLWithPath: Self.schemaPath).deletingLastPathComponent()
+            .appendingPathComponent("loadtest-example.json")
+        XCTAssertEqual(schema.validate(try JSONValue.parse(Data(contentsOf: example))), [])
+    }
+
     /// The validator refuses what the schema does not allow: an undeclared key, a fraction for an integer, a
     /// missing key, a value off the list.
     func testTheSchemaRefusesWhatItDoesNotDeclare() throws {
