@@ -167,6 +167,8 @@ def accepted_flags():
     merge_source = (src / "LoadTest" / "CommandLineParser.swift").read_text(encoding="utf-8")
     merge_body = merge_source[merge_source.index("func parseMerge"):]
     merge = quoted_cases_text(merge_body)
+    # merge's short spellings: the aliases its ArgumentScanner is given (the first list after parseMerge).
+    merge |= set(re.findall(r'"(-[A-Za-z])"\s*:', merge_body.split("]")[0]))
     server_args = src / "ExampleSupport" / "ServerArguments.swift"
     common = quoted_cases(server_args)
     servers = {}
