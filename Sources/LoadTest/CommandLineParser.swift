@@ -19,6 +19,8 @@ package enum Command: Sendable, Equatable {
                thresholds: [Threshold] = [])
     /// Print the usage text.
     case help
+    /// Print one mode's usage text (`loadtest tcp --help`, `loadtest help tcp`).
+    case modeHelp(LoadMode)
     /// Print the version.
     case version
 }
@@ -57,9 +59,9 @@ package enum CommandLineParser {
 
     /// The usage text of a program that runs only `mode` (a ``LoadProtocol``'s).
     package static func usage(for mode: LoadMode) -> String {
-        let own = mode.options.map(\.usage).joined(separator: "\n")
-        return "usage: \(mode.name) --port P [OPTIONS]\n\nA load generator for the \(mode.name) protocol, built on "
-            + "loadtest (docs/loadtest.md).\n\n" + commonOptions + "\n" + own + "\n\n" + usageTail
+        "usage: \(mode.name) --port P [OPTIONS]\n\nA load generator for the \(mode.name) protocol, built on "
+            + "loadtest (docs/loadtest.md).\n" + optionsHelp(of: mode, title: "Options of the \(mode.name) protocol:")
+            + "\n\n" + usageTail
     }
 
     private static let usageHead = """
@@ -68,7 +70,8 @@ package enum CommandLineParser {
         With no arguments: start an echo server in-process on 127.0.0.1 (port 0) and drive 1,000
         connections of 64-byte ping-pong against it for 10 s (options below may change that).
 
-        Modes (against any server: --port P and --host H, or for http --url URL):
+        Modes (against any server: --port P and --host H, or for http and ws --url URL; the options,
+        defaults and an example of one: loadtest MODE --help):
         """
 
     private static let usageMerge = """
@@ -77,13 +80,14 @@ package enum CommandLineParser {
                     when the measured windows do not line up; checks the thresholds on the merged figures)
         """
 
-    private static let commonOptions = """
+    static let commonOptions = """
         Options:
           --host H            server address (default 127.0.0.1)
           --port P            server port                                           [-p]
           --connections N     connections (connect mode: parallel churn slots)      [-c]
-          --size B            echo message size, 1 byte to 1 MiB (suffix k = KiB)   [-s]
-          --pipeline K        requests in flight per connection (echo, http; udp: per flow)
+          --size B            message size of echo, udp and ws, chunk size of stream; 1 byte to 1 MiB
+                              (suffix k = KiB; default 64)                          [-s]
+          --pipeline K        requests in flight per connection (echo, http, tcp, ws; udp: per flow)
           --rate R            open loop: total requests per second (suffix k = 1000); stream mode:  [-r]
                               chunks of --size (default 64 KiB) per second; connect: connections/s
           --stages LIST       open loop that ramps and holds: DURATION:RATE,... such as 10s:1k,30s:20k,10s:0
@@ -124,7 +128,7 @@ package enum CommandLineParser {
           --version           print loadtest's version
         """
 
-    private static let usageTail = """
+    static let usageTail = """
         Exit status: 0 success; 1 errors counted (unless an errors threshold judged them) or an output
         not written; 2 the run could not start; 99 a threshold failed.
         """
@@ -144,7 +148,12 @@ package enum CommandLineParser {
         if fixed == nil, let first = arguments.first, !first.hasPrefix("-") {
             arguments = arguments.dropFirst()
             if first == "merge" { return try parseMerge(arguments) }
-            if first == "help" { return .help }
+            if first == "help" {
+                guard let name = arguments.first, let named = LoadMode(rawValue: name), !named.startsServer else {
+                    return .help
+                }
+                return .modeHelp(named)
+            }
             if first == "version" { return .version }
             guard let parsed = LoadMode(rawValue: first), !parsed.startsServer else {
                 let names = LoadMode.all.map(\.name).joined(separator: ", ")
@@ -161,7 +170,7 @@ package enum CommandLineParser {
             }
             switch flag {
             case "--help":
-                return .help
+                return fixed == nil && !mode.startsServer ? .modeHelp(mode) : .help
             case "--version":
                 return .version
             default:
@@ -204,7 +213,10 @@ package enum CommandLineParser {
     private static func parseModeOption(
         _ flag: String, into config: inout LoadConfig, value: () throws(ArgumentError) -> String
     ) throws(ArgumentError) -> Bool {
-        for options in ModeOptions.all where try options.parse(flag, &config, value) { return true }
+        // The mode's own first: a LoadProtocol's options are in no mode of ``LoadMode/all``.
+        for options in config.mode.options + ModeOptions.all where try options.parse(flag, &config, value) {
+            return true
+        }
         return false
     }
 
@@ -270,29 +282,31 @@ package enum CommandLineParser {
     }
 
     private static func parseMerge(_ arguments: ArraySlice<String>) throws(ArgumentError) -> Command {
-        var rest = arguments
+        // The same scanner as a run's, so `--json=F` and `-q` are spelled as there.
+        var scanner = ArgumentScanner(arguments, aliases: ["-q": "--quiet", "-h": "--help"])
         var inputs: [String] = []
         var json: String?
         var svg: String?
         var quiet = false
         var mixed = false
         var thresholds: [Threshold] = []
-        while let arg = rest.popFirst() {
+        while let arg = scanner.next() {
+            func value() throws(ArgumentError) -> String {
+                guard let next = scanner.value() else { throw ArgumentError("\(arg) needs a value") }
+                return next
+            }
             switch arg {
             case "--json":
-                guard let v = rest.popFirst() else { throw ArgumentError("--json needs a value") }
-                json = try path(arg, v)
+                json = try path(arg, try value())
             case "--svg":
-                guard let v = rest.popFirst() else { throw ArgumentError("--svg needs a value") }
-                svg = try path(arg, v)
-            case "--quiet", "-q":
+                svg = try path(arg, try value())
+            case "--quiet":
                 quiet = true
             case "--mixed":
                 mixed = true
             case "--threshold":
-                guard let v = rest.popFirst() else { throw ArgumentError("--threshold needs a value") }
-                thresholds.append(try threshold(v))
-            case "--help", "-h":
+                thresholds.append(try threshold(try value()))
+            case "--help":
                 return .help
             case "--version":
                 return .version

@@ -71,6 +71,8 @@ package struct LoadConfig: Sendable, Equatable {
     package var tcp = TCPSettings()
     /// `ws` mode: the workload, subprotocols, message limit and greeting (LoadConfig+WebSocket.swift).
     package var ws = WebSocketSettings()
+    /// The options of a ``LoadProtocol``'s own given on the command line (``LoadTestTool``), in order.
+    package var protocolOptions: [ProtocolOptionValue] = []
     /// `http` mode: what a response must be to count as a success (`--expect-status`, `--expect-body`).
     package var checks = ResponseChecks()
     /// `http` mode: the longest response head and body read (`--max-head`, `--max-body`).

@@ -34,6 +34,10 @@ public protocol LoadProtocol: Sendable {
     /// How many bytes at the start of `input` (what has arrived and is not framed yet) make the reply to
     /// request `sequence`, or that more are needed, or that it is an error.
     func frameReply(_ input: UnsafeRawBufferPointer, sequence: UInt64) -> ReplyFraming
+    /// Command-line options of its own (`--topic PREFIX`), beside loadtest's: ``LoadTestTool`` takes them
+    /// anywhere on the command line, lists them in `--help`, and sets them on the protocol before the run.
+    /// None unless declared.
+    static var options: [LoadProtocolOption<Self>] { get }
 }
 
 extension LoadProtocol {
@@ -41,6 +45,93 @@ extension LoadProtocol {
     public func greeting(connection: Int) -> [UInt8]? { nil }
     /// A greeting needs no answer.
     public func frameGreetingReply(_ input: UnsafeRawBufferPointer) -> ReplyFraming { .reply(length: 0) }
+}
+
+extension LoadProtocol {
+    /// No options of its own.
+    public static var options: [LoadProtocolOption<Self>] { [] }
+}
+
+/// A command-line option of a ``LoadProtocol``'s own: a flag that takes a value, its line in `--help`, and
+/// what the value sets on the protocol. Its flag must be one loadtest does not take itself (``LoadTestTool``
+/// stops at start, naming it, otherwise).
+///
+/// ```swift
+/// extension Ping {
+///     static var options: [LoadProtocolOption<Self>] {
+///         [LoadProtocolOption("--word", value: "TEXT", help: "what to send (default PING)") { ping, text in
+///             ping.word = text
+///         }]
+///     }
+/// }
+/// ```
+public struct LoadProtocolOption<P: LoadProtocol>: Sendable {
+    /// The flag, two dashes first (`--topic`).
+    public let flag: String
+    /// What `--help` calls its value (`PREFIX`).
+    public let value: String
+    /// What it does and its default, for `--help` (one line).
+    public let help: String
+    /// Sets `value` on the protocol, or throws an error whose description says what the value should be.
+    let apply: @Sendable (inout P, String) throws -> Void
+
+    /// The option `flag VALUE`, described by `help`; `apply` sets the value given on the protocol, or throws
+    /// an error saying what it should be (shown as `flag: error`, and the program exits with status 2).
+    public init(
+        _ flag: String, value: String, help: String, apply: @escaping @Sendable (inout P, String) throws -> Void
+    ) {
+        self.flag = flag
+        self.value = value
+        self.help = help
+        self.apply = apply
+    }
+
+    /// Its lines in `--help`, aligned as loadtest's own.
+    var usage: String {
+        let name = "\(flag) \(value)"
+        return "  " + name + String(repeating: " ", count: max(2, 20 - name.count)) + help
+    }
+}
+
+/// A ``LoadProtocolOption`` given on the command line, kept in the configuration so that each loop sets it on
+/// its own copy of the protocol.
+package struct ProtocolOptionValue: Sendable, Equatable {
+    /// The option's flag.
+    package var flag: String
+    /// The value given.
+    package var value: String
+}
+
+extension LoadProtocol {
+    /// This protocol with the options `given` set, in order. Each value was set once already, on a copy,
+    /// when the command line was parsed (``ModeOptions/init(protocolOptions:of:)``), so none fails here.
+    func configured(by given: [ProtocolOptionValue]) -> Self {
+        var configured = self
+        for value in given {
+            try? Self.options.first { $0.flag == value.flag }?.apply(&configured, value.value)
+        }
+        return configured
+    }
+}
+
+extension ModeOptions {
+    /// The options a ``LoadProtocol`` declares, parsed into ``LoadConfig/protocolOptions`` after a trial on a
+    /// copy of `proto`, which turns a bad value into a command-line error.
+    init<P: LoadProtocol>(protocolOptions options: [LoadProtocolOption<P>], of proto: P) {
+        self.init(flags: options.map(\.flag), usage: options.map(\.usage).joined(separator: "\n")) {
+            flag, config, value throws(ArgumentError) in
+            guard let option = options.first(where: { $0.flag == flag }) else { return false }
+            let text = try value()
+            var trial = proto
+            do {
+                try option.apply(&trial, text)
+            } catch {
+                throw ArgumentError("\(flag): \(error)")
+            }
+            config.protocolOptions.append(ProtocolOptionValue(flag: flag, value: text))
+            return true
+        }
+    }
 }
 
 /// What the bytes received so far make: a reply, not yet one, or an error.

@@ -16,8 +16,25 @@ public enum LoadTestTool {
     /// not start, 99 a threshold failed).
     public static func main<P: LoadProtocol>(_ proto: P, arguments: [String] = Array(CommandLine.arguments.dropFirst()))
         -> Never {
-        let mode = LoadMode.requestResponse(name: proto.name, summary: "") { _ in proto }
-        exit(LoadTestMain.run(arguments, mode: mode))
+        exit(LoadTestMain.run(arguments, mode: mode(of: proto)))
+    }
+
+    /// The mode that runs `proto`: loadtest's request/response connections, and the protocol's own options
+    /// beside loadtest's (each flag must be one loadtest does not take: a programmer's error otherwise).
+    static func mode<P: LoadProtocol>(of proto: P) -> LoadMode {
+        var mode = LoadMode.requestResponse(name: proto.name, summary: "") { config in
+            proto.configured(by: config.protocolOptions)
+        }
+        guard !P.options.isEmpty else { return mode }
+        let taken = Set(CommandLineParser.commonOptionEntries.map(\.flag) + mode.options.flatMap(\.flags))
+            .union(CommandLineParser.aliases.keys).union(["--help", "--version"])
+        for option in P.options {
+            precondition(option.flag.hasPrefix("--") && !taken.contains(option.flag),
+                         "\(proto.name): the option \(option.flag) is not a free flag: loadtest takes it, or it "
+                            + "does not start with --")
+        }
+        mode.options.insert(ModeOptions(protocolOptions: P.options, of: proto), at: 0)
+        return mode
     }
 }
 
@@ -38,6 +55,10 @@ package enum LoadTestMain {
         switch command {
         case .help:
             LoadRunner.printLine(mode.map(CommandLineParser.usage(for:)) ?? CommandLineParser.usage)
+            return 0
+
+        case .modeHelp(let named):
+            LoadRunner.printLine(CommandLineParser.usage(of: named))
             return 0
 
         case .version:

@@ -133,9 +133,16 @@ package struct RunResult: Codable, Sendable, Equatable {
         }
     }
 
+    /// The version of the JSON report's schema (docs/loadtest-report.schema.json): raised only when a key is
+    /// removed or changes its meaning or unit; new keys may appear within a version.
+    package static let schemaVersion = 1
+
     /// Always `"loadtest"`.
     package var tool = "loadtest"
-    /// `echo`, `stream`, `connect`, `idle` or `http` (the demo reports as `echo`).
+    /// ``schemaVersion`` when written; nil in a report read back from a loadtest that wrote none.
+    package var schemaVersion: Int? = RunResult.schemaVersion
+    /// `echo`, `stream`, `connect`, `idle`, `http`, `udp`, `tcp` or `ws` (the demo reports as `echo`), or the
+    /// name of a ``LoadProtocol``.
     package var mode: String
     /// `host:port` (HTTP: with the path); merged results list every target, comma-separated.
     package var target: String
@@ -294,7 +301,7 @@ package struct RunResult: Codable, Sendable, Equatable {
     }
 
     enum CodingKeys: String, CodingKey {
-        case tool, mode, target, connections
+        case tool, schemaVersion = "schema_version", mode, target, connections
         case connectionsEstablished = "connections_established"
         case connectionsFailed = "connections_failed"
         case connectionsOpen = "connections_open"
@@ -333,11 +340,13 @@ package struct RunResult: Codable, Sendable, Equatable {
 
     // MARK: JSON
 
-    /// Pretty, key-sorted JSON.
+    /// Pretty, key-sorted JSON, of this build's schema version (whatever the results merged into it carried).
     package func jsonData() throws -> Data {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-        return try encoder.encode(self)
+        var current = self
+        current.schemaVersion = Self.schemaVersion
+        return try encoder.encode(current)
     }
 
     /// Reads a result written by ``jsonData()``.

@@ -12,6 +12,26 @@ struct MQTTPublish: LoadProtocol {
 
     var name: String { "mqtt" }
 
+    static var options: [LoadProtocolOption<Self>] {
+        [
+            LoadProtocolOption("--topic", value: "PREFIX",
+                               help: "connection N publishes to PREFIX/N (default loadtest)") { proto, text in
+                guard !text.isEmpty, !text.contains("#"), !text.contains("+") else {
+                    throw OptionValueError("a topic name without wildcards (# +), not '\(text)'")
+                }
+                proto.topic = text
+            },
+            LoadProtocolOption("--payload", value: "BYTES",
+                               help: "application message bytes per PUBLISH, 0 to 1048576 (default 64)") {
+                proto, text in
+                guard let bytes = Int(text), (0...(1 << 20)).contains(bytes) else {
+                    throw OptionValueError("takes 0 to 1048576 bytes, not '\(text)'")
+                }
+                proto.payload = bytes
+            },
+        ]
+    }
+
     func greeting(connection: Int) -> [UInt8]? {
         let clientID = Array("loadtest-\(connection)".utf8)
         var variable: [UInt8] = [0, 4] + Array("MQTT".utf8) + [4, 0x02, 0, 0]  // level 4, clean session, no keep-alive
@@ -64,4 +84,10 @@ struct MQTTPublish: LoadProtocol {
         } while value > 0
         return bytes
     }
+}
+
+/// What is wrong with an option's value, as `mqtt-load` says it.
+struct OptionValueError: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
 }

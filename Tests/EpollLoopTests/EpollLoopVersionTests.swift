@@ -7,9 +7,19 @@ import EpollLoop
 /// release cannot ship with the two apart.
 final class EpollLoopVersionTests: XCTestCase {
     func testTheVersionIsSemantic() {
-        let parts = EpollLoopVersion.current.split(separator: ".")
-        XCTAssertEqual(parts.count, 3, EpollLoopVersion.current)
-        XCTAssertTrue(parts.allSatisfy { UInt($0) != nil }, EpollLoopVersion.current)
+        let parts = EpollLoopVersion.release.split(separator: ".")
+        XCTAssertEqual(parts.count, 3, EpollLoopVersion.release)
+        XCTAssertTrue(parts.allSatisfy { UInt($0) != nil }, EpollLoopVersion.release)
+    }
+
+    /// A build that is not the release prints `X.Y.Z+dev`, so a report or a bug made with it cannot pass for one
+    /// made with the release.
+    func testABuildThatIsNotTheReleaseSaysSo() {
+        if EpollLoopVersion.isRelease {
+            XCTAssertEqual(EpollLoopVersion.current, EpollLoopVersion.release)
+        } else {
+            XCTAssertEqual(EpollLoopVersion.current, EpollLoopVersion.release + "+dev")
+        }
     }
 
     func testTheChangelogsNewestReleaseIsTheVersion() throws {
@@ -18,6 +28,6 @@ final class EpollLoopVersionTests: XCTestCase {
         // Keep a Changelog: "## [Unreleased]" first, then "## [1.2.3] - YYYY-MM-DD" for each release.
         let newest = text.split(separator: "\n").first { $0.hasPrefix("## [") && !$0.hasPrefix("## [Unreleased]") }
         let line = try XCTUnwrap(newest, "CHANGELOG.md names a release")
-        XCTAssertTrue(line.hasPrefix("## [\(EpollLoopVersion.current)] - "), "\(line) vs \(EpollLoopVersion.current)")
+        XCTAssertTrue(line.hasPrefix("## [\(EpollLoopVersion.release)] - "), "\(line) vs \(EpollLoopVersion.release)")
     }
 }

@@ -93,7 +93,7 @@ final class CommandLineParserTests: XCTestCase {
 
     func testHelpAndMerge() throws {
         XCTAssertEqual(try CommandLineParser.parse(["--help"]), .help)
-        XCTAssertEqual(try CommandLineParser.parse(["echo", "-h"]), .help)
+        XCTAssertEqual(try CommandLineParser.parse(["echo", "-h"]), .modeHelp(.echo))
         XCTAssertEqual(try CommandLineParser.parse(["--version"]), .version)
         XCTAssertEqual(try CommandLineParser.parse(["version"]), .version)
         XCTAssertEqual(try CommandLineParser.parse(["merge", "a.json", "b.json", "--json", "m.json"]),
