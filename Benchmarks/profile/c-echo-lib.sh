@@ -44,10 +44,11 @@ per_call() {
 }
 
 # `record_instructions NAME UNIT LINE COMMAND` records per_call's LINE as Benchmarks/results/NAME.json
-# (record-result.py): the instructions per UNIT, the operations counted, the server and the command.
+# (record-result.py, only with BENCH_RECORD=1): the instructions per UNIT, the operations counted, the server
+# and the command, marked as figures that do not depend on the machine's load.
 record_instructions() {
     local name=$1 unit=$2 line=$3 command=$4
-    python3 "$BENCH_DIR/record-result.py" "$name" --command "$command" --driver "${DRIVER_TEXT:-C loadgen}" \
+    python3 "$BENCH_DIR/record-result.py" "$name" --command "$command" --driver "${DRIVER_TEXT:-C loadgen}" --load-independent \
         --figure "server=$(basename "$SERVER")" --figure "unit=$unit" \
         --figure "instructions=$(cut -d' ' -f1 <<<"$line")" \
         --figure "operations=$(sed -n 's/.*(\([0-9]*\) .*/\1/p' <<<"$line")" >&2
