@@ -1,0 +1,176 @@
+#!/usr/bin/env python3
+"""Finds measured figures written by hand: in the pages (README.md, CHANGELOG.md, docs/*.md, the DocC catalogs)
+outside what render-docs.py renders, and in the --help texts (loadtest's command-line parser, the example
+servers' main.swift and Sources/ExampleSupport).
+
+    python3 Benchmarks/find-figures.py        # list them; exit 1 if there are any
+                                              # (render-docs.py --check runs the same check)
+
+A measured figure is a number beside a unit or word of measurement: µs or ns; a decimal number of ms; a
+number of instructions; a rate (/s, per second, a second); a decimal ratio (1.2x, 1.4 times); a percentage;
+bytes per connection or of RSS; a number right after a measured quantity ("per round trip 3,392", "(were
+3,470)"); a before → after pair; a decimal with two places (a ratio such as 0.83). Left alone: the rendered
+regions and inline figures (render-docs.py), fenced code blocks (commands and sample output), `code spans`
+(flags and their example values) and link targets, and the few lines ALLOWED lists: settings, defaults and
+limits that these patterns would otherwise take for measurements. Every check first runs SELF_TEST, the
+hand-written figures that this check exists for, and fails if one of them is not found.
+"""
+import glob
+import os
+import re
+import sys
+
+NUM = r"(?<![\w.,/^])[~≈]?\d[\d,]*(?:\.\d+)?"
+DECIMAL = r"(?<![\w.,/^])\d[\d,]*\.\d+(?![\d]|\.\d)"
+TWO_PLACES = r"(?<![\w.,/^])\d[\d,]*\.\d{2,}(?![\d]|\.[\d*])"
+# Not figures: versions, and thresholds, defaults and examples (a setting is not a measurement).
+VERSION = re.compile(r"(?:valgrind|Swift|OpenSSL|TLS|HTTP/|nginx/|redis-server|Linux|version|v)\s?$", re.I)
+SETTING = re.compile(r"(?:[<>=]|\bdefault\b[^)]*|\be\.g\.[^)]*|\bfor example\b[^)]*)$")
+MEASURED = [
+    (re.compile(NUM + r"\s?(?:µs|us|ns)\b"), "a time in µs or ns"),
+    (re.compile(DECIMAL + r"\s?ms\b"), "a time in ms"),
+    (re.compile(r"(?:p50|p90|p99(?:\.9+)?|median|mean|latency|lag)\s+(?:of\s+)?(?:about\s+)?" + NUM + r"\s?ms\b"),
+     "a latency"),
+    (re.compile(NUM + r"\s?(?:user-space\s+)?instructions?\b"), "instructions"),
+    (re.compile(NUM + r"\s?(?:k|M)?(?:\s?(?:req|requests|round trips|datagrams|messages|connections|responses|"
+                r"handshakes|wakeups|samples|MiB|MB|KiB))?(?:/s\b|\s(?:per|a) second\b)"), "a rate"),
+    (re.compile(DECIMAL + r"\s?(?:x|×)(?![\w])(?!\s*\d)"), "a ratio"),
+    (re.compile(DECIMAL + r"\s(?:times)\b"), "a ratio"),
+    (re.compile(NUM + r"\s?%"), "a percentage"),
+    (re.compile(NUM + r"(?:–\d[\d,]*)?\s?(?:B|bytes|KiB|MiB|kB|MB)\s(?:per\s(?:idle\s)?connection|of\sRSS|RSS)"),
+     "memory per connection"),
+    (re.compile(r"(?:round trip|connection|request|message|datagram|wakeup)s?\s+(?:about\s+)?"
+                r"\d[\d]*(?:,\d{3})+\b"), "a figure after a measured quantity"),
+    (re.compile(r"\((?:was|were)\s+" + NUM), "an earlier figure"),
+    (re.compile(NUM + r"\s?(?:→|->)\s?" + NUM), "a before → after pair"),
+    (re.compile(TWO_PLACES), "a two-place decimal"),
+]
+# Settings, defaults and limits that the patterns above would take for measurements: (path, text on the line).
+ALLOWED = [
+    ("CHANGELOG.md", "within the 50 µs slack"),                     # --pacing-slack's default
+    ("docs/observability.md", "at most 12.5%"),                     # the histogram's bucket width, by design
+    ("docs/observability.md", "buckets from 10 µs"),                # the Prometheus bucket bounds
+    ("docs/observability.md", "from 10 µs to 10 s"),                # the same, in the metrics table
+    ("docs/observability.md", "8 per power of two from 8 ns"),      # the histogram's first bucket
+    ("docs/observability.md", "about 90 samples a second"),         # the lag probe's default period, 10 ms
+    ("docs/observability.md", "about 90 wakeups a second"),         # the same
+    ("docs/architecture.md", "16 to 32 B per connection"),          # two references' worth, by construction
+    ("docs/quick-start-load-testing.md", "oha: 1,000 requests per second"),  # what a flag's value means
+    ("docs/benchmarks.md", "growth below 1%"),                      # the soak's pass mark
+    ("docs/benchmarks.md", "RSS grew less than 1%"),                # the same
+    ("docs/loadtest.md", "HdrHistogram's view: 90 %, 99 %, 99.9 %"),  # the percentile axis's labels
+    ("docs/loadtest.md", "(100 % when none completed)"),            # what a threshold's metric means
+    ("docs/loadtest.md", "bounds from 10 µs to 10 s"),              # the Prometheus bucket bounds
+    ("docs/quick-start-load-testing.md", "more than 5 %"),          # the rate-shortfall warning's threshold
+    ("docs/loadtest.md", "more than 5 %"),                          # the same
+]
+# The hand-written figures this check exists for: each must be found.
+SELF_TEST = [
+    "Instructions per echo round trip 3,392 (were 3,470), per async round trip 4,926 (4,972), per churned "
+    "connection 9,719 (9,716).",
+    "the echo server spends 3,412 instructions per round trip",
+    "| off | 3,467 and 3,463 |\n\n+72 instructions, +2.1%, under callgrind",
+    "the C server does 82.3k/s at 100 connections",
+    "loadgen drives 8,977/s against it",
+    "one loadtest loop is held to at least 90 % of the C reference",
+    "the recorded run shows a ratio of 0.83",
+    "a 64 B echoed message costs the client about 910 user-space instructions, and its CPU time is 1.22x echo's",
+    "`echo-server` holds 397–403 B per idle connection",
+    "latency p50 1.14 ms, p99 7.4 ms",
+    "| echo-server | unread | 7.2 MiB | 19.6 → 20.7 → 20.7 | 0.21 / 0.33 / 0.81 |",
+]
+
+
+def pages(root):
+    """The pages whose figures come from the results: the README, the CHANGELOG, docs/ and the DocC catalogs."""
+    found = [os.path.join(root, "README.md"), os.path.join(root, "CHANGELOG.md")]
+    found += sorted(glob.glob(os.path.join(root, "docs", "*.md")))
+    found += sorted(glob.glob(os.path.join(root, "Sources", "*", "*.docc", "**", "*.md"), recursive=True))
+    return [path for path in found if os.path.exists(path)]
+
+
+def help_sources(root):
+    """The Swift files that hold --help texts."""
+    found = sorted(glob.glob(os.path.join(root, "Sources", "LoadTest", "CommandLineParser*.swift")))
+    found += sorted(glob.glob(os.path.join(root, "Sources", "*", "main.swift")))
+    found += sorted(glob.glob(os.path.join(root, "Sources", "ExampleSupport", "*.swift")))
+    return found
+
+
+def blank(match):
+    """A match replaced by as many newlines as it spans, so that line numbers stay."""
+    return "\n" * match.group(0).count("\n")
+
+
+def prose(markdown):
+    """The text of a page that a person reads as prose and tables, with everything rendered taken out."""
+    text = re.sub(r"<!-- BEGIN generated: [\w-]+ -->.*?<!-- END generated -->", blank, markdown, flags=re.S)
+    text = re.sub(r"<!-- fig:.*?<!-- /fig -->", blank, text, flags=re.S)
+    text = re.sub(r"^(```|~~~).*?^\1[ \t]*$", blank, text, flags=re.S | re.M)
+    text = re.sub(r"<!--.*?-->", blank, text, flags=re.S)
+    text = re.sub(r"`(?:[^`\n]|\n(?![ \t]*\n))*`", lambda m: "``" + "\n" * m.group(0).count("\n"), text)
+    return re.sub(r"\]\([^)\s]*\)", "]()", text)
+
+
+def swift_strings(source):
+    """The string literals of a Swift file (multi-line ones too), at their lines; the rest blanked."""
+    out = []
+    for match in re.finditer(r'"""(.*?)"""|"((?:[^"\\\n]|\\.)*)"', source, re.S):
+        body = match.group(1) if match.group(1) is not None else match.group(2)
+        line = source.count("\n", 0, match.start())
+        out.append((line, body))
+    text = [""] * (source.count("\n") + 1)
+    for line, body in out:
+        for i, part in enumerate(body.split("\n")):
+            text[line + i] += " " + part
+    return "\n".join(text)
+
+
+def scan(text, path="", allowed=()):
+    """(line number, figure, what it is, the line) for each hand-written measured figure in text."""
+    found = []
+    for number, line in enumerate(text.split("\n"), 1):
+        if any(path == page and snippet in line for page, snippet in allowed):
+            continue
+        taken = []
+        for pattern, what in MEASURED:
+            for match in pattern.finditer(line):
+                before = line[:match.start()]
+                if VERSION.search(before) or SETTING.search(before[before.rfind("(") + 1:] if "(" in before else before[-12:]) \
+                        or any(a <= match.start() < b for a, b in taken):
+                    continue
+                taken.append(match.span())
+                found.append((number, match.group(0), what, line.strip()))
+    return found
+
+
+def self_test():
+    """The SELF_TEST sentences each hold a figure the check finds."""
+    return [case for case in SELF_TEST if not scan(prose(case))]
+
+
+def check(root):
+    """One line per hand-written measured figure (and per SELF_TEST case the check misses)."""
+    problems = [f"find-figures.py: the check misses a known hand-written figure: {case!r}" for case in self_test()]
+    for path in pages(root):
+        page = os.path.relpath(path, root)
+        for number, figure, what, line in scan(prose(open(path).read()), page, ALLOWED):
+            problems.append(f"{page}:{number}: {what} written by hand, {figure!r}: render it from "
+                            f"Benchmarks/results (<!-- fig:... -->), link to the table, or drop it: {line[:120]}")
+    for path in help_sources(root):
+        page = os.path.relpath(path, root)
+        for number, figure, what, line in scan(swift_strings(open(path).read()), page, ALLOWED):
+            problems.append(f"{page}:{number}: {what} in a --help text, {figure!r}: a measured figure does not "
+                            f"belong in --help (link to docs/benchmarks.md): {line[:120]}")
+    return problems
+
+
+def main():
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    problems = check(root)
+    print("\n".join(problems) if problems else "find-figures.py: no hand-written measured figure")
+    sys.exit(1 if problems else 0)
+
+
+if __name__ == "__main__":
+    main()
