@@ -157,7 +157,7 @@ def render_machine(results):
     for result in results.values():
         m = result["machine"]
         machines.setdefault((m["cpu"], m["nproc"], m["kernel"]), []).append(result)
-    lines = ["| CPU | cores (`nproc`) | kernel | runs |", "| --- | ---: | --- | ---: |"]
+    lines = ["| CPU | cores (`nproc`) | kernel | runs shown |", "| --- | ---: | --- | ---: |"]
     for (cpu, nproc, kernel), runs in sorted(machines.items()):
         lines.append(f"| {cpu} | {nproc} | {kernel} | {len(runs)} |")
     toolchains = sorted({r["figures"].get("swift") for r in results.values() if r["figures"].get("swift")})
