@@ -7,6 +7,8 @@ c_echo_setup() {
     BENCH_DIR="$(cd "$HERE/.." && pwd)"
     ROOT_DIR="$(cd "$BENCH_DIR/.." && pwd)"
     C_BIN="${C_REF_DIR:-$BENCH_DIR/c-reference}"
+    # The load before the run adds its own, for record-result.py (as bench-lib.sh sets it).
+    export BENCH_LOADAVG_START="${BENCH_LOADAVG_START:-$(cut -d' ' -f1-3 /proc/loadavg)}"
     TMP="$(mktemp -d "/tmp/$name.XXXXXX")"
     trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$TMP"' EXIT
     make -s -C "$C_BIN" "$@" >/dev/null
@@ -58,6 +60,7 @@ record_instructions() {
 command_text() {
     local script=$1; shift
     local env_text="" v
+    [ -z "${RESULT_NAME:-}" ] || env_text="RESULT_NAME=$RESULT_NAME "
     for v in "$@"; do env_text+="$v "; done
     echo "${env_text}Benchmarks/profile/$script $(realpath -s --relative-to="$ROOT_DIR" "$SERVER" 2>/dev/null || echo "$SERVER")${SERVER_ARGS[*]+ ${SERVER_ARGS[*]}}"
 }
