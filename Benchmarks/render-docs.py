@@ -57,15 +57,20 @@ finder = load_module("find_figures", "find-figures.py")
 REFUSED = {}
 
 
+def start_load(result):
+    """The load averages when a run started, as recorded (compare.sh and tls-compare.sh kept them among the
+    figures before record-result.py took them), or None."""
+    return result["machine"].get("loadavg_at_start") or result["figures"].get("loadavg_start")
+
+
 def load_of(result):
     """The load average a run is judged by, and where it comes from: the 1-minute figure when the run started
     (the work already on the machine, before the run adds its own), else, for runs that did not record it,
     the 15-minute figure when it ended (mostly what ran before a run of minutes)."""
-    m = result["machine"]
-    start = m.get("loadavg_at_start") or result["figures"].get("loadavg_start")
+    start = start_load(result)
     if start:
         return float(start.split()[0]), "when it started"
-    end = (m.get("loadavg_at_end") or "").split()
+    end = (result["machine"].get("loadavg_at_end") or "").split()
     if len(end) >= 3:
         return float(end[2]), "over the 15 minutes before it ended (the load when it started was not recorded)"
     return None, "not recorded"
@@ -130,9 +135,7 @@ def missing(command, *names):
 
 def load_text(result):
     """The machine's load around a run: at its start (or "not recorded") and at its end."""
-    m = result["machine"]
-    start = m.get("loadavg_at_start") or result["figures"].get("loadavg_start")
-    end = m.get("loadavg_at_end")
+    start, end = start_load(result), result["machine"].get("loadavg_at_end")
     text = f"load average {start.split()[0]} at the start" if start else "load average at the start not recorded"
     return text + (f", {end.split()[0]} at the end" if end else "")
 
@@ -413,7 +416,7 @@ def plural(n, word):
 
 def load_warning(result):
     """A sentence for a wall-clock run made on a machine busier than its cores: its microseconds swing."""
-    loads = [result["machine"].get("loadavg_at_end"), result["figures"].get("loadavg_start")]
+    loads = [result["machine"].get("loadavg_at_end"), start_load(result)]
     loads = [float(text.split()[0]) for text in loads if text]
     cores = result["machine"].get("nproc") or 1
     if not loads or max(loads) <= cores:
