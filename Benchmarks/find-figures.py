@@ -47,6 +47,13 @@ MEASURED = [
                 + NUM + r"\s+to\s+(?:about\s+)?" + NUM), "a before → after pair"),
     (re.compile(TWO_PLACES), "a two-place decimal"),
 ]
+# A table whose header names one of these measures holds measured figures in its numeric cells.
+TABLE_MEASURE = re.compile(r"instructions|µs|\bms\b|/s\b|per second|\bCPU\b|\bRSS\b|latency|\bp50\b|\bp99\b|"
+                           r"ratio|÷|utilisation|busy\b|system calls|round trips|requests/s", re.I)
+FIGURE_CELL = re.compile(r"^[~≈]?\d[\d,]*(?:\.\d+)?(?:\s?(?:µs|ms|s|%|B|KiB|MiB|x|/s))?"
+                         r"(?:\s*(?:and|/|→|,)\s*[~≈]?\d[\d,]*(?:\.\d+)?(?:\s?(?:µs|ms|s|%|B|KiB|MiB))?)*$")
+
+
 # A whole number of one or two significant digits (50 µs, 10,000/s) is a setting where these kinds are concerned:
 # a slack, a rate asked for. A measured time or rate has more digits, or a decimal point.
 ROUND_IS_SETTING = {"a time in µs or ns", "a rate"}
@@ -84,6 +91,8 @@ SELF_TEST = [
     "latency p50 1.14 ms, p99 7.4 ms",
     "user-space instructions per request against redis-server fall from 5,143 to\n3,343 at pipeline 1",
     "| echo-server | unread | 7.2 MiB | 19.6 → 20.7 → 20.7 | 0.21 / 0.33 / 0.81 |",
+    "the echo server spends about 3,465 instructions per round trip",
+    "| Setting | instructions: `loadtest echo` | `loadtest ws` |\n| --- | ---: | ---: |\n| 64 B | 732 | 927 |",
 ]
 
 
@@ -132,13 +141,33 @@ def swift_strings(source):
     return "\n".join(text)
 
 
+def measured_table_cells(lines):
+    """(line number, cell) for the numeric cells of tables whose header names a measure: a figure there needs
+    no unit beside it to be one."""
+    found, measuring = [], False
+    for number, line in enumerate(lines, 1):
+        if not line.startswith("|"):
+            measuring = False
+            continue
+        if number < len(lines) and re.match(r"\|\s*:?-{3}", lines[number]):
+            measuring = bool(TABLE_MEASURE.search(line))
+            continue
+        if measuring and not re.match(r"\|\s*:?-{3}", line):
+            found += [(number, cell.strip()) for cell in line.strip("|").split("|") if FIGURE_CELL.match(cell.strip())]
+    return found
+
+
 def scan(text, path="", allowed=()):
     """(line number, figure, what it is, the line) for each hand-written measured figure in text."""
     found = []
     lines = text.split("\n")
+    cells = {}
+    for number, cell in measured_table_cells(lines):
+        cells.setdefault(number, []).append(cell)
     for number, line in enumerate(lines, 1):
         if any(path == page and snippet in line for page, snippet in allowed):
             continue
+        found += [(number, cell, "a figure in a table of measurements", line.strip()) for cell in cells.get(number, [])]
         # The next line too, for a figure that a line break splits; only matches that start on this line count.
         joined = line + " " + (lines[number] if number < len(lines) else "")
         taken = []
