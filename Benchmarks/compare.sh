@@ -31,7 +31,7 @@
 #   --build-only       build everything, measure nothing
 #   --no-nginx         leave nginx out even if installed
 #   --no-nio           leave the SwiftNIO peers out (and do not build the Benchmarks package)
-#   --record NAME      record the medians as Benchmarks/results/NAME.json (default servers-DRIVER)
+#   --record NAME      with BENCH_RECORD=1, record the medians as Benchmarks/results/NAME.json (default servers-DRIVER)
 #   --no-record        record nothing (a trial run)
 #   --driver D         loadtest (default) or loadgen (the C load generator; it speaks no HTTP, so the http
 #                      scenario is left out; its pingpong/stream/churn/idle modes drive the other scenarios)

@@ -43,7 +43,7 @@
 #   --out DIR          where raw results go (default /tmp/tls-compare-YYYYmmdd-HHMMSS)
 #   --no-build         use the binaries already built
 #   --report DIR       only print the tables of an earlier run's DIR
-#   --record NAME      record the run as Benchmarks/results/NAME.json (default tls-servers)
+#   --record NAME      with BENCH_RECORD=1, record the run as Benchmarks/results/NAME.json (default tls-servers)
 #   --no-record        record nothing (a trial run)
 #
 # Needs nginx, wrk, openssl, gdb (malloc figures; skipped without it) and python3. Everything listens on
