@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Finds measured figures written by hand: in the pages (README.md, CHANGELOG.md, docs/*.md, the DocC catalogs)
-outside what render-docs.py renders, and in the --help texts (loadtest's command-line parser, the example
-servers' main.swift and Sources/ExampleSupport).
+outside what render-docs.py renders, and in the --help texts (loadtest's command-line parser and its modes'
+options, the example servers' main.swift and Sources/ExampleSupport).
 
     python3 Benchmarks/find-figures.py        # list them; exit 1 if there are any
                                               # (render-docs.py --check runs the same check)
@@ -107,6 +107,7 @@ def pages(root):
 def help_sources(root):
     """The Swift files that hold --help texts."""
     found = sorted(glob.glob(os.path.join(root, "Sources", "LoadTest", "CommandLineParser*.swift")))
+    found += sorted(glob.glob(os.path.join(root, "Sources", "LoadTest", "Modes", "*.swift")))  # each mode's options
     found += sorted(glob.glob(os.path.join(root, "Sources", "*", "main.swift")))
     found += sorted(glob.glob(os.path.join(root, "Sources", "ExampleSupport", "*.swift")))
     return found
