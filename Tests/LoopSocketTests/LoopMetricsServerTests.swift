@@ -251,6 +251,24 @@ final class LoopMetricsServerTests: SocketTestCase {
         XCTAssertEqual(server.counters.headTimeouts, 0)
     }
 
+    /// A peer that stops reading loses its connection once a response has waited the send timeout: the
+    /// page here is far larger than the two sockets' buffers. The test waits for the server's count (a
+    /// bounded wait on a condition), then reads what was sent and the end of the stream.
+    func testAResponseTheReaderDoesNotTakeInTimeClosesTheConnection() throws {
+        let server = try LoopMetricsServer(port: 0, loop: loop, configuration: .init(sendTimeout: .milliseconds(200))) {
+            String(repeating: "x", count: 8 << 20)
+        }
+        defer { server.close() }
+        let peer = try RawSocket(connectTo: "127.0.0.1", port: server.port, receiveBufferSize: 4096)
+        try peer.send("GET /metrics HTTP/1.1\r\n\r\n")
+        let deadline = ContinuousClock.now + .seconds(10)
+        while server.counters.sendTimeouts == 0 && ContinuousClock.now < deadline { usleep(1000) }
+        XCTAssertEqual(server.counters.sendTimeouts, 1)
+        let (received, _) = try peer.receiveToEnd()
+        XCTAssertLessThan(received.count, 8 << 20, "the page was cut short")
+        XCTAssertEqual(server.counters.connectionsOpen, 0)
+    }
+
     func testAConnectionIsClosedAfterItsLastAllowedRequest() throws {
         let server = try LoopMetricsServer(group: group, port: 0, loop: loop,
                                            configuration: .init(maxRequestsPerConnection: 3))
