@@ -11,16 +11,17 @@
 # echo-server runs on core 0 with one loop and `--metrics` (the endpoint on its own loop and thread, on the
 # same core); loadtest runs on core 1 with one loop, CONNS connections at RATE round trips a second (open loop,
 # latency from the intended send time), a 1 s warm-up and a DURATION window; the scraper, when on, runs on
-# core 1 too, for the whole run. Rounds alternate quiet and hostile runs against one server. Per run it prints
-# the data plane's p50, p99 and max, the rate achieved, the server's CPU per round trip (all its threads), the
-# CPU time of the endpoint's own thread (`metrics-0`) over the run, and what the scraper got and spent; then
-# the medians over the rounds, the ratio of the hostile p99 to the quiet one (the goal: within 10%), and the
-# endpoint's own counters (`loop_metrics_server_*`) as the server saw the attack.
-# Passing an older ECHO_SERVER shows what the same attack did before the endpoint was bounded.
+# core SCRAPER_CPU (1, beside loadtest: a machine with more cores can keep it off both) for the whole run.
+# Rounds alternate quiet and hostile runs against one server. Per run it prints the data plane's p50, p99 and
+# max, the rate achieved, the server's CPU per round trip (all its threads), the CPU time of the endpoint's own
+# thread (`metrics-0`) over the run, and what the scraper got and spent; then the medians over the rounds, the
+# ratio of the hostile p99 to the quiet one (the goal: within 10%), and the endpoint's own counters
+# (`loop_metrics_server_*`) as the server saw the attack. Passing an older ECHO_SERVER shows what the same
+# attack did before the endpoint was bounded.
 #
 # Environment: ROUNDS (3), DURATION (10), CONNS (50), RATE (10k), FLOOD (8 flooding connections), IDLE (1000
-# idle connections). Loopback only; every process it starts is pinned, bounded by `timeout`, and killed by its
-# pid at exit (Benchmarks/bench-lib.sh).
+# idle connections), SCRAPER_CPU (1). Loopback only; every process it starts is pinned, bounded by `timeout`,
+# and killed by its pid at exit (Benchmarks/bench-lib.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ $# -le 2 ] || { echo "usage: $0 [LOADTEST [ECHO_SERVER]]" >&2; exit 2; }
@@ -28,7 +29,7 @@ if [ $# -eq 0 ]; then swift build -c release --product loadtest >/dev/null; fi
 if [ $# -le 1 ]; then swift build -c release --product echo-server >/dev/null; fi
 LOADTEST=$(realpath "${1:-.build/release/loadtest}"); SERVER=$(realpath "${2:-.build/release/echo-server}")
 ROUNDS=${ROUNDS:-3}; DURATION=${DURATION:-10}; CONNS=${CONNS:-50}; RATE=${RATE:-10k}
-FLOOD=${FLOOD:-8}; IDLE=${IDLE:-1000}
+FLOOD=${FLOOD:-8}; IDLE=${IDLE:-1000}; SCRAPER_CPU=${SCRAPER_CPU:-1}
 TMP=$(mktemp -d /tmp/metrics-scraper.XXXXXX)
 BENCH_NAME=metrics-scraper.sh
 # shellcheck source=bench-lib.sh
@@ -61,7 +62,7 @@ run() {  # round case
     local json="$TMP/$1-$2.json" scraper_pid="" report="$TMP/$1-$2.scraper"
     rm -f "$json" "$report"
     if [ "$2" = hostile ]; then
-        timeout $((DURATION + 30)) taskset -c 1 python3 Benchmarks/metrics-scraper.py --port "$METRICS_PORT" \
+        timeout $((DURATION + 30)) taskset -c "$SCRAPER_CPU" python3 Benchmarks/metrics-scraper.py --port "$METRICS_PORT" \
             --seconds $((DURATION + 2)) --flood "$FLOOD" --idle "$IDLE" --report "$report" >"$TMP/scraper.log" 2>&1 &
         scraper_pid=$!
         STARTED_PIDS+=("$scraper_pid")
