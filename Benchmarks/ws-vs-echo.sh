@@ -15,8 +15,8 @@
 #     COUNT=instructions SIZE=1024 Benchmarks/ws-vs-echo.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
-# The load before the run adds its own, for record-result.py (as bench-lib.sh sets it).
-export BENCH_LOADAVG_START="${BENCH_LOADAVG_START:-$(cut -d' ' -f1-3 /proc/loadavg)}"
+# shellcheck source=bench-lib.sh
+source Benchmarks/bench-lib.sh  # for BENCH_LOADAVG_START, the load before the run adds its own
 SIZE=${SIZE:-64} CONNECTIONS=${CONNECTIONS:-100} PIPELINE=${PIPELINE:-1} DURATION=${DURATION:-5} ROUNDS=${ROUNDS:-3}
 PORT=${PORT:-19500} COUNT=${COUNT:-time} SHORT=${SHORT:-2} LONG=${LONG:-5}
 C=Benchmarks/c-reference
