@@ -16,8 +16,8 @@
 # and python3. Loopback only.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-# The load before the run adds its own, for record-result.py (as bench-lib.sh sets it).
-export BENCH_LOADAVG_START="${BENCH_LOADAVG_START:-$(cut -d' ' -f1-3 /proc/loadavg)}"
+# shellcheck source=bench-lib.sh
+source Benchmarks/bench-lib.sh  # for BENCH_LOADAVG_START, the load before the run adds its own
 minutes="${SOAK_MINUTES:-30}"
 out="${SOAK_OUT:-.build/soak}"
 for product in echo-server async-echo-server http-hello udp-echo-server loadtest; do

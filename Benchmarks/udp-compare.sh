@@ -11,8 +11,8 @@
 # NIO_UDP_ECHO_SERVER); builds the C reference (Benchmarks/c-reference, or C_ECHO) with make.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-# The load before the run adds its own, for record-result.py (as bench-lib.sh sets it).
-export BENCH_LOADAVG_START="${BENCH_LOADAVG_START:-$(cut -d' ' -f1-3 /proc/loadavg)}"
+# shellcheck source=bench-lib.sh
+source Benchmarks/bench-lib.sh  # for BENCH_LOADAVG_START, the load before the run adds its own
 COMMAND="Benchmarks/udp-compare.sh $*"
 STARTED=$(date -u +%Y-%m-%dT%H:%M:%SZ)
 SECS=${1:-5}; shift || true
@@ -24,8 +24,6 @@ NIO_SERVER=${NIO_UDP_ECHO_SERVER:-Benchmarks/.build/release/nio-udp-echo-server}
 ROUNDS=${ROUNDS:-3}
 RESULTS=$(mktemp /tmp/udp-compare-results.XXXXXX)
 TICK=$(getconf CLK_TCK)
-
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 
 run_one() {  # name flows command...
     local name=$1 flows=$2; shift 2

@@ -7,13 +7,16 @@
 #
 # COUNT=instructions counts the clients' user-space instructions per message instead (valgrind's callgrind;
 # the difference of a SHORT and a LONG run, so start-up cancels): the same on a busy machine as on a quiet
-# one, where wall-clock CPU time is not. One round; the kernel's share, the same for both, is not in it.
+# one, where wall-clock CPU time is not. One round; the kernel's share, the same for both, is not in it. With
+# BENCH_RECORD=1 the counts are recorded as Benchmarks/results/instructions-message-ws-vs-echo-SIZE.json.
 #
 #     Benchmarks/ws-vs-echo.sh                         # 64 B, 100 connections, pipeline 1, 3 rounds of 5 s
 #     SIZE=1024 CONNECTIONS=10 PIPELINE=4 Benchmarks/ws-vs-echo.sh
 #     COUNT=instructions SIZE=1024 Benchmarks/ws-vs-echo.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=bench-lib.sh
+source Benchmarks/bench-lib.sh  # for BENCH_LOADAVG_START, the load before the run adds its own
 SIZE=${SIZE:-64} CONNECTIONS=${CONNECTIONS:-100} PIPELINE=${PIPELINE:-1} DURATION=${DURATION:-5} ROUNDS=${ROUNDS:-3}
 PORT=${PORT:-19500} COUNT=${COUNT:-time} SHORT=${SHORT:-2} LONG=${LONG:-5}
 C=Benchmarks/c-reference
@@ -55,11 +58,19 @@ PY
         read -r i2 n2 < <(counted "$mode" "$LONG")
         echo "$mode $(( (i2 - i1) / (n2 - n1) ))"
     done | tee /dev/stderr | python3 -c '
-import sys
+import importlib.util, sys
 by = dict((f[0], int(f[1])) for f in (line.split() for line in sys.stdin))
 e, w = by["echo"], by["ws"]
 print(f"instructions per message: echo {e:,}, ws {w:,}: ws/echo {w / e:.2f}x")
-'
+# Recorded (with BENCH_RECORD=1) as Benchmarks/results/instructions-message-ws-vs-echo-SIZE.json.
+spec = importlib.util.spec_from_file_location("record_result", "Benchmarks/record-result.py")
+recorder = importlib.util.module_from_spec(spec); spec.loader.exec_module(recorder)
+size, connections, pipeline, command = sys.argv[1:]
+print("recorded", recorder.record(f"instructions-message-ws-vs-echo-{size}", command, {
+    "echo": e, "ws": w, "size": int(size), "connections": int(connections), "pipeline": int(pipeline)},
+    driver="loadtest echo and loadtest ws (one loop) under callgrind, against the C echo_server and ws_echo_server",
+    load_independent=True))
+' "$SIZE" "$CONNECTIONS" "$PIPELINE" "COUNT=instructions$([ "$SIZE" = 64 ] || echo " SIZE=$SIZE") Benchmarks/ws-vs-echo.sh"
     exit 0
 fi
 

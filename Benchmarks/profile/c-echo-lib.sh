@@ -7,8 +7,8 @@ c_echo_setup() {
     BENCH_DIR="$(cd "$HERE/.." && pwd)"
     ROOT_DIR="$(cd "$BENCH_DIR/.." && pwd)"
     C_BIN="${C_REF_DIR:-$BENCH_DIR/c-reference}"
-    # The load before the run adds its own, for record-result.py (as bench-lib.sh sets it).
-    export BENCH_LOADAVG_START="${BENCH_LOADAVG_START:-$(cut -d' ' -f1-3 /proc/loadavg)}"
+    # shellcheck source=../bench-lib.sh
+    source "$BENCH_DIR/bench-lib.sh"  # for BENCH_LOADAVG_START, the load before the run adds its own
     TMP="$(mktemp -d "/tmp/$name.XXXXXX")"
     trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$TMP"' EXIT
     make -s -C "$C_BIN" "$@" >/dev/null
