@@ -1,6 +1,12 @@
 # bench-lib.sh: helpers shared by compare.sh and tls-compare.sh (sourced, not run). The caller sets TMP (a
 # scratch dir removed at exit) before `trap cleanup EXIT`, and the script name in BENCH_NAME for messages.
 #
+# Recording: a script's run is written to Benchmarks/results only with BENCH_RECORD=1 (record-result.py decides,
+# for every script), so that measuring leaves a clone clean. The load averages when the script started are
+# kept in BENCH_LOADAVG_START (exported, for record-result.py): the work already on the machine, before the
+# run adds its own; render-docs.py does not use a wall-clock run that started above the machine's core count.
+export BENCH_LOADAVG_START="${BENCH_LOADAVG_START:-$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null)}"
+#
 # Every process a script starts goes into STARTED_PIDS and is killed by its pid at exit; servers run pinned
 # to core 0 and listen on 127.0.0.1 only.
 

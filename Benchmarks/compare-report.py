@@ -311,6 +311,14 @@ def summary_from_record(figures):
     return summary
 
 
+def svg_title(summary):
+    """What the chart's bars measure: server CPU per operation, and idle memory when the run has that row."""
+    units = {entry["unit"] for entry in summary.values()}
+    cpu = "Server CPU per operation" if any(u.startswith("µs") for u in units) else ""
+    memory = "bytes of RSS per idle connection" if "B/conn" in units else ""
+    return " and ".join(t for t in (cpu, memory) if t) or "Server cost per operation"
+
+
 def svg(summary, meta):
     scenarios = [s for s, _ in SCENARIOS if any(k[0] == s for k in summary)]
     columns, panel_w, bar_h, gap, label_w = 3, 420, 20, 6, 150
@@ -331,8 +339,8 @@ def svg(summary, meta):
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}" '
            f'font-family="Helvetica, Arial, sans-serif" font-size="12">',
            f'<rect width="{width}" height="{height}" fill="#ffffff"/>',
-           f'<text x="10" y="22" font-size="16" font-weight="bold">Server CPU per operation, one loop on one core '
-           f'(median of {meta.get("rounds", "?")} round(s); shorter is better)</text>',
+           f'<text x="10" y="22" font-size="16" font-weight="bold">{escape(svg_title(summary))}, one loop on one core '
+           f'(medians over the rounds; shorter is better)</text>',
            f'<text x="10" y="42" fill="#555">{escape(meta.get("date", ""))} · {escape(meta.get("cpu", ""))} · '
            f'{escape(meta.get("kernel", ""))} · server on core 0, {escape(driver_text(meta))} on core 1, '
            f'{meta.get("duration_s", "?")} s windows</text>']

@@ -10,7 +10,7 @@
 # load generator (Benchmarks/c-reference/loadgen, built with the C servers) instead of loadtest, measured
 # the same way (server on core 0, loadgen on core 1, server CPU from /proc/PID/stat over loadgen's window).
 # The machine is noisy: servers alternate within each round and the table shows the median over rounds;
-# compare ratios. The medians (and every round's figure) are recorded as Benchmarks/results/NAME.json
+# compare ratios. The medians (and every round's figure) are recorded, with BENCH_RECORD=1, as Benchmarks/results/NAME.json
 # (servers-loadtest or servers-loadgen unless --record NAME), which docs/benchmarks.md is rendered from.
 #
 #     Benchmarks/compare.sh                 # full run: 10 s windows, 3 rounds (about 20 minutes)
@@ -31,7 +31,7 @@
 #   --build-only       build everything, measure nothing
 #   --no-nginx         leave nginx out even if installed
 #   --no-nio           leave the SwiftNIO peers out (and do not build the Benchmarks package)
-#   --record NAME      record the medians as Benchmarks/results/NAME.json (default servers-DRIVER)
+#   --record NAME      with BENCH_RECORD=1, record the medians as Benchmarks/results/NAME.json (default servers-DRIVER)
 #   --no-record        record nothing (a trial run)
 #   --driver D         loadtest (default) or loadgen (the C load generator; it speaks no HTTP, so the http
 #                      scenario is left out; its pingpong/stream/churn/idle modes drive the other scenarios)

@@ -11,6 +11,8 @@
 # (Benchmarks/c-reference, or C_ECHO) with make. Both generators warm up for 1 s before their window.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# The load before the run adds its own, for record-result.py (as bench-lib.sh sets it).
+export BENCH_LOADAVG_START="${BENCH_LOADAVG_START:-$(cut -d' ' -f1-3 /proc/loadavg)}"
 COMMAND="Benchmarks/loadtest-vs-loadgen.sh $*"
 STARTED=$(date -u +%Y-%m-%dT%H:%M:%SZ)
 SECS=${1:-4}; shift || true

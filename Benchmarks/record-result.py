@@ -4,13 +4,17 @@
     python3 Benchmarks/record-result.py NAME --command "Benchmarks/..." [--driver TEXT] [--note TEXT] \\
         [--figure KEY=VALUE ...] [--figures-json FILE]
 
-The benchmark scripts call it when a run ends; docs/benchmarks.md is rendered from these files
-(Benchmarks/render-docs.py), so a figure in the docs is always one recorded run's. Next to the figures it
+The benchmark scripts call it when a run ends, and it writes only when asked: with BENCH_RECORD=1 in the
+environment (or RESULTS_DIR set), so that measuring leaves a clone clean. The docs are rendered from these
+files (Benchmarks/render-docs.py), so a figure in the docs is always one recorded run's. Next to the figures it
 stores the date (UTC), the commit and whether Sources/ had uncommitted changes, the machine (nproc, CPU model,
-kernel, the load average when the run ended) and the command. VALUEs that parse as numbers are stored as
-numbers. RESULTS_DIR (default: Benchmarks/results) changes where the file goes; BENCH_NOTE, when set, is
-stored as the run's note (what a reader of its table must know, such as a peer left out and why) unless
---note gives one.
+kernel, the load average when the run started and when it ended) and the command. The load at the start is
+BENCH_LOADAVG_START (bench-lib.sh sets it when a script sources it), else --loadavg-start; without either it
+is not recorded, and render-docs.py then judges the run by its load at the end. --load-independent marks
+figures that the machine's load does not change (callgrind's instruction counts), which render-docs.py uses
+whatever the load was. VALUEs that parse as numbers are stored as numbers. RESULTS_DIR (default:
+Benchmarks/results) changes where the file goes; BENCH_NOTE, when set, is stored as the run's note (what a
+reader of its table must know, such as a peer left out and why) unless --note gives one.
 """
 import argparse
 import datetime
@@ -40,13 +44,23 @@ def cpu_model():
     return platform.processor() or "unknown"
 
 
-def machine():
+def loadavg():
+    """The 1, 5 and 15 minute load averages, as /proc/loadavg gives them."""
     try:
-        loadavg = " ".join(open("/proc/loadavg").read().split()[:3])
+        return " ".join(open("/proc/loadavg").read().split()[:3])
     except OSError:
-        loadavg = None
+        return None
+
+
+def machine(loadavg_start=None):
     return {"nproc": os.cpu_count(), "cpu": cpu_model(), "kernel": f"{platform.system()} {platform.release()}",
-            "loadavg_at_end": loadavg}
+            "loadavg_at_start": loadavg_start or os.environ.get("BENCH_LOADAVG_START") or None,
+            "loadavg_at_end": loadavg()}
+
+
+def asked():
+    """Whether this run is to be written: BENCH_RECORD=1, or a RESULTS_DIR of the caller's choosing."""
+    return os.environ.get("BENCH_RECORD") == "1" or bool(os.environ.get("RESULTS_DIR"))
 
 
 def number(text):
@@ -58,8 +72,12 @@ def number(text):
     return text
 
 
-def record(name, command, figures, driver=None, note=None, started=None):
-    """Writes RESULTS_DIR/NAME.json and returns its path."""
+def record(name, command, figures, driver=None, note=None, started=None, load_independent=False,
+           loadavg_start=None):
+    """Writes RESULTS_DIR/NAME.json and returns its path; when recording was not asked for (asked()), writes
+    nothing and returns a sentence that says how to ask."""
+    if not asked():
+        return f"nothing (BENCH_RECORD=1 records this run as Benchmarks/results/{name}.json)"
     directory = os.environ.get("RESULTS_DIR") or os.path.join(HERE, "results")
     os.makedirs(directory, exist_ok=True)
     result = {
@@ -68,9 +86,10 @@ def record(name, command, figures, driver=None, note=None, started=None):
         "started": started,
         "commit": git("rev-parse", "HEAD"),
         "sources_modified": bool(git("status", "--porcelain", "--", "Sources", "Package.swift")),
-        "machine": machine(),
+        "machine": {k: v for k, v in machine(loadavg_start).items() if v is not None},
         "command": command,
         "driver": driver,
+        "load_independent": load_independent or None,
         "note": note or os.environ.get("BENCH_NOTE") or None,
         "figures": figures,
     }
@@ -89,6 +108,9 @@ def main():
     parser.add_argument("--driver")
     parser.add_argument("--note")
     parser.add_argument("--started", help="when the run started (UTC, ISO 8601)")
+    parser.add_argument("--loadavg-start", help="the load averages when the run started (/proc/loadavg's first three)")
+    parser.add_argument("--load-independent", action="store_true",
+                        help="the figures do not depend on the machine's load (instruction counts)")
     parser.add_argument("--figure", action="append", default=[], metavar="KEY=VALUE")
     parser.add_argument("--figures-json", metavar="FILE")
     args = parser.parse_args()
@@ -96,7 +118,8 @@ def main():
     for item in args.figure:
         key, _, value = item.partition("=")
         figures[key] = number(value)
-    print("recorded", record(args.name, args.command, figures, args.driver, args.note, args.started))
+    print("recorded", record(args.name, args.command, figures, args.driver, args.note, args.started,
+                                 args.load_independent, args.loadavg_start))
 
 
 if __name__ == "__main__":

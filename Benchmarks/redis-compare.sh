@@ -17,7 +17,7 @@
 # time and the server's (/proc/PID/task/*/schedstat summed over the threads: user and system time, in ns).
 # Figures per run: client CPU µs per request, requests/s, server CPU µs per request; then per command and
 # pipeline the medians over the rounds and the median of the rounds' loadtest ÷ redis-benchmark ratios,
-# recorded as Benchmarks/results/redis-clients.json (RECORD=0: not recorded). Needs redis-server, redis-cli and redis-benchmark (Debian's redis-server and
+# recorded as Benchmarks/results/redis-clients.json with BENCH_RECORD=1. Needs redis-server, redis-cli and redis-benchmark (Debian's redis-server and
 # redis-tools) and `swift build -c release --product loadtest` (or LOADTEST pointing at a build).
 set -euo pipefail
 cd "$(dirname "$0")/.."

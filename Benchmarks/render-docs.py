@@ -1,19 +1,27 @@
 #!/usr/bin/env python3
-"""Renders docs/benchmarks.md's tables and its charts (docs/benchmarks-*.svg) from the recorded runs.
+"""Renders every measured figure in the docs from the recorded runs, and checks that no page carries another.
 
-    python3 Benchmarks/render-docs.py            # rewrite the generated regions and the charts
-    python3 Benchmarks/render-docs.py --check    # exit 1 (with a diff) if the docs differ from the results
+    python3 Benchmarks/render-docs.py            # rewrite the rendered regions, the inline figures and the charts
+    python3 Benchmarks/render-docs.py --check    # exit 1 (with a diff) if a page differs from the results, or
+                                                 # if a page or a --help text carries a figure not rendered
 
-The benchmark scripts record each run as Benchmarks/results/NAME.json (record-result.py): the figures, the
-command, the date, the commit and the machine. docs/benchmarks.md holds regions
+The benchmark scripts record each run as Benchmarks/results/NAME.json (record-result.py, with
+BENCH_RECORD=1): the figures, the command, the date, the commit, the machine and its load average. The pages
+(README.md, CHANGELOG.md, docs/*.md and the DocC catalogs, Sources/*/*.docc) hold two kinds of rendered text:
 
-    <!-- BEGIN generated: NAME -->
-    ...
+    <!-- BEGIN generated: NAME -->            a table (or more) that RENDERERS[NAME] writes, with the run's
+    ...                                       date, command and driver beside it
     <!-- END generated -->
 
-whose content this script owns: every figure in them comes from one result file, with the run's date,
-command and driver beside it, so a figure is measured once and written down once. Text outside the regions
-is left alone. Python 3 standard library only; CI runs it with --check.
+    <!-- fig:RESULT PATH [AGGREGATE] [FORMAT] -->3,412<!-- /fig -->
+
+An inline figure is one value of Benchmarks/results/RESULT.json: PATH is a dotted path inside its "figures"
+(a `*` takes every key at that level), AGGREGATE is min, max or median when the path names several values, and
+FORMAT is a Python format spec (default `,` for whole numbers, `,.2f` otherwise). So a figure is measured once
+and written down once; text outside the markers is left alone, and the figure check (find-figures.py) fails
+on a measured figure outside them. A wall-clock run that started at a load average above the machine's core
+count is not used (its region says so, and an inline figure from it fails the render); instruction counts
+(recorded as load-independent) are used whatever the load. Python 3 standard library only; CI runs --check.
 """
 import difflib
 import glob
@@ -27,10 +35,10 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 RESULTS = os.path.join(HERE, "results")
-DOC = os.path.join(ROOT, "docs", "benchmarks.md")
 SVG = os.path.join(ROOT, "docs", "benchmarks-servers.svg")
 SOAK_SVG = os.path.join(ROOT, "docs", "benchmarks-soak.svg")
 REGION = re.compile(r"(<!-- BEGIN generated: ([\w-]+) -->\n)(.*?)(<!-- END generated -->)", re.S)
+INLINE = re.compile(r"(<!-- fig:([^>]*?) -->)(.*?)(<!-- /fig -->)", re.S)
 
 
 def load_module(name, file):
@@ -42,13 +50,51 @@ def load_module(name, file):
 
 report = load_module("compare_report", "compare-report.py")
 soak = load_module("soak", "soak.py")
+finder = load_module("find_figures", "find-figures.py")
+
+
+# Runs made on a machine busier than its cores, by name: their figures are not used (see refusal()).
+REFUSED = {}
+
+
+def start_load(result):
+    """The load averages when a run started, as recorded (compare.sh and tls-compare.sh kept them among the
+    figures before record-result.py took them), or None."""
+    return result["machine"].get("loadavg_at_start") or result["figures"].get("loadavg_start")
+
+
+def load_of(result):
+    """The load average a run is judged by, and where it comes from: the 1-minute figure when the run started
+    (the work already on the machine, before the run adds its own), else, for runs that did not record it,
+    the 15-minute figure when it ended (mostly what ran before a run of minutes)."""
+    start = start_load(result)
+    if start:
+        return float(start.split()[0]), "when it started"
+    end = (result["machine"].get("loadavg_at_end") or "").split()
+    if len(end) >= 3:
+        return float(end[2]), "over the 15 minutes before it ended (the load when it started was not recorded)"
+    return None, "not recorded"
+
+
+def usable(result):
+    """Whether a run's figures may be shown: counts that do not depend on the load always; a wall-clock run
+    only if it started on a machine no busier than its cores."""
+    if result.get("load_independent"):
+        return True
+    load, _ = load_of(result)
+    return load is not None and load <= (result["machine"].get("nproc") or 1)
 
 
 def load_results():
     results = {}
     for path in sorted(glob.glob(os.path.join(RESULTS, "*.json"))):
         with open(path) as f:
-            results[os.path.basename(path)[:-5]] = json.load(f)
+            result = json.load(f)
+        name = os.path.basename(path)[:-5]
+        if usable(result):
+            results[name] = result
+        else:
+            REFUSED[name] = result
     return results
 
 
@@ -66,21 +112,42 @@ def count(value):
     return "" if value is None else f"{value:,.0f}"
 
 
-def missing(command):
-    return f"_Not recorded yet: run `{command}`._\n"
+def refusal(name):
+    """Why a recorded run is not shown, or None."""
+    result = REFUSED.get(name)
+    if result is None:
+        return None
+    load, source = load_of(result)
+    cores = result["machine"].get("nproc")
+    figure = "no load average" if load is None else f"a load average of {load:g} {source}"
+    return (f"the run of {when(result)} (`{result['command']}`) had {figure}, on {cores} cores: other work "
+            "shared the machine, and wall-clock figures swing with it")
+
+
+def missing(command, *names):
+    """The text of a region without a usable run: why, and the command that records one."""
+    reasons = [r for r in (refusal(n) for n in names) if r]
+    if reasons:
+        return (f"_Not shown: {'; '.join(reasons)}. Run `BENCH_RECORD=1 {command}` on a quiet machine "
+                "and render again._\n")
+    return f"_Not recorded yet: run `BENCH_RECORD=1 {command}`._\n"
+
+
+def load_text(result):
+    """The machine's load around a run: at its start (or "not recorded") and at its end."""
+    start, end = start_load(result), result["machine"].get("loadavg_at_end")
+    text = f"load average {start.split()[0]} at the start" if start else "load average at the start not recorded"
+    return text + (f", {end.split()[0]} at the end" if end else "")
 
 
 def run_line(result, extra=""):
-    """What a table comes from: date, machine load, driver, command."""
-    load = result["machine"].get("loadavg_at_end")
+    """What a table comes from: date, driver, machine load, command."""
     text = f"Run: {when(result)}"
     if result.get("driver"):
         text += f", driven by {result['driver']}"
     if extra:
         text += f", {extra}"
-    if load:
-        text += f"; load average at the end {load.split()[0]}"
-    text += f"; `{result['command']}`."
+    text += f"; {load_text(result)} ({result['machine'].get('nproc')} cores); `{result['command']}`."
     return text + (f" {result['note']}" if result.get("note") else "")
 
 
@@ -93,7 +160,7 @@ def render_machine(results):
     for result in results.values():
         m = result["machine"]
         machines.setdefault((m["cpu"], m["nproc"], m["kernel"]), []).append(result)
-    lines = ["| CPU | cores (`nproc`) | kernel | runs |", "| --- | ---: | --- | ---: |"]
+    lines = ["| CPU | cores (`nproc`) | kernel | runs shown |", "| --- | ---: | --- | ---: |"]
     for (cpu, nproc, kernel), runs in sorted(machines.items()):
         lines.append(f"| {cpu} | {nproc} | {kernel} | {len(runs)} |")
     toolchains = sorted({r["figures"].get("swift") for r in results.values() if r["figures"].get("swift")})
@@ -172,20 +239,22 @@ def cost_text(entry):
 
 def ratio_text(ours, peer, unit):
     """ours ÷ peer: the median of the rounds' paired ratios (the two servers ran one after the other in each
-    round, so a round's ratio cancels most of what the shared machine did to both), or of the medians when the
-    rounds do not pair; nothing for idle memory (a difference of bytes is not a ratio)."""
+    round, so a round's ratio cancels most of what the shared machine did to both) with their range, or the
+    ratio of the medians when the rounds do not pair; nothing for idle memory (a difference of bytes is not a
+    ratio)."""
     if not ours or not peer or not ours.get("cost") or not peer.get("cost") or unit == "B/conn":
         return ""
     a, b = ours.get("costs") or [], peer.get("costs") or []
     if len(a) == len(b) > 1 and all(b):
-        return f"{statistics.median(x / y for x, y in zip(a, b)):.2f}"
+        ratios = [x / y for x, y in zip(a, b)]
+        return f"{statistics.median(ratios):.2f} ({min(ratios):.2f} to {max(ratios):.2f})"
     return f"{ours['cost'] / peer['cost']:.2f}"
 
 
 def render_servers(results, name, command):
     result = results.get(name)
     if result is None:
-        return missing(command)
+        return missing(command, name)
     figures = result["figures"]
     summary = report.summary_from_record(figures)
     scenarios = [s for s, _ in report.SCENARIOS if s in figures["scenarios"]]
@@ -218,6 +287,9 @@ def render_servers(results, name, command):
     if "--no-nio" in result["command"].split():
         out += " The SwiftNIO peers were left out of this run (`--no-nio`)."
     out += "\n"
+    if chart_source(results) == name:
+        out += ("\n![Server CPU per round trip or connection, and idle memory per connection, per server and "
+                "scenario, from the run of the table above](benchmarks-servers.svg)\n")
     rounds_table = []
     for scenario in scenarios:
         cells = []
@@ -237,7 +309,7 @@ def render_servers(results, name, command):
 def render_udp_servers(results):
     result = results.get("udp-servers")
     if result is None:
-        return missing("Benchmarks/udp-compare.sh 5 100 1000")
+        return missing("Benchmarks/udp-compare.sh 5 100 1000", "udp-servers")
     names = [("c-udp_echo_server", "C reference"), ("udp-echo-server", "ours (`udp-echo-server`)"),
              ("nio-udp-echo-server", "SwiftNIO")]
     flows = result["figures"]["flows"]
@@ -258,7 +330,7 @@ def render_udp_servers(results):
 def render_udp_generators(results):
     result = results.get("udp-loadtest-vs-udpgen")
     if result is None:
-        return missing("Benchmarks/udp-loadtest-vs-udpgen.sh 5 100 1000")
+        return missing("Benchmarks/udp-loadtest-vs-udpgen.sh 5 100 1000", "udp-loadtest-vs-udpgen")
     lines = ["| flows | `udpgen` | `loadtest udp --loops 1` | share of `udpgen` | datagrams lost |",
              "| ---: | ---: | ---: | ---: | ---: |"]
     for n, generators in sorted(result["figures"]["flows"].items(), key=lambda item: int(item[0])):
@@ -273,7 +345,7 @@ def render_udp_generators(results):
 def render_tcp_generators(results):
     result = results.get("loadtest-vs-loadgen")
     if result is None:
-        return missing("Benchmarks/loadtest-vs-loadgen.sh 4 100 1000")
+        return missing("Benchmarks/loadtest-vs-loadgen.sh 4 100 1000", "loadtest-vs-loadgen")
     lines = ["| connections | `loadgen` | `loadtest echo --loops 1` | loadtest ÷ loadgen (median of the rounds' ratios) |",
              "| ---: | ---: | ---: | ---: |"]
     for n, generators in sorted(result["figures"]["connections"].items(), key=lambda item: int(item[0])):
@@ -289,7 +361,7 @@ REDIS_TESTS = [("ping_inline", "PING (inline)"), ("set", "SET"), ("get", "GET")]
 def render_redis_clients(results):
     result = results.get("redis-clients")
     if result is None:
-        return missing("Benchmarks/redis-compare.sh")
+        return missing("Benchmarks/redis-compare.sh", "redis-clients")
     figures = result["figures"]
     size = figures["data_bytes"]
     lines = ["| command | pipeline | client CPU µs per request: `redis-benchmark` | `loadtest tcp` | loadtest ÷ "
@@ -344,7 +416,7 @@ def plural(n, word):
 
 def load_warning(result):
     """A sentence for a wall-clock run made on a machine busier than its cores: its microseconds swing."""
-    loads = [result["machine"].get("loadavg_at_end"), result["figures"].get("loadavg_start")]
+    loads = [result["machine"].get("loadavg_at_end"), start_load(result)]
     loads = [float(text.split()[0]) for text in loads if text]
     cores = result["machine"].get("nproc") or 1
     if not loads or max(loads) <= cores:
@@ -361,7 +433,7 @@ def tls_ratio(ours, peer):
 def render_tls_full(results):
     result = results.get("tls-handshake-cpu")
     if result is None:
-        return missing("Benchmarks/tls-handshake-cpu.sh")
+        return missing("Benchmarks/tls-handshake-cpu.sh", "tls-handshake-cpu")
     figures = result["figures"]
     servers = figures["servers"]
     ours = (servers.get("ours") or {}).get("cost")
@@ -405,7 +477,7 @@ def render_tls_cases(results, cases, command, driver):
     recorded = result["figures"]["cases"] if result else {}
     cases = [c for c in cases if c in recorded]
     if not cases:
-        return missing(command)
+        return missing(command, "tls-servers")
     figures = result["figures"]
 
     def entry(case, key):
@@ -494,24 +566,28 @@ def render_tls_instructions(results):
     return out
 
 
+def chart_source(results):
+    """The run docs/benchmarks-servers.svg is drawn from: the loadgen-driven comparison, or the loadtest one."""
+    return next((name for name in ("servers-loadgen", "servers-loadtest") if name in results), None)
+
+
 def svg_text(results):
-    """The chart of the loadgen-driven comparison (the table it sits under), or of the loadtest one."""
-    for name in ("servers-loadgen", "servers-loadtest"):
-        result = results.get(name)
-        if result is None:
-            continue
-        figures = result["figures"]
-        meta = {"rounds": figures.get("rounds"), "date": when(result), "cpu": result["machine"]["cpu"],
-                "kernel": result["machine"]["kernel"], "driver": figures.get("driver"),
-                "duration_s": figures.get("duration_s")}
-        return report.svg(report.summary_from_record(figures), meta)
-    return None
+    """The chart of the run chart_source() names, shown under that run's table."""
+    name = chart_source(results)
+    if name is None:
+        return None
+    result = results[name]
+    figures = result["figures"]
+    meta = {"rounds": figures.get("rounds"), "date": when(result), "cpu": result["machine"]["cpu"],
+            "kernel": result["machine"]["kernel"], "driver": figures.get("driver"),
+            "duration_s": figures.get("duration_s")}
+    return report.svg(report.summary_from_record(figures), meta)
 
 
 def render_soak(results):
     result = results.get("soak")
     if result is None:
-        return missing("SOAK_RECORD=1 SOAK_MINUTES=60 Benchmarks/soak.sh")
+        return missing("SOAK_MINUTES=60 Benchmarks/soak.sh", "soak")
     f = result["figures"]
     settle = f"{f['settle_s'] / 60:.1f}".removesuffix(".0") + " min"
     lines = [f"| server | RSS from {settle} | RSS at the end | growth | peak RSS | descriptors at every pause "
@@ -553,45 +629,102 @@ RENDERERS = {
 }
 
 
-def render(text, results):
-    def replace(match):
+def figure_values(value, path):
+    """The values at a dotted path inside a result's figures; a `*` takes every key at its level."""
+    if not path:
+        return [value]
+    head, rest = path[0], path[1:]
+    if head == "*" and isinstance(value, dict):
+        return [v for key in value for v in figure_values(value[key], rest)]
+    if isinstance(value, dict) and head in value:
+        return figure_values(value[head], rest)
+    if isinstance(value, list) and head.isdigit() and int(head) < len(value):
+        return figure_values(value[int(head)], rest)
+    return []
+
+
+AGGREGATES = {"min": min, "max": max, "median": statistics.median}
+
+
+def inline_figure(spec, results, page):
+    """The text of one inline figure, `RESULT PATH [AGGREGATE] [FORMAT]` (see the module's doc)."""
+    words = spec.split()
+    if len(words) < 2:
+        raise SystemExit(f"render-docs.py: {page}: an inline figure needs a result and a path: '{spec}'")
+    name, path, rest = words[0], words[1], words[2:]
+    aggregate = AGGREGATES[rest.pop(0)] if rest and rest[0] in AGGREGATES else None
+    spec_format = rest[0] if rest else None
+    if name in REFUSED:
+        raise SystemExit(f"render-docs.py: {page}: figure '{spec}' comes from a run that is not used: "
+                         f"{refusal(name)}")
+    if name not in results:
+        raise SystemExit(f"render-docs.py: {page}: figure '{spec}': no Benchmarks/results/{name}.json")
+    values = [v for v in figure_values(results[name]["figures"], path.split(".")) if isinstance(v, (int, float))]
+    if not values or (len(values) > 1 and aggregate is None):
+        raise SystemExit(f"render-docs.py: {page}: figure '{spec}' names {len(values)} numbers"
+                         + (" (give min, max or median)" if values else ""))
+    value = aggregate(values) if aggregate else values[0]
+    if spec_format is None:
+        spec_format = "," if float(value).is_integer() else ",.2f"
+    return format(int(value) if spec_format == "," else value, spec_format)
+
+
+def render(text, results, page):
+    def region(match):
         name = match.group(2)
         if name not in RENDERERS:
-            raise SystemExit(f"render-docs.py: docs/benchmarks.md has an unknown region '{name}'")
+            raise SystemExit(f"render-docs.py: {page} has an unknown region '{name}'")
         return match.group(1) + RENDERERS[name](results) + match.group(4)
-    return REGION.sub(replace, text)
+
+    def inline(match):
+        return match.group(1) + inline_figure(match.group(2), results, page) + match.group(4)
+    return INLINE.sub(inline, REGION.sub(region, text))
 
 
 def main():
     check = "--check" in sys.argv[1:]
     results = load_results()
-    with open(DOC) as f:
-        current = f.read()
-    rendered = render(current, results)
-    charts = {SVG: svg_text(results), SOAK_SVG: soak.chart(results["soak"]["figures"]) if "soak" in results else None}
-    charts = {path: text for path, text in charts.items() if text is not None}
-    changed = [path for path, text in charts.items()
-               if not os.path.exists(path) or open(path).read() != text]
-    if check:
-        stale = []
-        if rendered != current:
-            stale.append("docs/benchmarks.md")
+    stale = []
+    for path in finder.pages(ROOT):
+        page = os.path.relpath(path, ROOT)
+        with open(path) as f:
+            current = f.read()
+        rendered = render(current, results, page)
+        if rendered == current:
+            continue
+        stale.append(page)
+        if check:
             sys.stdout.writelines(difflib.unified_diff(current.splitlines(True), rendered.splitlines(True),
-                                                       "docs/benchmarks.md", "rendered from Benchmarks/results"))
-        stale += [os.path.relpath(path, ROOT) for path in changed]
-        if stale:
-            print(f"render-docs.py: {' and '.join(stale)} out of date with Benchmarks/results; "
-                  "run `python3 Benchmarks/render-docs.py` and commit the result", file=sys.stderr)
-            sys.exit(1)
-        print("render-docs.py: docs/benchmarks.md and its charts match Benchmarks/results")
+                                                       page, "rendered from Benchmarks/results"))
+        else:
+            with open(path, "w") as f:
+                f.write(rendered)
+    # A chart with no usable run is removed, so that no page shows one.
+    charts = {SVG: svg_text(results), SOAK_SVG: soak.chart(results["soak"]["figures"]) if "soak" in results else None}
+    for path, text in charts.items():
+        exists = os.path.exists(path)
+        if (text is None and not exists) or (exists and text is not None and open(path).read() == text):
+            continue
+        stale.append(os.path.relpath(path, ROOT))
+        if check:
+            continue
+        if text is None:
+            os.remove(path)
+        else:
+            with open(path, "w") as f:
+                f.write(text)
+    if not check:
+        print("render-docs.py: rendered " + (", ".join(stale) if stale else "nothing new"))
         return
-    if rendered != current:
-        with open(DOC, "w") as f:
-            f.write(rendered)
-    for path in changed:
-        with open(path, "w") as f:
-            f.write(charts[path])
-    print("render-docs.py: rendered docs/benchmarks.md" + "".join(f" and {os.path.relpath(p, ROOT)}" for p in charts))
+    unrendered = finder.check(ROOT)
+    for line in unrendered:
+        print(line, file=sys.stderr)
+    if stale:
+        print(f"render-docs.py: {', '.join(stale)} out of date with Benchmarks/results; "
+              "run `python3 Benchmarks/render-docs.py` and commit the result", file=sys.stderr)
+    if stale or unrendered:
+        sys.exit(1)
+    print("render-docs.py: every page, its charts and the --help texts match Benchmarks/results")
 
 
 if __name__ == "__main__":

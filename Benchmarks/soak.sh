@@ -9,13 +9,15 @@
 #
 #   SOAK_MINUTES=60 SOAK_OUT=/tmp/soak Benchmarks/soak.sh
 #
-# SOAK_RECORD=1 also records the run as Benchmarks/results/soak.json, from which docs/benchmarks.md's soak
+# BENCH_RECORD=1 also records the run as Benchmarks/results/soak.json, from which docs/benchmarks.md's soak
 # table and docs/benchmarks-soak.svg are rendered (`python3 Benchmarks/render-docs.py`).
 #
 # Needs: the release builds (made here), the C generators (`make -C Benchmarks/c-reference`, made here), openssl
 # and python3. Loopback only.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# The load before the run adds its own, for record-result.py (as bench-lib.sh sets it).
+export BENCH_LOADAVG_START="${BENCH_LOADAVG_START:-$(cut -d' ' -f1-3 /proc/loadavg)}"
 minutes="${SOAK_MINUTES:-30}"
 out="${SOAK_OUT:-.build/soak}"
 for product in echo-server async-echo-server http-hello udp-echo-server loadtest; do
@@ -24,6 +26,6 @@ done
 make -s -C Benchmarks/c-reference >/dev/null
 ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"
 record=()
-[ "${SOAK_RECORD:-0}" = 0 ] || record=(--record --command "SOAK_MINUTES=$minutes Benchmarks/soak.sh")
+[ "${BENCH_RECORD:-0}" != 1 ] || record=(--record --command "SOAK_MINUTES=$minutes Benchmarks/soak.sh")
 exec python3 Benchmarks/soak.py --minutes "$minutes" --out "$out" --bin .build/release --c-bin Benchmarks/c-reference \
     "${record[@]}"

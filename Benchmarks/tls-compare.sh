@@ -8,7 +8,7 @@
 # Markdown table per case: the median over rounds of server CPU µs per operation (utime+stime from
 # /proc/PID/stat before and after the measured window, divided by the operations the client completed: the
 # primary figure), operations per second, and the ratio to nginx. The machine is noisy: compare ratios.
-# The medians and every round are recorded as Benchmarks/results/tls-servers.json (record-result.py; --record
+# With BENCH_RECORD=1 the medians and every round are recorded as Benchmarks/results/tls-servers.json (record-result.py; --record
 # NAME for another name), which docs/benchmarks.md's TLS tables are rendered from (render-docs.py).
 #
 #   keepalive  HTTPS "hello", keep-alive, wrk -t1 -c100: server CPU µs per request, requests/s
@@ -43,7 +43,7 @@
 #   --out DIR          where raw results go (default /tmp/tls-compare-YYYYmmdd-HHMMSS)
 #   --no-build         use the binaries already built
 #   --report DIR       only print the tables of an earlier run's DIR
-#   --record NAME      record the run as Benchmarks/results/NAME.json (default tls-servers)
+#   --record NAME      with BENCH_RECORD=1, record the run as Benchmarks/results/NAME.json (default tls-servers)
 #   --no-record        record nothing (a trial run)
 #
 # Needs nginx, wrk, openssl, gdb (malloc figures; skipped without it) and python3. Everything listens on

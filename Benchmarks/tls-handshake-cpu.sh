@@ -7,7 +7,7 @@
 #
 # Each run: the server pinned to core 0, 16 `openssl s_time -new -www /` clients on core 1 for SECONDS_PER_RUN,
 # utime and stime of the server from /proc/PID/stat before and after, divided by the connections the clients
-# completed. Prints one line per run and the medians, and records them (every round too) as
+# completed. Prints one line per run and the medians, and, with BENCH_RECORD=1, records them (every round too) as
 # Benchmarks/results/tls-handshake-cpu.json (record-result.py; RESULT_NAME for another name, RESULT_NAME=none
 # for none), which docs/benchmarks.md's TLS table is rendered from. A throw-away ECDSA P-256 certificate;
 # everything on 127.0.0.1. Binaries: ROOT_BUILD (../.build-compare) and BENCH_BUILD (.build-peers), release, as tls-compare.sh

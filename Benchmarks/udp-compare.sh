@@ -11,6 +11,8 @@
 # NIO_UDP_ECHO_SERVER); builds the C reference (Benchmarks/c-reference, or C_ECHO) with make.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# The load before the run adds its own, for record-result.py (as bench-lib.sh sets it).
+export BENCH_LOADAVG_START="${BENCH_LOADAVG_START:-$(cut -d' ' -f1-3 /proc/loadavg)}"
 COMMAND="Benchmarks/udp-compare.sh $*"
 STARTED=$(date -u +%Y-%m-%dT%H:%M:%SZ)
 SECS=${1:-5}; shift || true

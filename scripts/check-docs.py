@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Checks that the user documentation (README.md and docs/*.md) still matches the code.
 
-    scripts/check-docs.py                  # all three checks
+    scripts/check-docs.py                  # every check
     scripts/check-docs.py links flags      # only those (fast: no build)
     scripts/check-docs.py compile          # only the Swift samples
 
@@ -19,6 +19,9 @@ compile  every ```swift block builds, in a package of its own (.build/doc-sample
          declaring (`group`, `sock`, `delegate`, ...) come from Placeholders.swift below: they are never
          evaluated, since the samples are compiled, not run. A block whose info string is
          `swift no-compile` is skipped (for code that needs a package this one does not depend on).
+fences   every fence's info string uses only the words these scripts read: after `swift`, `no-compile` and
+         `file=PATH` (a file scripts/run-doc-blocks.py writes for the blocks after it); after `sh`, `bash` or
+         `shell`, `not-runnable: REASON` (a block run-doc-blocks.py leaves out and lists), with its reason.
 
 Python 3 standard library only; exit status 0 when every check passes, 1 with one line per defect.
 """
@@ -280,6 +283,40 @@ def check_flags():
 
 
 # ---------------------------------------------------------------------------------------------------------
+# fences
+
+SHELLS = {"sh", "bash", "shell"}
+
+
+def not_runnable(info):
+    """The reason after `not-runnable:` in a fence's info string, '' for the mark without one, or None."""
+    m = re.search(r"(?:^|\s)not-runnable:?(.*)$", info)
+    return None if m is None else m.group(1).strip()
+
+
+def check_fences():
+    problems = []
+    for doc in doc_files():
+        for kind, info, start, _ in split_blocks(doc.read_text(encoding="utf-8")):
+            words = info.split()
+            if kind != "code" or not words:
+                continue
+            where = f"{rel(doc)}:{start - 1}"
+            if words[0] in SHELLS:
+                reason = not_runnable(info)
+                rest = info[len(words[0]):].strip()
+                if reason == "":
+                    problems.append(f"{where}: `not-runnable:` needs a reason after it")
+                elif rest and reason is None:
+                    problems.append(f"{where}: a shell fence takes only `not-runnable: REASON`, not {rest!r}")
+            elif words[0] == "swift":
+                for word in words[1:]:
+                    if word != "no-compile" and not re.match(r"^file=[\w./-]+$", word):
+                        problems.append(f"{where}: a swift fence takes `no-compile` and `file=PATH`, not {word!r}")
+    return problems
+
+
+# ---------------------------------------------------------------------------------------------------------
 # compile
 
 DEFAULT_IMPORTS = ["Dispatch", "EpollLoop", "FoundationEssentials", "LoopSocket"]
@@ -421,7 +458,7 @@ def check_compile():
 # ---------------------------------------------------------------------------------------------------------
 
 def main(argv):
-    checks = {"links": check_links, "flags": check_flags, "compile": check_compile}
+    checks = {"links": check_links, "flags": check_flags, "fences": check_fences, "compile": check_compile}
     chosen = argv or list(checks)
     unknown = [c for c in chosen if c not in checks]
     if unknown:

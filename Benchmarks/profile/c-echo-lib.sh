@@ -7,6 +7,8 @@ c_echo_setup() {
     BENCH_DIR="$(cd "$HERE/.." && pwd)"
     ROOT_DIR="$(cd "$BENCH_DIR/.." && pwd)"
     C_BIN="${C_REF_DIR:-$BENCH_DIR/c-reference}"
+    # The load before the run adds its own, for record-result.py (as bench-lib.sh sets it).
+    export BENCH_LOADAVG_START="${BENCH_LOADAVG_START:-$(cut -d' ' -f1-3 /proc/loadavg)}"
     TMP="$(mktemp -d "/tmp/$name.XXXXXX")"
     trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$TMP"' EXIT
     make -s -C "$C_BIN" "$@" >/dev/null
@@ -44,10 +46,11 @@ per_call() {
 }
 
 # `record_instructions NAME UNIT LINE COMMAND` records per_call's LINE as Benchmarks/results/NAME.json
-# (record-result.py): the instructions per UNIT, the operations counted, the server and the command.
+# (record-result.py, only with BENCH_RECORD=1): the instructions per UNIT, the operations counted, the server
+# and the command, marked as figures that do not depend on the machine's load.
 record_instructions() {
     local name=$1 unit=$2 line=$3 command=$4
-    python3 "$BENCH_DIR/record-result.py" "$name" --command "$command" --driver "${DRIVER_TEXT:-C loadgen}" \
+    python3 "$BENCH_DIR/record-result.py" "$name" --command "$command" --driver "${DRIVER_TEXT:-C loadgen}" --load-independent \
         --figure "server=$(basename "$SERVER")" --figure "unit=$unit" \
         --figure "instructions=$(cut -d' ' -f1 <<<"$line")" \
         --figure "operations=$(sed -n 's/.*(\([0-9]*\) .*/\1/p' <<<"$line")" >&2
@@ -57,6 +60,7 @@ record_instructions() {
 command_text() {
     local script=$1; shift
     local env_text="" v
+    [ -z "${RESULT_NAME:-}" ] || env_text="RESULT_NAME=$RESULT_NAME "
     for v in "$@"; do env_text+="$v "; done
     echo "${env_text}Benchmarks/profile/$script $(realpath -s --relative-to="$ROOT_DIR" "$SERVER" 2>/dev/null || echo "$SERVER")${SERVER_ARGS[*]+ ${SERVER_ARGS[*]}}"
 }

@@ -16,8 +16,9 @@
 # Build our servers with `-Xcc -gdwarf-4` (compare.sh does): valgrind 3.19 cannot read the DWARF 5 that clang
 # emits for the C targets (COpenSSL, CEpollShim) and gives up ("Possibly corrupted debuginfo file").
 #
-# The result is recorded as Benchmarks/results/instructions-roundtrip-SERVER-CONNSxSIZE.json (or
-# instructions-connection-SERVER.json with MODE=churn; RESULT_NAME overrides the name).
+# With BENCH_RECORD=1 the result is recorded as Benchmarks/results/instructions-roundtrip-SERVER-CONNSxSIZE.json
+# (or instructions-connection-SERVER.json with MODE=churn; RESULT_NAME overrides the name); without it, the
+# count is only printed.
 #
 # Environment: CONNS (10), SIZE (64), SENDFN (send), PORT (19111), C_REF_DIR; MODE=churn counts per
 # churned connection instead (instructions-per-connection.sh).

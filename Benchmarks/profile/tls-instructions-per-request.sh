@@ -15,9 +15,9 @@
 # certificate; Swift symbols are demangled with `swift demangle` when it is there. Binaries: ROOT_BUILD
 # (../../.build-compare) and BENCH_BUILD (../.build-peers), release.
 #
-# The count is recorded as Benchmarks/results/instructions-tls-DRIVE-SERVER.json (record-result.py;
-# RESULT_NAME for another name, RESULT_NAME=none for none), which docs/benchmarks.md's TLS instruction table is
-# rendered from.
+# With BENCH_RECORD=1 the count is recorded as Benchmarks/results/instructions-tls-DRIVE-SERVER.json
+# (record-result.py; RESULT_NAME for another name), which docs/benchmarks.md's TLS instruction table is rendered
+# from; without it, the count is only printed.
 #
 # Environment: TOP (15), PORT (19443), KEEP (a directory to keep the callgrind files in), SHORT and LONG (the two
 # runs' seconds, 4 and 10; a loaded machine may need 10 and 20 for keep-alive), CONNS (the connections or
@@ -157,7 +157,7 @@ if [ "${RESULT_NAME:-}" != none ]; then
     python3 "$HERE/../record-result.py" "${RESULT_NAME:-instructions-tls-$DRIVE-$SERVER}" --command "$COMMAND" \
         --driver "$(case "$DRIVE" in keepalive) echo "wrk -t1 -c$CONNS" ;; close) echo "wrk -t1 -c$CONNS, Connection: close" ;;
                     resume) echo "loadtest http -c $CONNS --tls-resume, Connection: close" ;; full) echo "$CONNS openssl s_time -new" ;; esac)" \
-        --figure "server=$SERVER" --figure "drive=$DRIVE" --figure "unit=$UNIT" --figure "instructions=$PER" \
+        --load-independent --figure "server=$SERVER" --figure "drive=$DRIVE" --figure "unit=$UNIT" --figure "instructions=$PER" \
         --figure "operations=$((b[1] - a[1]))" --figure "connections=$CONNS" --figure "short_s=$SHORT" --figure "long_s=$LONG" \
         $( [ -s "$TMP/top.json" ] && echo --figures-json "$TMP/top.json") >&2
 fi

@@ -9,7 +9,8 @@
 # difference in instructions by the difference in datagrams the server says it echoed (both servers print
 # "N datagrams echoed" when they stop). Start-up and shutdown cancel out, and the count does not depend on
 # the machine's load. Build our server with `-Xcc -gdwarf-4` (valgrind 3.19 cannot read clang's DWARF 5).
-# Recorded as Benchmarks/results/instructions-datagram-SERVER-FLOWSflows.json (RESULT_NAME overrides it).
+# With BENCH_RECORD=1, recorded as Benchmarks/results/instructions-datagram-SERVER-FLOWSflows.json (RESULT_NAME
+# overrides it); without it, only printed.
 #
 # Environment: FLOWS (100), SIZE (64), C_REF_DIR.
 set -euo pipefail

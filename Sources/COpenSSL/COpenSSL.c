@@ -1,6 +1,8 @@
 #include "COpenSSL.h"
 
 #include <arpa/inet.h>
+#include <inttypes.h>
+#include <openssl/asn1t.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -163,26 +165,37 @@ static int lsock_alpn_select(SSL *ssl, const unsigned char **out, unsigned char 
 /// Manual trust: the first call pauses a client's handshake (`SSL_ERROR_WANT_RETRY_VERIFY`) until the
 /// delegate answered; the call after the answer returns it. Servers accept here and decide after the
 /// handshake, before any application data is taken or sent (OpenSSL cannot pause a server there).
+///
+/// Fails closed: no call reports success while the delegate has not answered. A client's handshake driven
+/// again before the answer pauses again (OpenSSL goes on only when this returns 1 *without* a retry
+/// pending); a server asked again while its delegate decides (nothing does that: renegotiation is off, and
+/// no post-handshake authentication is requested) refuses.
 static int lsock_manual_verify(X509_STORE_CTX *store, void *arg) {
     (void)arg;
     SSL *ssl = X509_STORE_CTX_get_ex_data(store, SSL_get_ex_data_X509_STORE_CTX_idx());
     lsock_tls *tls = ssl ? SSL_get_ex_data(ssl, lsock_ssl_index) : NULL;
     if (!tls) return 0;
     switch (tls->trust) {
-    case 3:
+    case LSOCK_TRUST_ACCEPTED:
         X509_STORE_CTX_set_error(store, X509_V_OK);
         return 1;
-    case 4:
+    case LSOCK_TRUST_ASK:
+    case LSOCK_TRUST_PENDING:
+        if (SSL_is_server(ssl)) {
+            if (tls->trust == LSOCK_TRUST_ASK) {
+                tls->trust = LSOCK_TRUST_PENDING;
+                return 1;  // The engine asks once the handshake is done, before any data.
+            }
+        } else if (SSL_set_retry_verify(ssl) == 1) {
+            tls->trust = LSOCK_TRUST_PENDING;
+            return 1;  // Paused, not accepted.
+        }
         X509_STORE_CTX_set_error(store, X509_V_ERR_APPLICATION_VERIFICATION);
         return 0;
-    case 1:
-        if (!SSL_is_server(ssl)) {
-            tls->trust = 2;
-            SSL_set_retry_verify(ssl);
-        }
-        return 1;
     default:
-        return 1;
+        // Rejected, or a state this hook does not know: refused.
+        X509_STORE_CTX_set_error(store, X509_V_ERR_APPLICATION_VERIFICATION);
+        return 0;
     }
 }
 
@@ -261,10 +274,9 @@ int lsock_ctx_set_versions(SSL_CTX *ctx, int min_version, int max_version) {
     return (int)SSL_CTX_set_max_proto_version(ctx, max_version);
 }
 
-void lsock_ctx_set_manual_trust(SSL_CTX *ctx, int server) {
-    // A server asks for a client certificate but does not demand one; the delegate decides.
-    SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
-    (void)server;
+void lsock_ctx_set_manual_trust(SSL_CTX *ctx, int mode) {
+    // A client always takes the server's chain to its delegate; a server only asks for a client's as told.
+    SSL_CTX_set_verify(ctx, mode, NULL);
     SSL_CTX_set_cert_verify_callback(ctx, lsock_manual_verify, NULL);
 }
 
@@ -353,11 +365,17 @@ int lsock_ssl_set_sni(SSL *ssl, const char *name) {
     return (int)SSL_set_tlsext_host_name(ssl, name);
 }
 
-int lsock_ssl_set_verify_host(SSL *ssl, const char *host) {
-    X509_VERIFY_PARAM *param = SSL_get0_param(ssl);
+/// The one host check, for the handshake and for `TLSTrust.evaluate()` alike: an IP literal against the IP
+/// SANs, else the DNS name with wildcards only as a whole left-most label (`*.example.com`, never
+/// `f*.example.com`), as browsers and RFC 9525 allow.
+static int lsock_param_set_host(X509_VERIFY_PARAM *param, const char *host) {
     if (lsock_is_ip(host)) return X509_VERIFY_PARAM_set1_ip_asc(param, host);
     X509_VERIFY_PARAM_set_hostflags(param, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
     return X509_VERIFY_PARAM_set1_host(param, host, 0);
+}
+
+int lsock_ssl_set_verify_host(SSL *ssl, const char *host) {
+    return lsock_param_set_host(SSL_get0_param(ssl), host);
 }
 
 int lsock_ssl_alpn(const SSL *ssl, char *buffer, int capacity) {
@@ -393,18 +411,16 @@ int lsock_error_library(unsigned long code) { return ERR_GET_LIB(code); }
 
 // MARK: Trust evaluation
 
-long lsock_verify_chain(X509_STORE *store, X509 *leaf, STACK_OF(X509) *chain, const char *host) {
+long lsock_verify_chain(X509_STORE *store, X509 *leaf, STACK_OF(X509) *chain, const char *host, int client) {
     X509_STORE_CTX *ctx = X509_STORE_CTX_new();
     if (!ctx) return X509_V_ERR_OUT_OF_MEM;
-    if (!X509_STORE_CTX_init(ctx, store, leaf, chain)) {
+    // The purpose the handshake checks (a server checks its client's for "ssl_client": clientAuth).
+    if (!X509_STORE_CTX_init(ctx, store, leaf, chain)
+        || !X509_STORE_CTX_set_default(ctx, client ? "ssl_client" : "ssl_server")
+        || (host && !lsock_param_set_host(X509_STORE_CTX_get0_param(ctx), host))) {
         X509_STORE_CTX_free(ctx);
+        ERR_clear_error();
         return X509_V_ERR_UNSPECIFIED;
-    }
-    X509_STORE_CTX_set_default(ctx, "ssl_server");
-    if (host) {
-        X509_VERIFY_PARAM *param = X509_STORE_CTX_get0_param(ctx);
-        if (lsock_is_ip(host)) X509_VERIFY_PARAM_set1_ip_asc(param, host);
-        else X509_VERIFY_PARAM_set1_host(param, host, 0);
     }
     long result = X509_verify_cert(ctx) == 1 ? X509_V_OK : X509_STORE_CTX_get_error(ctx);
     if (result == X509_V_OK && X509_STORE_CTX_get_error(ctx) != X509_V_OK) result = X509_STORE_CTX_get_error(ctx);
@@ -546,6 +562,95 @@ static int lsock_pkcs12_pbe_unavailable(OSSL_LIB_CTX *ctx, const X509_ALGOR *alg
     return found;
 }
 
+// MARK: PKCS#12 iteration counts
+
+/// The iterations an ASN.1 count asks for, read as OpenSSL's key derivations read it (absent: 1); UINT64_MAX
+/// when it is negative or does not fit, so that it is refused.
+static uint64_t lsock_pkcs12_count(const ASN1_INTEGER *value) {
+    uint64_t count = 1;
+    if (value && !ASN1_INTEGER_get_uint64(&count, value)) {
+        ERR_clear_error();
+        return UINT64_MAX;
+    }
+    return count ? count : 1;
+}
+
+static uint64_t lsock_pkcs12_product(uint64_t a, uint64_t b) {
+    uint64_t product;
+    return __builtin_mul_overflow(a, b, &product) ? UINT64_MAX : product;
+}
+
+/// The work of the key derivation `kdf` (PBES2's or PBMAC1's) names: PBKDF2's iteration count, or scrypt's
+/// N·r·p (each unit a few hash compressions' worth, as one PBKDF2 iteration is). 0 when its parameters do
+/// not decode: OpenSSL then derives nothing either.
+static uint64_t lsock_pkcs12_kdf_cost(const X509_ALGOR *kdf) {
+    const ASN1_TYPE *params = kdf ? kdf->parameter : NULL;
+    if (!params || params->type != V_ASN1_SEQUENCE) return 0;
+    uint64_t cost = 0;
+    int nid = OBJ_obj2nid(kdf->algorithm);
+    if (nid == NID_id_pbkdf2) {
+        PBKDF2PARAM *pbkdf2 = ASN1_TYPE_unpack_sequence(ASN1_ITEM_rptr(PBKDF2PARAM), params);
+        if (pbkdf2) cost = lsock_pkcs12_count(pbkdf2->iter);
+        PBKDF2PARAM_free(pbkdf2);
+    } else if (nid == NID_id_scrypt) {
+        SCRYPT_PARAMS *scrypt = ASN1_TYPE_unpack_sequence(ASN1_ITEM_rptr(SCRYPT_PARAMS), params);
+        if (scrypt) {
+            cost = lsock_pkcs12_product(lsock_pkcs12_count(scrypt->costParameter),
+                                        lsock_pkcs12_product(lsock_pkcs12_count(scrypt->blockSize),
+                                                             lsock_pkcs12_count(scrypt->parallelizationParameter)));
+        }
+        SCRYPT_PARAMS_free(scrypt);
+    }
+    ERR_clear_error();
+    return cost;
+}
+
+/// The iterations decrypting with `alg` derives its key with: PBES2's key derivation's, else the count in
+/// PKCS#12's and PBES1's own parameters (salt and count). 0 when they do not decode.
+static uint64_t lsock_pkcs12_pbe_cost(const X509_ALGOR *alg) {
+    const ASN1_TYPE *params = alg ? alg->parameter : NULL;
+    if (!params || params->type != V_ASN1_SEQUENCE) return 0;
+    uint64_t cost = 0;
+    if (OBJ_obj2nid(alg->algorithm) == NID_pbes2) {
+        PBE2PARAM *pbe2 = ASN1_TYPE_unpack_sequence(ASN1_ITEM_rptr(PBE2PARAM), params);
+        if (pbe2) cost = lsock_pkcs12_kdf_cost(pbe2->keyfunc);
+        PBE2PARAM_free(pbe2);
+    } else {
+        PBEPARAM *pbe = ASN1_TYPE_unpack_sequence(ASN1_ITEM_rptr(PBEPARAM), params);
+        if (pbe) cost = lsock_pkcs12_count(pbe->iter);
+        PBEPARAM_free(pbe);
+    }
+    ERR_clear_error();
+    return cost;
+}
+
+/// PBMAC1's parameters (RFC 8018, A.5): the key derivation and the MAC. OpenSSL 3.0's headers do not declare them.
+typedef struct {
+    X509_ALGOR *kdf;
+    X509_ALGOR *scheme;
+} lsock_pbmac1_params;
+
+ASN1_SEQUENCE(lsock_pbmac1_params) = {
+    ASN1_SIMPLE(lsock_pbmac1_params, kdf, X509_ALGOR),
+    ASN1_SIMPLE(lsock_pbmac1_params, scheme, X509_ALGOR),
+} static_ASN1_SEQUENCE_END(lsock_pbmac1_params)
+
+/// The iterations checking `p12`'s MAC derives its key with: the MacData's count, or for PBMAC1 (RFC 9579,
+/// whose MacData count is unused) its PBKDF2's.
+static uint64_t lsock_pkcs12_mac_cost(const PKCS12 *p12) {
+    const X509_ALGOR *alg = NULL;
+    const ASN1_INTEGER *iterations = NULL;
+    PKCS12_get0_mac(NULL, &alg, NULL, &iterations, p12);
+    if (!alg || OBJ_obj2nid(alg->algorithm) != NID_pbmac1) return lsock_pkcs12_count(iterations);
+    const ASN1_TYPE *params = alg->parameter;
+    lsock_pbmac1_params *pbmac1 = params && params->type == V_ASN1_SEQUENCE
+        ? ASN1_TYPE_unpack_sequence(ASN1_ITEM_rptr(lsock_pbmac1_params), params) : NULL;
+    uint64_t cost = pbmac1 ? lsock_pkcs12_kdf_cost(pbmac1->kdf) : 0;
+    ASN1_item_free((ASN1_VALUE *)pbmac1, ASN1_ITEM_rptr(lsock_pbmac1_params));
+    ERR_clear_error();
+    return cost;
+}
+
 /// One PKCS#12 structure being opened.
 typedef struct {
     OSSL_LIB_CTX *ctx;
@@ -557,7 +662,31 @@ typedef struct {
     STACK_OF(X509) *certificates;
     char *detail;
     size_t capacity;
+    /// The iterations the file may still cost, of `max_iterations`.
+    uint64_t iterations_left;
+    uint64_t max_iterations;
 } lsock_pkcs12_reader;
+
+/// Charges the `count` iterations of a key derivation about to run for `what`: LSOCK_PKCS12_OK, or
+/// LSOCK_PKCS12_TOO_MANY_ITERATIONS (with why in `detail`) if that would pass the limit, before any of it runs.
+static int lsock_pkcs12_spend(lsock_pkcs12_reader *r, uint64_t count, const char *what) {
+    if (count <= r->iterations_left) {
+        r->iterations_left -= count;
+        return LSOCK_PKCS12_OK;
+    }
+    if (!r->capacity) return LSOCK_PKCS12_TOO_MANY_ITERATIONS;
+    uint64_t spent = r->max_iterations - r->iterations_left;
+    char asked[32] = "an unreadable number of";
+    if (count != UINT64_MAX) snprintf(asked, sizeof asked, "%" PRIu64, count);
+    if (spent) {
+        snprintf(r->detail, r->capacity, "%s takes %s key-derivation iterations, after %" PRIu64
+                 ", past the limit of %" PRIu64 " for the whole file", what, asked, spent, r->max_iterations);
+    } else {
+        snprintf(r->detail, r->capacity, "%s takes %s key-derivation iterations, past the limit of %" PRIu64,
+                 what, asked, r->max_iterations);
+    }
+    return LSOCK_PKCS12_TOO_MANY_ITERATIONS;
+}
 
 /// Checks the MAC, if there is one, and settles which password the contents are encrypted with.
 static int lsock_pkcs12_check_mac(lsock_pkcs12_reader *r, PKCS12 *p12) {
@@ -567,10 +696,16 @@ static int lsock_pkcs12_check_mac(lsock_pkcs12_reader *r, PKCS12 *p12) {
         return LSOCK_PKCS12_OK;
     }
     r->mac_checked = 1;
+    uint64_t cost = lsock_pkcs12_mac_cost(p12);
+    int status = lsock_pkcs12_spend(r, cost, "the integrity check (MAC)");
+    if (status != LSOCK_PKCS12_OK) return status;
     // As PKCS12_parse: an empty password is either no password or the empty one, whichever the MAC takes.
     if (empty ? PKCS12_verify_mac(p12, NULL, 0) : PKCS12_verify_mac(p12, r->password, -1)) {
         if (empty) r->password = NULL;
         return LSOCK_PKCS12_OK;
+    }
+    if (empty && (status = lsock_pkcs12_spend(r, cost, "the integrity check (MAC), with the empty password")) != LSOCK_PKCS12_OK) {
+        return status;
     }
     if (empty && PKCS12_verify_mac(p12, "", 0)) {
         r->password = "";
@@ -618,12 +753,12 @@ static int lsock_pkcs12_read_bags(lsock_pkcs12_reader *r, const STACK_OF(PKCS12_
             PKCS8_PRIV_KEY_INFO *decrypted = NULL;
             const PKCS8_PRIV_KEY_INFO *p8 = PKCS12_SAFEBAG_get0_p8inf(bag);
             if (type == NID_pkcs8ShroudedKeyBag) {
+                const X509_ALGOR *alg = NULL;
+                X509_SIG_get0(PKCS12_SAFEBAG_get0_pkcs8(bag), &alg, NULL);
+                int status = lsock_pkcs12_spend(r, lsock_pkcs12_pbe_cost(alg), "the private key's encryption");
+                if (status != LSOCK_PKCS12_OK) return status;
                 p8 = decrypted = PKCS12_decrypt_skey_ex(bag, r->password, -1, r->ctx, NULL);
-                if (!p8) {
-                    const X509_ALGOR *alg = NULL;
-                    X509_SIG_get0(PKCS12_SAFEBAG_get0_pkcs8(bag), &alg, NULL);
-                    return lsock_pkcs12_decryption_failed(r, alg, "the private key is encrypted with");
-                }
+                if (!p8) return lsock_pkcs12_decryption_failed(r, alg, "the private key is encrypted with");
             }
             r->key = p8 ? EVP_PKCS82PKEY(p8) : NULL;
             const ASN1_OBJECT *algorithm = NULL;
@@ -667,11 +802,11 @@ static int lsock_pkcs12_read(lsock_pkcs12_reader *r, PKCS12 *p12) {
             bags = PKCS12_unpack_p7data(p7);
             if (!bags) status = LSOCK_PKCS12_MALFORMED;
         } else if (type == NID_pkcs7_encrypted) {
+            const X509_ALGOR *alg = p7->d.encrypted && p7->d.encrypted->enc_data
+                ? p7->d.encrypted->enc_data->algorithm : NULL;
+            status = lsock_pkcs12_spend(r, lsock_pkcs12_pbe_cost(alg), "the certificates' encryption");
             // Decrypted in the context `p7` inherited from `p12`: the PKCS#12 one.
-            bags = PKCS12_unpack_p7encdata(p7, r->password, -1);
-            if (!bags) {
-                const X509_ALGOR *alg = p7->d.encrypted && p7->d.encrypted->enc_data
-                    ? p7->d.encrypted->enc_data->algorithm : NULL;
+            if (status == LSOCK_PKCS12_OK && !(bags = PKCS12_unpack_p7encdata(p7, r->password, -1))) {
                 status = lsock_pkcs12_decryption_failed(r, alg, "the certificates are encrypted with");
             }
         }
@@ -684,7 +819,7 @@ static int lsock_pkcs12_read(lsock_pkcs12_reader *r, PKCS12 *p12) {
 }
 
 int lsock_pkcs12_open(OSSL_LIB_CTX *ctx, const uint8_t *data, size_t length, const char *password,
-                      EVP_PKEY **key, X509 **cert, STACK_OF(X509) **chain,
+                      uint64_t max_iterations, EVP_PKEY **key, X509 **cert, STACK_OF(X509) **chain,
                       unsigned long *error, char *detail, size_t capacity) {
     *key = NULL;
     *cert = NULL;
@@ -705,7 +840,7 @@ int lsock_pkcs12_open(OSSL_LIB_CTX *ctx, const uint8_t *data, size_t length, con
         *error = lsock_pkcs12_drain(detail, capacity);
         return LSOCK_PKCS12_MALFORMED;
     }
-    lsock_pkcs12_reader r = {ctx, password, 0, NULL, sk_X509_new_null(), detail, capacity};
+    lsock_pkcs12_reader r = {ctx, password, 0, NULL, sk_X509_new_null(), detail, capacity, max_iterations, max_iterations};
     int status = r.certificates ? lsock_pkcs12_check_mac(&r, p12) : LSOCK_PKCS12_MALFORMED;
     if (status == LSOCK_PKCS12_OK) status = lsock_pkcs12_read(&r, p12);
     PKCS12_free(p12);

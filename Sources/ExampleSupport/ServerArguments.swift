@@ -19,13 +19,19 @@ public struct ServerArguments: Sendable {
         public var tls: Bool
         /// It can share its port with other processes on request (`--reuse-port`: UDP).
         public var reusePort: Bool
+        /// Options of this server's own, each taking a value: (flag, value's name, help line). What they were
+        /// given is in ``ServerArguments/ownOptions``.
+        public var own: [(flag: String, value: String, meaning: String)]
 
-        /// A server called `name` doing `summary`, with TLS, without `--reuse-port` unless told.
-        public init(name: String, summary: String, tls: Bool = true, reusePort: Bool = false) {
+        /// A server called `name` doing `summary`, with TLS, without `--reuse-port` unless told, with `own`
+        /// options.
+        public init(name: String, summary: String, tls: Bool = true, reusePort: Bool = false,
+                    own: [(flag: String, value: String, meaning: String)] = []) {
             self.name = name
             self.summary = summary
             self.tls = tls
             self.reusePort = reusePort
+            self.own = own
         }
 
         /// The `--help` text.
@@ -43,6 +49,7 @@ public struct ServerArguments: Sendable {
                 options.append(("--reuse-port", "share the port with other processes that ask for it too (SO_REUSEPORT);"))
                 options.append(("", "without it, a port in use is an error"))
             }
+            options += own.map { ("\($0.flag) \($0.value)", $0.meaning) }
             options += [
                 ("--metrics HOST:PORT", "serve the loops' metrics (Prometheus text) at http://HOST:PORT/metrics;"),
                 ("", ":PORT listens on 127.0.0.1; also samples each loop's lag every 10 ms"),
@@ -51,7 +58,8 @@ public struct ServerArguments: Sendable {
                 ("--version", "print the version"),
             ]
             let synopsis = "usage: \(name) [--port P] [--host H] [--loops N]" + (tls ? " [--tls-cert FILE --tls-key FILE]" : "")
-                + (reusePort ? " [--reuse-port]" : "") + " [--metrics HOST:PORT] [--stall-ms N]"
+                + (reusePort ? " [--reuse-port]" : "") + own.map { " [\($0.flag) \($0.value)]" }.joined()
+                + " [--metrics HOST:PORT] [--stall-ms N]"
             let lines = options.map { flag, meaning in "  " + flag + String(repeating: " ", count: max(1, 22 - flag.count)) + meaning }
             return ([synopsis, "", summary, "", "Options:"] + lines).joined(separator: "\n")
         }
@@ -74,6 +82,8 @@ public struct ServerArguments: Sendable {
     public var stallThreshold: Duration?
     /// Share the port with other processes (`--reuse-port`, servers whose ``Usage`` takes it).
     public var reusePort = false
+    /// The values given to the server's own options (``Usage/own``), by flag.
+    public var ownOptions: [String: String] = [:]
 
     /// The server TLS configuration from `--tls-cert`/`--tls-key` (nil: plaintext), with `alpn` offered;
     /// exits with a message if the files cannot be used.
@@ -132,6 +142,8 @@ public struct ServerArguments: Sendable {
             case "--version":
                 announce("\(usage.name) \(EpollLoopVersion.current)")
                 exit(0)
+            case _ where usage.own.contains { $0.flag == flag }:
+                result.ownOptions[flag] = value(flag)
             default:
                 fail("unknown option \(flag) (try --help)")
             }
@@ -166,12 +178,15 @@ public struct ServerArguments: Sendable {
 
     /// Serves `group`'s metrics at `GET /metrics` on the `--metrics` address (nil without the option), with
     /// each loop's lag probe on at its default resolution, and announces where; exits with a message if it
-    /// cannot listen there. Close it before shutting the group down.
-    public func serveMetrics(of group: EventLoopGroup) -> LoopMetricsServer? {
+    /// cannot listen there; `appending` adds the server's own lines to the loops' page. Close it before
+    /// shutting the group down.
+    public func serveMetrics(of group: EventLoopGroup, appending: (@Sendable () -> String)? = nil) -> LoopMetricsServer? {
         guard let metrics else { return nil }
         do {
             try group.startLagProbe()
-            let server = try LoopMetricsServer(group: group, host: metrics.host, port: metrics.port)
+            let server = try LoopMetricsServer(host: metrics.host, port: metrics.port, loop: group.loops[0]) {
+                group.prometheusText() + (appending?() ?? "")
+            }
             Self.announce("metrics on http://\(metrics.host.contains(":") ? "[\(metrics.host)]" : metrics.host):\(server.port)/metrics")
             return server
         } catch {

@@ -30,7 +30,9 @@ struct HTTPFieldSummary {
         } else if Self.equalsIgnoringCase(name, "content-length") {
             guard !value.isEmpty, value.count <= 18, value.allSatisfy(HTTPHeadParser.isDigit) else { return .badRequest }
             let length = value.reduce(0) { $0 * 10 + Int($1 - 0x30) }
-            if let contentLength, contentLength != length { return .badRequest }
+            // A second Content-Length is refused even with the same value (nginx does; RFC 9110 §8.6 only
+            // allows a recipient to accept it): one framing, stated once.
+            if contentLength != nil { return .badRequest }
             contentLength = length
         } else if Self.equalsIgnoringCase(name, "transfer-encoding") {
             transferEncodingCount += 1

@@ -21,15 +21,42 @@ enum HTTPHeadParser {
     static let cr: UInt8 = 0x0D
     static let lf: UInt8 = 0x0A
 
-    /// Parses the head at the start of `bytes`; heads longer than `maxLength` fail with 431.
-    static func parse(_ bytes: UnsafeBufferPointer<UInt8>, maxLength: Int) -> Outcome {
+    /// The most header fields a head may have by default (``HTTPHelloServer/Configuration/maxHeaderFields``).
+    static let defaultMaxFields = 100
+
+    /// How far an earlier call got on the same, shorter, incomplete head, so that the next call with more bytes
+    /// searches only what is new: a peer that sends a head a byte at a time costs each byte once, not the whole
+    /// head again. Small (5 bytes), so a connection can keep it beside its head deadline.
+    struct Scan: Equatable {
+        /// The bytes searched for the head's end (none there): the buffer's length at the last call.
+        var scanned: UInt32 = 0
+        /// An LF was among them, so the request line has ended and was found valid.
+        var requestLineEnded = false
+    }
+
+    /// Parses the head at the start of `bytes`; heads longer than `maxLength` (counting any empty lines before
+    /// the request line) fail with 431, and so do heads with more than `maxFields` header fields.
+    static func parse(_ bytes: UnsafeBufferPointer<UInt8>, maxLength: Int, maxFields: Int = defaultMaxFields) -> Outcome {
+        var scan = Scan()
+        return parse(bytes, maxLength: maxLength, maxFields: maxFields, resuming: &scan)
+    }
+
+    /// ``parse(_:maxLength:maxFields:)`` resuming where the call that left `scan` stopped, on the same bytes
+    /// and more; while the head is still incomplete, `scan` is updated for the next call.
+    static func parse(_ bytes: UnsafeBufferPointer<UInt8>, maxLength: Int, maxFields: Int, resuming scan: inout Scan) -> Outcome {
         let start = skipEmptyLines(bytes)
-        guard let (contentEnd, end) = headEnd(bytes, from: start) else {
-            if let failure = refusedRequestLine(bytes, from: start) { return .failed(failure) }
-            return bytes.count - start > maxLength ? .failed(.headerTooLarge) : .incomplete
+        // An empty line that ends in the new bytes may start up to two bytes before them ("\r" or "\n\r").
+        guard let (contentEnd, end) = headEnd(bytes, from: max(start, Int(scan.scanned) - 2)) else {
+            if !scan.requestLineEnded, let feed = lineFeed(bytes, from: max(start, Int(scan.scanned))) {
+                // The first LF since `start` (the scanned bytes held none): the request line has ended.
+                if let failure = refusedRequestLine(bytes, from: start, to: feed) { return .failed(failure) }
+                scan.requestLineEnded = true
+            }
+            scan.scanned = UInt32(clamping: bytes.count)
+            return bytes.count > maxLength ? .failed(.headerTooLarge) : .incomplete
         }
-        guard end - start <= maxLength else { return .failed(.headerTooLarge) }
-        switch parseHead(UnsafeBufferPointer(rebasing: bytes[start..<contentEnd])) {
+        guard end <= maxLength else { return .failed(.headerTooLarge) }
+        switch parseHead(UnsafeBufferPointer(rebasing: bytes[start..<contentEnd]), maxFields: maxFields) {
         case .success(let head): return .complete(head, length: end)
         case .failure(let failure): return .failed(failure)
         }
@@ -71,10 +98,8 @@ enum HTTPHeadParser {
         return nil
     }
 
-    /// The failure of the request line, once it has ended (its LF has arrived), or nil: it is still
-    /// incomplete, or it is a valid one.
-    static func refusedRequestLine(_ bytes: UnsafeBufferPointer<UInt8>, from start: Int) -> HTTPFailure? {
-        guard let feed = lineFeed(bytes, from: start) else { return nil }
+    /// The failure of the request line `bytes[start...feed]` (`feed` is its LF), or nil: it is a valid one.
+    static func refusedRequestLine(_ bytes: UnsafeBufferPointer<UInt8>, from start: Int, to feed: Int) -> HTTPFailure? {
         var lines = LineIterator(bytes: UnsafeBufferPointer(rebasing: bytes[start...feed]))
         guard case .some(.some(let line)) = lines.next() else { return .badRequest }
         var request = HTTPRequestHead()
@@ -82,8 +107,9 @@ enum HTTPHeadParser {
         return nil
     }
 
-    /// Parses the request line and header lines of `head` (each line ends with CRLF or LF).
-    static func parseHead(_ head: UnsafeBufferPointer<UInt8>) -> Result<HTTPRequestHead, HTTPFailure> {
+    /// Parses the request line and header lines of `head` (each line ends with CRLF or LF); more than
+    /// `maxFields` header fields fail with 431.
+    static func parseHead(_ head: UnsafeBufferPointer<UInt8>, maxFields: Int) -> Result<HTTPRequestHead, HTTPFailure> {
         var lines = LineIterator(bytes: head)
         guard let requestLine = lines.next() else { return .failure(.badRequest) }
         guard let line = requestLine else { return .failure(.badRequest) }
@@ -93,8 +119,11 @@ enum HTTPHeadParser {
         case .failure(let failure): return .failure(failure)
         }
         var fields = HTTPFieldSummary()
+        var count = 0
         while let next = lines.next() {
             guard let line = next else { return .failure(.badRequest) }
+            count += 1
+            if count > maxFields { return .failure(.tooManyFields) }
             if let failure = fields.add(line) { return .failure(failure) }
         }
         return fields.apply(to: request)

@@ -34,12 +34,25 @@ final class HTTPHelloConnection: GCDAsyncSocketDelegate, @unchecked Sendable {
     }
 
     enum Phase {
+        /// Between requests, or reading past a body.
         case serving
+        /// Part of a request head, or empty lines before one, has arrived: the rest must arrive by `deadline`
+        /// (``HTTPHelloServer/Configuration/headTimeout``), and `scan` says how far the buffered part was
+        /// searched.
+        case readingHead(deadline: DispatchTime, scan: HTTPHeadParser.Scan)
         /// The last response is queued and the socket closes after writing it.
         case closing
         /// A refusal is queued and the write side shut after it; what the client still sends is dropped
         /// until `deadline` or its end of stream.
         case lingering(deadline: DispatchTime)
+
+        /// Whether requests are still read.
+        var reads: Bool {
+            switch self {
+            case .serving, .readingHead: true
+            case .closing, .lingering: false
+            }
+        }
     }
 
     init(server: HTTPHelloServer) {
@@ -47,13 +60,17 @@ final class HTTPHelloConnection: GCDAsyncSocketDelegate, @unchecked Sendable {
         life = self
     }
 
+    /// The bytes held between reads (what tests look at to see that memory stays bounded); read it on the
+    /// connection's loop.
+    var bufferedByteCount: Int { buffer.count }
+
     func socketDidDisconnect(_ sock: GCDAsyncSocket, withError err: (any Error)?) {
         life = nil
     }
 
     func socket(_ sock: GCDAsyncSocket, didRead data: Data, withTag tag: Int) {
         switch phase {
-        case .serving:
+        case .serving, .readingHead:
             receive(data, on: sock)
         case .closing:
             return
@@ -63,33 +80,58 @@ final class HTTPHelloConnection: GCDAsyncSocketDelegate, @unchecked Sendable {
         switch phase {
         case .serving:
             sock.readData(withTimeout: server.configuration.idleTimeout, tag: 0)
+        case .readingHead(let deadline, _):
+            let left = Self.seconds(until: deadline)
+            if left <= 0 { return headTimedOut(on: sock) }
+            sock.readData(withTimeout: min(server.configuration.idleTimeout, left), tag: 0)
         case .closing:
             return
         case .lingering(let deadline):
-            let left = Double(Int64(bitPattern: deadline.uptimeNanoseconds &- DispatchTime.now().uptimeNanoseconds)) / 1e9
+            let left = Self.seconds(until: deadline)
             if left <= 0 { sock.disconnect() } else { sock.readData(withTimeout: left, tag: 0) }
         }
+    }
+
+    /// A read timed out: the idle timeout, the head deadline, or the end of a linger. Part of a head
+    /// buffered gets 408 (and the linger that follows a refusal); anything else closes at once, as an idle
+    /// connection does.
+    func socket(_ sock: GCDAsyncSocket, shouldTimeoutReadWithTag tag: Int, elapsed: TimeInterval, bytesDone length: UInt) -> TimeInterval {
+        guard case .readingHead = phase, !buffer.isEmpty else { return 0 }
+        refuse(.requestTimeout, on: sock)
+        return server.configuration.lingerTimeout
+    }
+
+    /// The head deadline passed while bytes kept arriving.
+    private func headTimedOut(on sock: GCDAsyncSocket) {
+        guard !buffer.isEmpty else { return sock.disconnect() }
+        refuse(.requestTimeout, on: sock)
+        sock.readData(withTimeout: server.configuration.lingerTimeout, tag: 0)
+    }
+
+    private static func seconds(until deadline: DispatchTime) -> Double {
+        Double(Int64(bitPattern: deadline.uptimeNanoseconds &- DispatchTime.now().uptimeNanoseconds)) / 1e9
     }
 
     /// Handles the bytes of one read: in place when nothing is buffered, else after the buffered head.
     private func receive(_ data: Data, on sock: GCDAsyncSocket) {
         if buffer.isEmpty {
             let used = data.withUnsafeBytes { handle($0.assumingMemoryBound(to: UInt8.self), on: sock) }
-            if case .serving = phase, used < data.count {
+            if phase.reads, used < data.count {
                 buffer.append(contentsOf: data[(data.startIndex + used)...])
             }
         } else {
             buffer.append(contentsOf: data)
             let used = buffer.withUnsafeBufferPointer { handle($0, on: sock) }
-            if case .serving = phase { buffer.removeFirst(used) } else { buffer = [] }
+            if phase.reads { buffer.removeFirst(used) } else { buffer = [] }
         }
     }
 
     /// Answers every complete request at the start of `bytes`; returns the bytes used (the rest is the
-    /// start of a head still incomplete).
+    /// start of a head still incomplete). Empty lines before a request line are used up here, not buffered:
+    /// a peer that sends nothing else holds no memory, and the head deadline still runs from the first one.
     private func handle(_ bytes: UnsafeBufferPointer<UInt8>, on sock: GCDAsyncSocket) -> Int {
         var offset = 0
-        while offset < bytes.count, case .serving = phase {
+        while offset < bytes.count, phase.reads {
             let rest = UnsafeBufferPointer(rebasing: bytes[offset...])
             if let current = body {
                 let (used, outcome) = current.decoder.consume(rest)
@@ -106,14 +148,30 @@ final class HTTPHelloConnection: GCDAsyncSocketDelegate, @unchecked Sendable {
                 }
                 continue
             }
-            switch HTTPHeadParser.parse(rest, maxLength: server.configuration.maxHeadLength) {
+            if rest[0] == HTTPHeadParser.lf || rest[0] == HTTPHeadParser.cr {
+                let skipped = HTTPHeadParser.skipEmptyLines(rest)
+                if skipped > 0 {
+                    offset += skipped
+                    headBegun(scan: HTTPHeadParser.Scan())
+                    continue
+                }
+            }
+            // What an earlier read left of this head was searched already (it starts the buffer: offset 0).
+            var scan = HTTPHeadParser.Scan()
+            if offset == 0, case .readingHead(_, let resumed) = phase { scan = resumed }
+            let configuration = server.configuration
+            switch HTTPHeadParser.parse(
+                rest, maxLength: configuration.maxHeadLength, maxFields: configuration.maxHeaderFields, resuming: &scan
+            ) {
             case .incomplete:
+                headBegun(scan: scan)
                 return offset
             case .failed(let failure):
                 refuse(failure, on: sock)
                 return offset
             case .complete(let request, let length):
                 offset += length
+                if case .readingHead = phase { phase = .serving }
                 if request.body == .none {
                     respond(to: request, on: sock)
                 } else {
@@ -123,6 +181,19 @@ final class HTTPHelloConnection: GCDAsyncSocketDelegate, @unchecked Sendable {
             }
         }
         return offset
+    }
+
+    /// Part of a head has arrived (or empty lines before one): its deadline starts now unless it started
+    /// with an earlier read; `scan` is how far the part that stays buffered has been searched.
+    private func headBegun(scan: HTTPHeadParser.Scan) {
+        switch phase {
+        case .readingHead(let deadline, _):
+            phase = .readingHead(deadline: deadline, scan: scan)
+        case .serving:
+            phase = .readingHead(deadline: .now() + server.configuration.headTimeout, scan: scan)
+        case .closing, .lingering:
+            break
+        }
     }
 
     private func respond(to request: HTTPRequestHead, on sock: GCDAsyncSocket) {
@@ -135,6 +206,7 @@ final class HTTPHelloConnection: GCDAsyncSocketDelegate, @unchecked Sendable {
 
     /// Sends the refusal, then half-closes and lingers (see ``HTTPHelloServer/Configuration/lingerTimeout``).
     private func refuse(_ failure: HTTPFailure, on sock: GCDAsyncSocket) {
+        server.refusals.add(failure)
         sock.write(HTTPResponses.failure(failure), withTimeout: 10, tag: 0)
         sock.closeWriteStream()
         phase = .lingering(deadline: .now() + server.configuration.lingerTimeout)

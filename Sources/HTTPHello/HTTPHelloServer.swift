@@ -12,10 +12,19 @@ import LoopSocket
 public final class HTTPHelloServer: GCDAsyncSocketDelegate, Sendable {
     /// Limits and timeouts.
     public struct Configuration: Sendable {
-        /// Seconds a connection may wait for (the rest of) a request before it is closed.
+        /// Seconds a connection may stay silent (between requests, or within one) before it is closed.
         public var idleTimeout: TimeInterval = 30
-        /// The longest request head (request line and header fields); longer ones get 431.
+        /// Seconds a request head may take from its first byte (empty lines before the request line count)
+        /// to its end, however the bytes trickle in: unlike ``idleTimeout``, a read does not restart it. A
+        /// head still incomplete then gets 408 and the connection closes. nginx's `client_header_timeout`,
+        /// with its default.
+        public var headTimeout: TimeInterval = 60
+        /// The longest request head (request line and header fields, and any empty lines before them); longer
+        /// ones get 431. nginx's `large_client_header_buffers` bounds a line at 8 KiB (and a head at 32 KiB).
         public var maxHeadLength = 8192
+        /// The most header fields a head may have; more get 431. nginx has no count of its own beyond its
+        /// buffers; 100 is Apache's `LimitRequestFields` default, far above what browsers send (about 20).
+        public var maxHeaderFields = 100
         /// After a refusal, how long the rest of what the client sends is read and dropped, so that the
         /// kernel does not answer it with a reset that could destroy the refusal before it is read.
         public var lingerTimeout: TimeInterval = 2
@@ -30,6 +39,8 @@ public final class HTTPHelloServer: GCDAsyncSocketDelegate, Sendable {
     public let configuration: Configuration
     /// The response bytes, built once and shared by every connection.
     let responses = HTTPResponses()
+    /// The requests refused, by reason.
+    let refusals = HTTPRefusalCounters()
     /// Reports accept failures (the descriptor limit, mostly); called on the listener's loop.
     let acceptFailed: @Sendable (any Error) -> Void
 
@@ -46,6 +57,13 @@ public final class HTTPHelloServer: GCDAsyncSocketDelegate, Sendable {
         newSocket.delegate = connection
         if let tls = configuration.tls { newSocket.startTLS(tls) }
         newSocket.readData(withTimeout: configuration.idleTimeout, tag: 0)
+    }
+
+    /// The server's counters in Prometheus' text format, to append to a metrics page
+    /// (`group.prometheusText() + server.prometheusText()`): `http_hello_refused_total` by reason (`bad_request`,
+    /// `head_too_large`, `too_many_fields`, `head_timeout`, `version`, `transfer_coding`) with its status code.
+    public func prometheusText() -> String {
+        refusals.prometheusText()
     }
 
     /// Passes the failure on (an example server logs it).

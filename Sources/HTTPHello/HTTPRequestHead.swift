@@ -20,20 +20,38 @@ struct HTTPRequestHead: Equatable {
 }
 
 /// Why a request is refused; the response is sent, then the connection closed.
-enum HTTPFailure: Error, Equatable {
-    /// Malformed request line or header, missing or repeated `Host`, bad or conflicting framing: 400.
+enum HTTPFailure: Error, Equatable, CaseIterable {
+    /// Malformed request line or header, missing or repeated `Host`, a repeated `Content-Length` (even with
+    /// the same value, as nginx refuses it), bad or conflicting framing: 400.
     case badRequest
     /// The head is longer than the limit: 431.
     case headerTooLarge
+    /// The head has more header fields than the limit: 431.
+    case tooManyFields
+    /// The head did not arrive within the head timeout: 408.
+    case requestTimeout
     /// A major version other than 1: 505.
     case versionNotSupported
     /// A transfer coding other than `chunked`: 501.
     case notImplemented
 
+    /// The `reason` label of http-hello's `http_hello_refused_total` counter.
+    var metricReason: String {
+        switch self {
+        case .badRequest: "bad_request"
+        case .headerTooLarge: "head_too_large"
+        case .tooManyFields: "too_many_fields"
+        case .requestTimeout: "head_timeout"
+        case .versionNotSupported: "version"
+        case .notImplemented: "transfer_coding"
+        }
+    }
+
     var statusLine: String {
         switch self {
         case .badRequest: "400 Bad Request"
-        case .headerTooLarge: "431 Request Header Fields Too Large"
+        case .headerTooLarge, .tooManyFields: "431 Request Header Fields Too Large"
+        case .requestTimeout: "408 Request Timeout"
         case .versionNotSupported: "505 HTTP Version Not Supported"
         case .notImplemented: "501 Not Implemented"
         }

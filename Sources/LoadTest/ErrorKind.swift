@@ -46,6 +46,15 @@ package enum ErrorKind: String, CaseIterable, Sendable, Codable {
     case wsTooLarge = "ws_too_large"
     /// WebSocket: the server closed with a status code other than 1000 (normal) or 1001 (going away).
     case wsClose = "ws_close"
+    /// HTTP: a response head, or the trailer fields after a chunked body, longer than `--max-head`: the
+    /// connection is closed rather than buffer without bound.
+    case headTooLarge = "head_too_large"
+    /// HTTP: a response body longer than `--max-body` (announced by `Content-Length`, or counted as its chunks
+    /// arrive): the connection is closed rather than read an endless body.
+    case bodyTooLarge = "body_too_large"
+    /// A reply still awaited when the run ended, after waiting at least the whole measured duration (but less
+    /// than `--timeout`, else it counts as `timeout`): a server that stalls in a run shorter than the timeout.
+    case unfinished
     /// Anything else (the first one's text is kept for the report).
     case other
 

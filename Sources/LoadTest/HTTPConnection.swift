@@ -7,11 +7,12 @@ import LoopSocket
 /// `Transfer-Encoding: chunked`, chunk by chunk (size line, bytes, then trailers to the empty line); a status
 /// other than 2xx counts as an error. Closed loop with `pipeline` requests in flight, or paced by the worker's
 /// open-loop schedule. A response that announces `Connection: close` ends the connection, and a new one
-/// takes its place.
+/// takes its place. What a server sends is bounded (``HTTPResponseLimits``): a head or trailers over
+/// `--max-head`, a body over `--max-body`, end the connection with an error; a body is read in pieces and
+/// never held whole.
 final class HTTPConnection: GCDAsyncSocketDelegate, PacedConnection, SweptConnection {
     static let headEnd = Data("\r\n\r\n".utf8)
     static let lineEnd = Data("\r\n".utf8)
-    static let maxHead: UInt = 64 * 1024
 
     unowned(unsafe) let worker: LoopWorker
     /// The loop's requests and per-URL counts.
@@ -29,9 +30,15 @@ final class HTTPConnection: GCDAsyncSocketDelegate, PacedConnection, SweptConnec
     private var nextReceive: UInt64 = 0
     /// A chunked body's bytes so far (size lines, chunks, trailers), counted as received.
     private var chunkedBytes = 0
-    /// A chunked body checked as it arrives, when a check reads the body (``ResponseChecks/BodyScan``).
-    private var chunkedScan = ResponseChecks.BodyScan()
-    /// A head (tag 1) or body (tag 2; chunked: tags 3 to 5) read is queued.
+    /// A body that comes in pieces (chunks, or a long one by `Content-Length`) counted and checked as it
+    /// arrives (``ResponseChecks/BodyScan``).
+    private var bodyScan = ResponseChecks.BodyScan()
+    /// The body bytes still to read: of a `Content-Length` body, or of the current chunk.
+    private var bodyLeft = 0
+    /// The trailer bytes so far after a chunked body (nil before them), bounded by `--max-head`.
+    private var trailerBytes: Int?
+    private let limits: HTTPResponseLimits
+    /// A head (tag 1) or body (tag 2; chunked: tags 3 to 6) read is queued.
     private var readQueued = false
     private var pendingHead: HTTPResponseHead?
     private var state = ConnectionState.idle
@@ -57,6 +64,7 @@ final class HTTPConnection: GCDAsyncSocketDelegate, PacedConnection, SweptConnec
         times = SendTimes(capacity: openLoop ? 1024 : config.pipeline)
         sentTimes = SendTimes(capacity: openLoop ? 1024 : 1)
         checks = config.checks
+        limits = config.httpLimits
         inspectsBody = checks.inspectsBody
         perURL = requests.count > 1
         plain = !perURL && checks == ResponseChecks()
@@ -73,6 +81,8 @@ final class HTTPConnection: GCDAsyncSocketDelegate, PacedConnection, SweptConnec
         receiveURL = nextRequest
         readQueued = false
         pendingHead = nil
+        trailerBytes = nil
+        bodyScan = ResponseChecks.BodyScan()
         socket = worker.connectSocket(self, settling: settling)
         if socket == nil { state = .closed }
     }
@@ -89,6 +99,21 @@ final class HTTPConnection: GCDAsyncSocketDelegate, PacedConnection, SweptConnec
         worker.recordError(.timeout, "no HTTP response within \(worker.config.timeout) s")
         if perURL { shared.recordURLError(receiveURL) }
         socket.disconnect()
+    }
+
+    func countUnfinished(sentBefore cutoff: UInt64) {
+        guard state == .open, !reconnecting else { return }
+        var sequence = nextReceive
+        var url = receiveURL
+        while sequence != nextSend && times[sequence] < cutoff {
+            worker.recordError(
+                .unfinished, "no HTTP response when the run ended, after the whole measured \(worker.config.duration) s")
+            if perURL {
+                shared.recordURLError(url)
+                url = url + 1 == requests.count ? 0 : url + 1
+            }
+            sequence &+= 1
+        }
     }
 
     var hasRoom: Bool { state == .open && !reconnecting && nextSend &- nextReceive < UInt64(times.capacity) }
@@ -114,7 +139,7 @@ final class HTTPConnection: GCDAsyncSocketDelegate, PacedConnection, SweptConnec
     private func queueRead(_ socket: GCDAsyncSocket) {
         guard !readQueued else { return }
         readQueued = true
-        socket.readData(to: Self.headEnd, withTimeout: worker.replyTimeout, maxLength: Self.maxHead, tag: 1)
+        socket.readData(to: Self.headEnd, withTimeout: worker.replyTimeout, maxLength: UInt(limits.maxHead), tag: 1)
     }
 
     func socket(_ sock: GCDAsyncSocket, didConnectToHost host: String, port: UInt16) {
@@ -137,8 +162,7 @@ final class HTTPConnection: GCDAsyncSocketDelegate, PacedConnection, SweptConnec
             }
             guard let head = data.withUnsafeBytes({ HTTPResponseHead.parse($0) }) else {
                 worker.recordError(
-                    .badResponse,
-                    "response head could not be used (malformed): \(String(decoding: data.prefix(200), as: UTF8.self))")
+                    .badResponse, "response head could not be used (malformed): \(ServerText.escaped(data))")
                 sock.disconnect()
                 return
             }
@@ -150,67 +174,128 @@ final class HTTPConnection: GCDAsyncSocketDelegate, PacedConnection, SweptConnec
                     to: Self.lineEnd, withTimeout: worker.replyTimeout, maxLength: HTTPChunkLine.maxLineLength, tag: 3)
                 return
             }
-            if head.bodyLength > 0 {
+            let length = head.bodyLength
+            if length > 0 {
+                guard length <= limits.maxBody else {
+                    return bodyTooLarge(sock, "a response announced a body of \(length) bytes")
+                }
                 pendingHead = head
                 pendingHeadBytes = data.count
-                sock.readData(toLength: UInt(head.bodyLength), withTimeout: worker.replyTimeout, tag: 2)
+                bodyLeft = length
+                sock.readData(
+                    toLength: UInt(min(length, HTTPResponseLimits.piece)), withTimeout: worker.replyTimeout, tag: 2)
                 return
             }
             complete(sock, head: head, bodyBytes: 0, headBytes: data.count,
                      bodyPasses: !inspectsBody || checks.passes(body: UnsafeRawBufferPointer(start: nil, count: 0)))
         } else if tag == 2 {
             guard let head = pendingHead else { return }
+            bodyLeft -= data.count
+            if bodyLeft == 0 && data.count == head.bodyLength {
+                // The whole body in one read: checked where it lies.
+                pendingHead = nil
+                complete(sock, head: head, bodyBytes: data.count, headBytes: pendingHeadBytes,
+                         bodyPasses: !inspectsBody || data.withUnsafeBytes { checks.passes(body: $0) })
+                return
+            }
+            data.withUnsafeBytes { bodyScan.feed($0, needle: inspectsBody ? checks.body : nil) }
+            if bodyLeft > 0 {
+                sock.readData(
+                    toLength: UInt(min(bodyLeft, HTTPResponseLimits.piece)), withTimeout: worker.replyTimeout, tag: 2)
+                return
+            }
             pendingHead = nil
-            complete(sock, head: head, bodyBytes: data.count, headBytes: pendingHeadBytes,
-                     bodyPasses: !inspectsBody || data.withUnsafeBytes { checks.passes(body: $0) })
+            let scan = bodyScan
+            bodyScan = ResponseChecks.BodyScan()
+            complete(sock, head: head, bodyBytes: scan.bytes, headBytes: pendingHeadBytes,
+                     bodyPasses: !inspectsBody || scan.passes(checks))
         } else {
             readChunked(sock, data, tag: tag)
         }
     }
 
-    /// The next piece of a chunked body: a size line (tag 3), a chunk with its CRLF (tag 4), or a trailer
-    /// line (tag 5); the empty trailer line completes the response.
+    /// The next piece of a chunked body: a size line (tag 3), the end of a chunk with its CRLF (tag 4), a piece
+    /// of a long chunk (tag 6), or a trailer line (tag 5); the empty trailer line completes the response.
     private func readChunked(_ sock: GCDAsyncSocket, _ data: Data, tag: Int) {
         guard let head = pendingHead else { return }
         chunkedBytes += data.count
-        let timeout = worker.replyTimeout
         switch tag {
         case 3:
             guard let size = data.withUnsafeBytes({ HTTPChunkLine.size($0) }) else {
-                return badChunk(
-                    sock, "chunk size line could not be used: \(String(decoding: data.prefix(100), as: UTF8.self))")
+                return badChunk(sock, "chunk size line could not be used: \(ServerText.escaped(data, limit: 100))")
+            }
+            guard bodyScan.bytes + size <= limits.maxBody else {
+                return bodyTooLarge(sock, "a chunked response body reached \(bodyScan.bytes + size) bytes")
             }
             if size == 0 {
-                sock.readData(to: Self.lineEnd, withTimeout: timeout, maxLength: HTTPChunkLine.maxLineLength, tag: 5)
+                trailerBytes = 0
+                readTrailerLine(sock)
             } else {
-                sock.readData(toLength: UInt(size + 2), withTimeout: timeout, tag: 4)
+                bodyLeft = size
+                readChunkData(sock)
             }
-        case 4:
-            guard data.withUnsafeBytes({ HTTPChunkLine.endsChunk($0) }) else {
+        case 4, 6:
+            let end = tag == 4 ? data.count - 2 : data.count
+            guard tag == 6 || data.withUnsafeBytes({ HTTPChunkLine.endsChunk($0) }) else {
                 return badChunk(sock, "a chunk was not followed by CRLF")
             }
-            if inspectsBody {
-                data.withUnsafeBytes {
-                    chunkedScan.feed(UnsafeRawBufferPointer(rebasing: $0.dropLast(2)), needle: checks.body)
-                }
+            bodyLeft -= end
+            data.withUnsafeBytes {
+                bodyScan.feed(UnsafeRawBufferPointer(rebasing: $0[..<end]), needle: inspectsBody ? checks.body : nil)
             }
-            sock.readData(to: Self.lineEnd, withTimeout: timeout, maxLength: HTTPChunkLine.maxLineLength, tag: 3)
+            if tag == 6 { return readChunkData(sock) }
+            sock.readData(
+                to: Self.lineEnd, withTimeout: worker.replyTimeout, maxLength: HTTPChunkLine.maxLineLength, tag: 3)
         default:
-            guard data.withUnsafeBytes({ HTTPChunkLine.endsTrailers($0) }) else {
-                sock.readData(to: Self.lineEnd, withTimeout: timeout, maxLength: HTTPChunkLine.maxLineLength, tag: 5)
-                return
-            }
+            trailerBytes = (trailerBytes ?? 0) + data.count
+            guard data.withUnsafeBytes({ HTTPChunkLine.endsTrailers($0) }) else { return readTrailerLine(sock) }
             pendingHead = nil
-            let scan = chunkedScan
-            chunkedScan = ResponseChecks.BodyScan()
+            trailerBytes = nil
+            let scan = bodyScan
+            bodyScan = ResponseChecks.BodyScan()
             complete(sock, head: head, bodyBytes: chunkedBytes, headBytes: pendingHeadBytes,
                      bodyPasses: !inspectsBody || scan.passes(checks))
         }
     }
 
+    /// The rest of the current chunk with its CRLF (tag 4), or the next piece of it when more is left.
+    private func readChunkData(_ sock: GCDAsyncSocket) {
+        if bodyLeft > HTTPResponseLimits.piece {
+            sock.readData(toLength: UInt(HTTPResponseLimits.piece), withTimeout: worker.replyTimeout, tag: 6)
+        } else {
+            sock.readData(toLength: UInt(bodyLeft + 2), withTimeout: worker.replyTimeout, tag: 4)
+        }
+    }
+
+    /// The next trailer line, within what `--max-head` leaves of the trailers (a longer line disconnects with
+    /// `readMaxedOutError`, counted as `head_too_large`).
+    private func readTrailerLine(_ sock: GCDAsyncSocket) {
+        let left = limits.maxHead - (trailerBytes ?? 0)
+        guard left >= 2 else {
+            return headTooLarge(sock, "trailer fields over --max-head (\(limits.maxHead) bytes)")
+        }
+        sock.readData(to: Self.lineEnd, withTimeout: worker.replyTimeout,
+                      maxLength: min(UInt(left), HTTPChunkLine.maxLineLength), tag: 5)
+    }
+
+    private func bodyTooLarge(_ sock: GCDAsyncSocket, _ what: String) {
+        pendingHead = nil
+        bodyScan = ResponseChecks.BodyScan()
+        worker.recordError(.bodyTooLarge, "\(what), over --max-body (\(limits.maxBody) bytes)")
+        sock.disconnect()
+    }
+
+    private func headTooLarge(_ sock: GCDAsyncSocket, _ what: String) {
+        pendingHead = nil
+        trailerBytes = nil
+        bodyScan = ResponseChecks.BodyScan()
+        worker.recordError(.headTooLarge, what)
+        sock.disconnect()
+    }
+
     private func badChunk(_ sock: GCDAsyncSocket, _ message: String) {
         pendingHead = nil
-        chunkedScan = ResponseChecks.BodyScan()
+        bodyScan = ResponseChecks.BodyScan()
         worker.recordError(.badResponse, message)
         sock.disconnect()
     }
@@ -274,7 +359,19 @@ final class HTTPConnection: GCDAsyncSocketDelegate, PacedConnection, SweptConnec
         guard sock === socket else { return }
         let previous = state
         state = .closed
-        if worker.replaceableConnectionEnded(from: previous, replacing: &reconnecting, error: err) {
+        var error = err
+        if let maxed = err as? GCDAsyncSocketError, maxed.code == .readMaxedOutError {
+            // A line or head that did not end within its limit: which one it was is ours to say.
+            if trailerBytes != nil {
+                worker.recordError(.headTooLarge, "trailer fields over --max-head (\(limits.maxHead) bytes)")
+            } else if pendingHead != nil {
+                worker.recordError(.badResponse, "a chunk size line over \(HTTPChunkLine.maxLineLength) bytes")
+            } else {
+                worker.recordError(.headTooLarge, "a response head over --max-head (\(limits.maxHead) bytes)")
+            }
+            error = nil
+        }
+        if worker.replaceableConnectionEnded(from: previous, replacing: &reconnecting, error: error) {
             connect(settling: false)
         }
     }

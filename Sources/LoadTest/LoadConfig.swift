@@ -75,6 +75,8 @@ package struct LoadConfig: Sendable, Equatable {
     package var protocolOptions: [ProtocolOptionValue] = []
     /// `http` mode: what a response must be to count as a success (`--expect-status`, `--expect-body`).
     package var checks = ResponseChecks()
+    /// `http` mode: the longest response head and body read (`--max-head`, `--max-body`).
+    package var httpLimits = HTTPResponseLimits()
 
     /// A configuration with the mode's defaults.
     package init(mode: LoadMode) {

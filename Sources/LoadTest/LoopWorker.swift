@@ -102,6 +102,14 @@ protocol LoadConnection: AnyObject {
 protocol SweptConnection: LoadConnection {
     /// Disconnects with a timeout error if the oldest request in flight was sent before `cutoff` (ns).
     func expireRequests(sentBefore cutoff: UInt64)
+    /// The run is over: counts each reply still awaited whose request was sent before `cutoff` (ns) as
+    /// ``ErrorKind/unfinished``.
+    func countUnfinished(sentBefore cutoff: UInt64)
+}
+
+extension SweptConnection {
+    /// Counts nothing (a connection that does not tell its unfinished replies apart).
+    func countUnfinished(sentBefore cutoff: UInt64) {}
 }
 
 /// A connection that sends requests when an open-loop schedule says so.
@@ -463,6 +471,15 @@ final class LoopWorker: @unchecked Sendable {
 
     /// Ends the run on this loop: stops sending, closes every connection, and hands over the figures.
     func finish() -> WorkerFinal {
+        // Replies still awaited after the whole measured duration are errors: in a run shorter than --timeout,
+        // a server that stalls would otherwise pass for one that was never asked.
+        let now = Deadline.now().uptimeNanoseconds
+        let waited = UInt64(config.duration * 1e9)
+        if now > waited {
+            for case let connection as any SweptConnection in connections {
+                connection.countUnfinished(sentBefore: now - waited)
+            }
+        }
         let result = WorkerFinal(snapshot: snapshot, histogram: histogram, serviceHistogram: serviceHistogram,
                                  handshakeHistogram: handshakeHistogram, errors: errors, firstError: firstError,
                                  windowCompleted: windowCompleted, windowBytes: windowBytes,

@@ -386,10 +386,8 @@ final class WebSocketConnection: PacedConnection, SweptConnection {
                 .closed,
                 "the server closed the WebSocket (\(code.map(String.init) ?? "no status")) with replies outstanding")
         } else {
-            worker.recordError(
-                .wsClose,
-                "the server closed the WebSocket with status \(code!)\(reason.isEmpty ? "" : ": \(reason.prefix(100))")"
-            )
+            let said = reason.isEmpty ? "" : ": " + ServerText.escaped(reason, limit: 100)
+            worker.recordError(.wsClose, "the server closed the WebSocket with status \(code!)\(said)")
         }
         cancelTimers()
         transport.close(afterWriting: true)

@@ -54,13 +54,13 @@ struct WebSocketHandshake {
         guard let statusLine = lines.next() else { throw .handshake("an empty response") }
         let parts = statusLine.split(separator: " ", maxSplits: 2)
         guard parts.count >= 2, parts[0].hasPrefix("HTTP/1.") else {
-            throw .handshake("not an HTTP response: \(statusLine.prefix(100))")
+            throw .handshake("not an HTTP response: \(ServerText.escaped(statusLine, limit: 100))")
         }
-        guard parts[1] == "101" else { throw .handshake("HTTP status \(parts[1]), not 101: \(statusLine.prefix(100))") }
+        guard parts[1] == "101" else { throw .handshake("HTTP status \(ServerText.escaped(parts[1], limit: 20)), not 101: \(ServerText.escaped(statusLine, limit: 100))") }
         var fields: [String: [String]] = [:]
         while let line = lines.next() {
             guard let colon = line.firstIndex(of: ":") else {
-                throw .handshake("a header line without a colon: \(line.prefix(100))")
+                throw .handshake("a header line without a colon: \(ServerText.escaped(line, limit: 100))")
             }
             let name = line[..<colon].lowercased()
             let value = trimmed(line[line.index(after: colon)...])
@@ -80,15 +80,15 @@ struct WebSocketHandshake {
             throw .handshake("no (or more than one) Sec-WebSocket-Accept in the response")
         }
         guard accept[0] == expected else {
-            throw .handshake("Sec-WebSocket-Accept is '\(accept[0].prefix(60))', not '\(expected)'")
+            throw .handshake("Sec-WebSocket-Accept is '\(ServerText.escaped(accept[0], limit: 60))', not '\(expected)'")
         }
         if let extensions = fields["sec-websocket-extensions"], !extensions.allSatisfy(\.isEmpty) {
             throw .handshake(
-                "the server chose extensions none were offered: \(extensions.joined(separator: ", ").prefix(100))")
+                "the server chose extensions none were offered: \(ServerText.escaped(extensions.joined(separator: ", "), limit: 100))")
         }
         guard let chosen = fields["sec-websocket-protocol"] else { return nil }
         guard chosen.count == 1, subprotocols.contains(chosen[0]) else {
-            let names = chosen.joined(separator: ", ").prefix(100)
+            let names = ServerText.escaped(chosen.joined(separator: ", "), limit: 100)
             throw .handshake("the server chose the subprotocol '\(names)', which was not offered")
         }
         return chosen[0]

@@ -27,12 +27,13 @@ final class DualPlatformPackageTests: XCTestCase {
             to: app)
         try files.createSymbolicLink(at: link, withDestinationURL: Self.packageRoot)
 
-        let swiftBuild = ["swift", "build", "--package-path", app.path,
+        let swift = try TestTool.path("swift")
+        let swiftBuild = ["build", "--package-path", app.path,
                           "--scratch-path", workspace.appendingPathComponent("scratch").path, "--disable-index-store"]
-        let build = try ChildProcess.run("/usr/bin/env", swiftBuild, seconds: 900)
+        let build = try ChildProcess.run(swift, swiftBuild, seconds: 900)
         XCTAssertEqual(build.status, 0, "swift build failed:\n\(build.output)\n\(build.error)")
         XCTAssertFalse(build.output.contains("warning:"), "the app builds with warnings:\n\(build.output)")
-        let binPath = try ChildProcess.run("/usr/bin/env", swiftBuild + ["--show-bin-path"])
+        let binPath = try ChildProcess.run(swift, swiftBuild + ["--show-bin-path"])
         let executable = binPath.output.trimmingCharacters(in: .whitespacesAndNewlines) + "/DualPlatformApp"
         XCTAssertTrue(files.isExecutableFile(atPath: executable), "no \(executable)")
     }

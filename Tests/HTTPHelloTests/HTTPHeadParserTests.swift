@@ -67,7 +67,9 @@ final class HTTPHeadParserTests: XCTestCase {
         XCTAssertEqual(parse("GET / HTTP/1.1\r\nHost : x\r\n\r\n"), .failed(.badRequest), "whitespace before the colon")
         XCTAssertEqual(parse("GET / HTTP/1.1\r\nHost: x\r\n folded\r\n\r\n"), .failed(.badRequest), "obsolete line folding")
         XCTAssertEqual(parse("GET / HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\n"), .failed(.badRequest))
-        XCTAssertEqual(head("GET / HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nContent-Length: 5\r\n\r\n")?.body, .length(5))
+        // A repeated Content-Length is refused even with the same value, as nginx does.
+        XCTAssertEqual(parse("GET / HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nContent-Length: 5\r\n\r\n"), .failed(.badRequest))
+        XCTAssertEqual(parse("GET / HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\ncontent-length:5\r\n\r\n"), .failed(.badRequest))
         XCTAssertEqual(parse("POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\n\r\n"), .failed(.notImplemented))
         XCTAssertEqual(parse("POST / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n"), .failed(.badRequest))
         XCTAssertEqual(head("GET / HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n")?.body, HTTPRequestHead.Body.none)
@@ -121,6 +123,79 @@ final class HTTPHeadParserTests: XCTestCase {
         XCTAssertEqual(parse(big, maxLength: 100), .failed(.headerTooLarge))
         XCTAssertEqual(parse(big + "\r\n\r\n", maxLength: 100), .failed(.headerTooLarge))
         XCTAssertEqual(parse(String(big.prefix(90)), maxLength: 100), .incomplete)
+    }
+
+    /// Empty lines before the request line count toward the limit: a parse of nothing but empty lines is
+    /// bounded like any other head.
+    func testEmptyLinesBeforeTheRequestLineCountTowardTheLimit() {
+        XCTAssertEqual(parse(String(repeating: "\r\n", count: 60), maxLength: 100), .failed(.headerTooLarge))
+        XCTAssertEqual(parse(String(repeating: "\n", count: 101), maxLength: 100), .failed(.headerTooLarge))
+        XCTAssertEqual(parse(String(repeating: "\r\n", count: 50), maxLength: 100), .incomplete)
+        let request = "GET / HTTP/1.1\r\nHost: x\r\n\r\n"
+        XCTAssertEqual(parse(String(repeating: "\r\n", count: 40) + request, maxLength: 100), .failed(.headerTooLarge))
+        guard case .complete(_, let length) = parse(String(repeating: "\r\n", count: 10) + request, maxLength: 100)
+        else { return XCTFail() }
+        XCTAssertEqual(length, 20 + request.utf8.count)
+    }
+
+    /// More header fields than the limit get 431; the limit itself is allowed.
+    func testHeaderFieldCountLimit() {
+        func request(fields: Int) -> String {
+            "GET / HTTP/1.1\r\nHost: x\r\n" + (1..<fields).map { "X-\($0): y\r\n" }.joined() + "\r\n"
+        }
+        XCTAssertNotNil(head(request(fields: 100)), "100 fields, Host among them: the default limit")
+        XCTAssertEqual(parse(request(fields: 101)), .failed(.tooManyFields))
+        let few = Array(request(fields: 4).utf8).withUnsafeBufferPointer { HTTPHeadParser.parse($0, maxLength: 8192, maxFields: 3) }
+        XCTAssertEqual(few, .failed(.tooManyFields))
+        XCTAssertEqual(HTTPFailure.tooManyFields.statusLine, "431 Request Header Fields Too Large")
+    }
+
+    /// A head fed in pieces, each parse resuming from the last one's scan, ends the same way as a head parsed
+    /// whole, for every split: complete, refused at its request line, too large, or refused in its fields.
+    func testResumedParsesAgreeWithWholeParses() {
+        let heads = [
+            "GET / HTTP/1.1\r\nHost: x\r\nX-A: b\r\n\r\n",
+            "\r\n\nGET / HTTP/1.0\n\n",
+            "GET / HTTP/1.1\nHost: x\n\r\n",
+            "GET /\r\nHost: x\r\n\r\n",
+            "GET / HTTP/9.9\r\nHost: x\r\n\r\n",
+            "GET / HTTP/1.1\r\nHost: x\r\nBad[]: y\r\n\r\n",
+            "GET / HTTP/1.1\r\nHost: x\r\nX-Big: " + String(repeating: "a", count: 120) + "\r\n\r\n",
+        ]
+        for text in heads {
+            let bytes = Array(text.utf8)
+            let whole = bytes.withUnsafeBufferPointer { HTTPHeadParser.parse($0, maxLength: 100) }
+            for first in 1..<bytes.count {
+                for second in first..<bytes.count {
+                    var scan = HTTPHeadParser.Scan()
+                    var outcome = HTTPHeadParser.Outcome.incomplete
+                    for end in [first, second, bytes.count] where outcome == .incomplete {
+                        outcome = bytes[..<end].withUnsafeBufferPointer {
+                            HTTPHeadParser.parse($0, maxLength: 100, maxFields: 100, resuming: &scan)
+                        }
+                    }
+                    XCTAssertEqual(outcome, whole, "\(text.debugDescription) split at \(first), \(second)")
+                }
+            }
+        }
+    }
+
+    /// A resumed parse searches only the bytes after the scanned ones (and the two before them, where an
+    /// empty line may begin): told that a head's first bytes were searched, it does not find the end there.
+    func testAResumedParseDoesNotSearchTheScannedBytesAgain() {
+        let bytes = Array("GET / HTTP/1.1\r\nHost: x\r\n\r\nmore".utf8)
+        var scan = HTTPHeadParser.Scan(scanned: UInt32(bytes.count - 4), requestLineEnded: true)
+        let outcome = bytes.withUnsafeBufferPointer { HTTPHeadParser.parse($0, maxLength: 8192, maxFields: 100, resuming: &scan) }
+        XCTAssertEqual(outcome, .incomplete)
+        XCTAssertEqual(scan.scanned, UInt32(bytes.count))
+        // And a head whose last two scanned bytes begin its empty line is found.
+        let split = Array("GET / HTTP/1.1\r\nHost: x\r\n\r".utf8)
+        var partial = HTTPHeadParser.Scan()
+        XCTAssertEqual(split.withUnsafeBufferPointer { HTTPHeadParser.parse($0, maxLength: 8192, maxFields: 100, resuming: &partial) }, .incomplete)
+        XCTAssertTrue(partial.requestLineEnded)
+        guard case .complete = (split + [0x0A]).withUnsafeBufferPointer({
+            HTTPHeadParser.parse($0, maxLength: 8192, maxFields: 100, resuming: &partial)
+        }) else { return XCTFail("the head's end was not found") }
     }
 
     /// The parse stops at the end of the first head: the next request's bytes are not its business.

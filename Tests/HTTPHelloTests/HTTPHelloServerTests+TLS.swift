@@ -30,10 +30,7 @@ final class HTTPHelloTLSTests: XCTestCase {
 
     /// Runs curl (bounded by --max-time) and returns its exit status, standard output and standard error.
     private func curl(_ arguments: [String]) throws -> (status: Int32, output: String, error: String) {
-        let curl = URL(fileURLWithPath: "/usr/bin/curl")
-        guard FileManager.default.isExecutableFile(atPath: curl.path) else {
-            throw CocoaError(.fileNoSuchFile, userInfo: [NSLocalizedDescriptionKey: "curl is not installed at /usr/bin/curl (.ci/run installs it)"])
-        }
+        let curl = URL(fileURLWithPath: try TestTool.path("curl"))
         let process = Process()
         process.executableURL = curl
         process.arguments = ["--silent", "--show-error", "--max-time", "10", "--cacert", TestCertificates.path("ca.pem")] + arguments

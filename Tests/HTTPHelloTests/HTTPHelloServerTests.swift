@@ -3,71 +3,11 @@ import Foundation
 import Glibc
 @testable import HTTPHello
 import LoopSocket
+import SharedTestSupport
 import XCTest
 
-/// A blocking loopback client; every receive is bounded by `SO_RCVTIMEO` (10 s), so no wait can hang.
-final class HTTPTestClient {
-    let fd: Int32
-
-    init(port: UInt16) throws {
-        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var timeout = timeval(tv_sec: 10, tv_usec: 0)
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = port.bigEndian
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let result = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard result == 0 else {
-            Glibc.close(fd)
-            throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO)
-        }
-    }
-
-    deinit { Glibc.close(fd) }
-
-    func send(_ text: String) throws { try send(Data(text.utf8)) }
-
-    func send(_ data: Data) throws {
-        var offset = 0
-        try data.withUnsafeBytes { raw in
-            while offset < raw.count {
-                let n = Glibc.send(fd, raw.baseAddress! + offset, raw.count - offset, Int32(MSG_NOSIGNAL))
-                guard n > 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
-                offset += n
-            }
-        }
-    }
-
-    /// Exactly `count` bytes (fewer only if the stream ends first).
-    func receive(_ count: Int) throws -> Data {
-        var result = Data()
-        var buffer = [UInt8](repeating: 0, count: 65536)
-        while result.count < count {
-            let n = recv(fd, &buffer, min(buffer.count, count - result.count), 0)
-            if n > 0 { result.append(contentsOf: buffer[0..<n]); continue }
-            if n == 0 { break }
-            throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO)
-        }
-        return result
-    }
-
-    /// Everything until the server closes (a reset counts as the end, and is returned as `reset`).
-    func receiveToEnd() throws -> (data: Data, reset: Bool) {
-        var result = Data()
-        var buffer = [UInt8](repeating: 0, count: 65536)
-        while true {
-            let n = recv(fd, &buffer, buffer.count, 0)
-            if n > 0 { result.append(contentsOf: buffer[0..<n]); continue }
-            if n == 0 { return (result, false) }
-            if errno == ECONNRESET { return (result, true) }
-            throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO)
-        }
-    }
-}
+/// http-hello's tests talk to it through the blocking client the test targets share.
+typealias HTTPTestClient = LoopbackClient
 
 /// http-hello's connection handling over loopback: one response per request, in order, and the
 /// connection's end where HTTP says.
@@ -84,6 +24,16 @@ final class HTTPHelloServerTests: XCTestCase {
         listener = GCDAsyncSocket(delegate: server, delegateQueue: nil, loop: group.loops[0], group: group)
         try listener.accept(onInterface: "127.0.0.1", port: 0)
         return listener.localPort
+    }
+
+    /// A default server whose connections a ``ConnectionWatcher`` keeps track of.
+    private func startWatched() throws -> ConnectionWatcher {
+        group = try EventLoopGroup(numberOfLoops: 1, name: "http-test")
+        server = HTTPHelloServer()
+        let watcher = ConnectionWatcher(server)
+        listener = GCDAsyncSocket(delegate: watcher, delegateQueue: nil, loop: group.loops[0], group: group)
+        try listener.accept(onInterface: "127.0.0.1", port: 0)
+        return watcher
     }
 
     override func tearDownWithError() throws {
@@ -188,6 +138,8 @@ final class HTTPHelloServerTests: XCTestCase {
             ("GET / HTTP/1.1\r\nHost: example.com\r\n\rSome-Header: Test\r\n\r\n", "400"),
             ("POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", "400"),
             ("POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\n\r\n", "501"),
+            ("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nContent-Length: 3\r\n\r\nabc", "400"),
+            ("GET / HTTP/1.1\r\nHost: x\r\n" + String(repeating: "X-A: b\r\n", count: 100) + "\r\n", "431"),
         ]
         for (request, status) in cases {
             let client = try HTTPTestClient(port: port)
@@ -217,6 +169,83 @@ final class HTTPHelloServerTests: XCTestCase {
         XCTAssertEqual(try client.receiveToEnd().data, okClose)
     }
 
+    /// A flood of empty lines is used up as it arrives, not kept: what the connection holds after 768 KiB of
+    /// them and the start of a request is that start alone (without the LF that ends the last empty line);
+    /// the request is then served.
+    func testEmptyLinesBeforeARequestAreNotBuffered() throws {
+        let watcher = try startWatched()
+        let client = try HTTPTestClient(port: listener.localPort)
+        try client.send(String(repeating: "\r\n", count: 1 << 18) + String(repeating: "\n", count: 1 << 18))
+        try client.send("\r")  // halfway through a CRLF
+        let start = "\nGET / HTTP/1.1\r\nHost: x\r\n"
+        try client.send(start)
+        let loop = group.loops[0]
+        // The connection has read everything once its buffer holds the start of the request (polled, bounded).
+        var held = 0
+        let deadline = Date().addingTimeInterval(10)
+        repeat {
+            let done = DispatchSemaphore(value: 0)
+            let box = HeldBytes()
+            try loop.execute {
+                box.count = (watcher.connection(0) as? HTTPHelloConnection)?.bufferedByteCount ?? -1
+                done.signal()
+            }
+            XCTAssertEqual(done.wait(timeout: .now() + 10), .success)
+            held = box.count
+            if held >= start.utf8.count - 1 { break }
+            usleep(1_000)
+        } while Date() < deadline
+        XCTAssertEqual(held, start.utf8.count - 1, "the empty lines were kept")
+        try client.send("\r\n")
+        XCTAssertEqual(try client.receive(ok.count), ok)
+    }
+
+    /// The head deadline runs from a head's first byte and is not restarted by reads: a client that sends a
+    /// byte every 50 ms, well inside the idle timeout, gets 408 and the close once the deadline has passed.
+    func testATricklingHeadGets408AtItsDeadline() throws {
+        let client = try HTTPTestClient(port: try start { $0.headTimeout = 0.5; $0.idleTimeout = 10 })
+        let began = Date()
+        try client.send("GET / HTTP/1.1\r\nX-Slow: ")
+        var pending = pollfd(fd: client.fd, events: Int16(POLLIN), revents: 0)
+        while poll(&pending, 1, 50) == 0, Date().timeIntervalSince(began) < 10 {
+            try client.send("a")
+        }
+        let (data, _) = try client.receiveToEnd()
+        XCTAssertEqual(data, HTTPResponses.failure(.requestTimeout), String(decoding: data, as: UTF8.self))
+        XCTAssertGreaterThanOrEqual(Date().timeIntervalSince(began), 0.5)
+        XCTAssertEqual(server.refusals.count(.requestTimeout), 1)
+        XCTAssertTrue(server.prometheusText().contains("http_hello_refused_total{reason=\"head_timeout\",status=\"408\"} 1\n"),
+                      server.prometheusText())
+    }
+
+    /// A head left incomplete and silent gets 408 when the connection times out (the idle timeout first
+    /// here); a connection that sent only empty lines is closed without a response, as an idle one is.
+    func testASilentPartialHeadGets408() throws {
+        let port = try start { $0.headTimeout = 10; $0.idleTimeout = 0.2 }
+        let client = try HTTPTestClient(port: port)
+        try client.send("GET / HTTP/1.1\r\nHost: x\r\n")
+        XCTAssertEqual(try client.receiveToEnd().data, HTTPResponses.failure(.requestTimeout))
+        let blank = try HTTPTestClient(port: port)
+        try blank.send("\r\n\r\n")
+        XCTAssertEqual(try blank.receiveToEnd().data, Data())
+    }
+
+    /// Every refusal is counted by reason on the server's metrics text.
+    func testRefusalsAreCounted() throws {
+        let port = try start { $0.maxHeaderFields = 2 }
+        for request in ["GET / HTTP/1.1\r\nHost: x\r\nA: 1\r\nB: 2\r\n\r\n", "BAD\r\n", "GET / HTTP/2.0\r\n\r\n"] {
+            let client = try HTTPTestClient(port: port)
+            try client.send(request)
+            _ = try client.receiveToEnd()
+        }
+        let text = server.prometheusText()
+        XCTAssertTrue(text.contains("# TYPE http_hello_refused_total counter\n"), text)
+        for line in ["reason=\"too_many_fields\",status=\"431\"} 1", "reason=\"bad_request\",status=\"400\"} 1",
+                     "reason=\"version\",status=\"505\"} 1", "reason=\"head_too_large\",status=\"431\"} 0"] {
+            XCTAssertTrue(text.contains("http_hello_refused_total{" + line + "\n"), "\(line) in \(text)")
+        }
+    }
+
     /// A connection that sends nothing is closed after the idle timeout.
     func testIdleConnectionIsClosed() throws {
         let client = try HTTPTestClient(port: try start { $0.idleTimeout = 0.1 })
@@ -230,11 +259,7 @@ final class HTTPHelloServerTests: XCTestCase {
     /// Each connection's state lives exactly as long as its socket: it is freed when the client closes,
     /// when the server closes after `Connection: close`, and after a refusal; never before its response.
     func testConnectionStateIsFreedWhenTheConnectionEnds() throws {
-        group = try EventLoopGroup(numberOfLoops: 1, name: "http-test")
-        server = HTTPHelloServer()
-        let watcher = ConnectionWatcher(server)
-        listener = GCDAsyncSocket(delegate: watcher, delegateQueue: nil, loop: group.loops[0], group: group)
-        try listener.accept(onInterface: "127.0.0.1", port: 0)
+        let watcher = try startWatched()
         let requests = [
             "GET / HTTP/1.1\r\nHost: x\r\n\r\n",                      // the client closes
             "GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",  // the server closes
@@ -271,7 +296,16 @@ private final class ConnectionWatcher: GCDAsyncSocketDelegate, @unchecked Sendab
         lock.withLock { connections.append(Weak(value: delegate)) }
     }
 
+    func connection(_ index: Int) -> AnyObject? {
+        lock.withLock { index < connections.count ? connections[index].value : nil }
+    }
+
     func isAlive(_ index: Int) -> Bool {
         lock.withLock { index < connections.count && connections[index].value != nil }
     }
+}
+
+/// A count handed from the loop to the test thread (written before a semaphore is signalled, read after).
+private final class HeldBytes: @unchecked Sendable {
+    var count = 0
 }

@@ -1,4 +1,5 @@
 import Foundation
+import SharedTestSupport
 import XCTest
 @testable import LoadTest
 
@@ -45,7 +46,7 @@ final class DistributedRunTests: XCTestCase {
         }
 
         static func ip(_ arguments: [String]) -> Bool {
-            guard let result = try? ChildProcess.run("/usr/sbin/ip", arguments, seconds: 10) else { return false }
+            guard let ip = TestTool.find("ip"), let result = try? ChildProcess.run(ip, arguments, seconds: 10) else { return false }
             return result.status == 0
         }
     }
@@ -57,13 +58,14 @@ final class DistributedRunTests: XCTestCase {
         defer { try? FileManager.default.removeItem(at: directory) }
 
         // The server: the package's echo-server, in the server namespace, or in-process on the loopback.
-        let namespaces = FileManager.default.isExecutableFile(atPath: "/usr/sbin/ip") ? Namespaces.make(clients: count) : nil
+        let ip = TestTool.find("ip")
+        let namespaces = ip != nil ? Namespaces.make(clients: count) : nil
         defer { namespaces?.remove() }
         var inProcess: EchoServer?
         var serverProcess: ChildProcess?
         let port: UInt16
-        if let namespaces {
-            let server = try ChildProcess("/usr/sbin/ip", ["netns", "exec", namespaces.server, ChildProcess.product("echo-server"), "--port", "7000", "--host", "*"])
+        if let namespaces, let ip {
+            let server = try ChildProcess(ip, ["netns", "exec", namespaces.server, ChildProcess.product("echo-server"), "--port", "7000", "--host", "*"])
             serverProcess = server
             XCTAssertTrue(server.waitForOutput(containing: "listening", seconds: 20), "echo-server did not start: \(server.standardError)")
             port = 7000
@@ -85,8 +87,8 @@ final class DistributedRunTests: XCTestCase {
             let host = namespaces == nil ? "127.0.0.1" : "10.77.\(i).1"
             var command = [ChildProcess.product("loadtest"), "echo", "--host", host, "--port", "\(port)", "-c", "4", "-l", "1",
                            "-d", "1", "--warmup", "0.2", "--start-at", "\(Int(startAt))", "--id", "p\(i)", "--json", json, "-q"]
-            if let namespaces { command = ["netns", "exec", namespaces.clients[i - 1]] + command }
-            clients.append(try ChildProcess(namespaces == nil ? command.removeFirst() : "/usr/sbin/ip", command))
+            if let namespaces, let ip { command = [ip, "netns", "exec", namespaces.clients[i - 1]] + command }
+            clients.append(try ChildProcess(command.removeFirst(), command))
         }
         for (i, client) in clients.enumerated() {
             XCTAssertEqual(client.wait(seconds: 60), 0, "client \(i + 1): \(client.standardOutput) \(client.standardError)")

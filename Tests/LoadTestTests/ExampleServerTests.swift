@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import SharedTestSupport
 import XCTest
 
 /// The example servers (echo-server, async-echo-server, http-hello) and the README's first program as a new
@@ -12,7 +13,7 @@ final class ExampleServerTests: XCTestCase {
     /// Starts `name` with `arguments` (under `prlimit` when `limit` is given) and returns it with its port.
     private func start(_ name: String, _ arguments: [String] = [], nofile limit: Int? = nil) throws -> (ChildProcess, UInt16) {
         let program = ChildProcess.product(name)
-        let server = try limit.map { try ChildProcess("/usr/bin/prlimit", ["--nofile=\($0)", program, "--port", "0"] + arguments) }
+        let server = try limit.map { try ChildProcess(TestTool.path("prlimit"), ["--nofile=\($0)", program, "--port", "0"] + arguments) }
             ?? ChildProcess(program, ["--port", "0"] + arguments)
         guard server.waitForOutput(containing: "listening", seconds: 20),
               let port = Self.port(in: server.standardOutput) else {
@@ -88,7 +89,7 @@ final class ExampleServerTests: XCTestCase {
             return "\(sanitizer.options)=\(given.isEmpty ? "" : given + ":")help=1"
         }
         for name in Self.servers + ["udp-echo-server"] {
-            let server = try ChildProcess("/usr/bin/env", environment + [ChildProcess.product(name), "--port", "0", "--loops", "1"])
+            let server = try ChildProcess(TestTool.path("env"), environment + [ChildProcess.product(name), "--port", "0", "--loops", "1"])
             guard server.waitForOutput(containing: name == "udp-echo-server" ? "bound to" : "listening", seconds: 20) else {
                 server.wait(seconds: 5)
                 XCTFail("\(name) did not start: \(server.standardOutput) \(server.standardError)")

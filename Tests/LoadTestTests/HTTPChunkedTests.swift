@@ -1,18 +1,28 @@
 import EpollLoop
-import FoundationEssentials
+import Foundation
 import LoopSocket
 import XCTest
 @testable import LoadTest
 
-/// An HTTP/1.1 server that answers every request head with one fixed response.
+/// An HTTP/1.1 server that answers every request head with one fixed response; with `stream`, it then sends
+/// `stream` again and again while the client reads (a body or trailers without end), up to `cap` bytes a
+/// connection so that a test that fails still ends.
 final class FixedResponseHTTPServer: GCDAsyncSocketDelegate, @unchecked Sendable {
     let group: EventLoopGroup
     let listener: GCDAsyncSocket
     let response: Data
+    private let stream: Data?
+    private let cap: Int
+    private let lock = NSLock()
+    private var streamedBytes = 0
     var port: UInt16 { listener.localPort }
+    /// The bytes of `stream` written so far, on every connection.
+    var streamed: Int { lock.withLock { streamedBytes } }
 
-    init(_ response: String) throws {
+    init(_ response: String, stream: String? = nil, cap: Int = 256 << 20) throws {
         self.response = Data(response.utf8)
+        self.stream = stream.map { Data($0.utf8) }
+        self.cap = cap
         group = try EventLoopGroup(numberOfLoops: 1, name: "fixed-http")
         listener = GCDAsyncSocket(delegate: nil, delegateQueue: nil, loop: group.loops[0], group: group)
         listener.delegate = self
@@ -25,7 +35,15 @@ final class FixedResponseHTTPServer: GCDAsyncSocketDelegate, @unchecked Sendable
 
     func socket(_ sock: GCDAsyncSocket, didRead data: Data, withTag tag: Int) {
         sock.write(response, withTimeout: -1, tag: 0)
-        sock.readData(to: Data("\r\n\r\n".utf8), withTimeout: -1, tag: 0)
+        guard let stream else { return sock.readData(to: Data("\r\n\r\n".utf8), withTimeout: -1, tag: 0) }
+        sock.write(stream, withTimeout: -1, tag: stream.count)
+    }
+
+    /// Streaming: each piece written queues the next (the tag counts the bytes streamed), until the cap.
+    func socket(_ sock: GCDAsyncSocket, didWriteDataWithTag tag: Int) {
+        guard tag > 0, let stream else { return }
+        lock.withLock { streamedBytes += stream.count }
+        if tag < cap { sock.write(stream, withTimeout: -1, tag: tag + stream.count) }
     }
 
     func stop() throws {

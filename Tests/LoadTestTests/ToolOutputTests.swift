@@ -1,4 +1,5 @@
 import Foundation
+import SharedTestSupport
 import XCTest
 @testable import LoadTest
 
@@ -66,7 +67,8 @@ final class ToolOutputTests: XCTestCase {
         // A progress line means the counters have been published once at least.
         XCTAssertNotNil(lines.wait(for: "req/s", seconds: 20))
 
-        let scrape = try ChildProcess.run("/usr/bin/curl", ["-sS", "-i", url], seconds: 20)
+        let curl = try TestTool.path("curl")
+        let scrape = try ChildProcess.run(curl, ["-sS", "-i", url], seconds: 20)
         XCTAssertEqual(scrape.status, 0, scrape.error)
         let text = scrape.output
         XCTAssertTrue(text.hasPrefix("HTTP/1.1 200 OK\r\n"), text)
@@ -86,9 +88,9 @@ final class ToolOutputTests: XCTestCase {
         let count = text.split(separator: "\n").first { $0.hasPrefix("loadtest_latency_seconds_count") }
         XCTAssertEqual(count.flatMap { UInt64($0.split(separator: " ").last!) }, buckets.last)
 
-        let other = try ChildProcess.run("/usr/bin/curl", ["-sS", "-o", "/dev/null", "-w", "%{http_code}", url.replacingOccurrences(of: "/metrics", with: "/other")])
+        let other = try ChildProcess.run(curl, ["-sS", "-o", "/dev/null", "-w", "%{http_code}", url.replacingOccurrences(of: "/metrics", with: "/other")])
         XCTAssertEqual(other.output, "404")
-        let post = try ChildProcess.run("/usr/bin/curl", ["-sS", "-o", "/dev/null", "-w", "%{http_code}", "-X", "POST", url])
+        let post = try ChildProcess.run(curl, ["-sS", "-o", "/dev/null", "-w", "%{http_code}", "-X", "POST", url])
         XCTAssertEqual(post.output, "405")
 
         runner.interrupt()
@@ -97,7 +99,7 @@ final class ToolOutputTests: XCTestCase {
         let result = try XCTUnwrap(outcome.value).get()
         XCTAssertGreaterThan(result.requests, 0)
         // The endpoint lives as long as the run.
-        let after = try ChildProcess.run("/usr/bin/curl", ["-sS", "-o", "/dev/null", url])
+        let after = try ChildProcess.run(curl, ["-sS", "-o", "/dev/null", url])
         XCTAssertNotEqual(after.status, 0, "the endpoint closes with the run")
     }
 }

@@ -15,14 +15,14 @@ final class WebSocketPeer {
     init(_ kind: String, tls: Bool = false) throws {
         var arguments = [Self.script, kind, "60"]
         if tls { arguments += [TestCertificates.path("server.pem"), TestCertificates.path("server.key")] }
-        child = try ChildProcess("/usr/bin/env", ["python3"] + arguments)
+        child = try ChildProcess(TestTool.path("python3"), arguments)
         guard child.waitForOutput(containing: "\n", seconds: 30),
               let line = child.standardOutput.split(separator: "\n").first, line.hasPrefix("listening "),
               let port = UInt16(line.dropFirst("listening ".count)) else {
             child.process.terminate()
             child.wait(seconds: 10)
-            // A failure, never a skip: .ci/run installs the websockets package.
-            throw PeerError(message: "ws-peer.py \(kind) did not start (is the websockets package installed?): "
+            // A failure, never a skip, naming what installs the websockets package.
+            throw PeerError(message: "ws-peer.py \(kind) did not start (can python3 import websockets? \(TestTool.websocketsHint)): "
                             + child.standardOutput + child.standardError)
         }
         self.port = port

@@ -11,6 +11,14 @@
 #ifndef COPENSSL_H
 #define COPENSSL_H
 
+// Without the headers the build stops here with the line that installs them, rather than with a bare
+// "file not found" for the first include below.
+#if defined(__has_include)
+#if !__has_include(<openssl/ssl.h>)
+#error "OpenSSL 3's headers are missing (openssl/ssl.h): install them, then build again. Debian/Ubuntu: apt-get install libssl-dev; Fedora/RHEL: dnf install openssl-devel; Alpine: apk add openssl-dev"
+#endif
+#endif
+
 #include <openssl/ssl.h>
 #include <openssl/err.h>
 #include <openssl/x509.h>
@@ -33,11 +41,24 @@ typedef struct lsock_tls {
     size_t out_len;
     size_t out_sent;
     size_t out_cap;
-    /// Manual trust: 0 automatic, 1 ask (not yet asked), 2 asked (waiting), 3 accepted, 4 rejected.
+    /// Manual trust: an `LSOCK_TRUST_*` state.
     int trust;
     /// A resumable session handed over by OpenSSL's new-session callback (clients), or NULL.
     SSL_SESSION *new_session;
 } lsock_tls;
+
+/// Where a connection's manual trust decision stands (`lsock_tls.trust`).
+enum {
+    /// Automatic verification: OpenSSL decides.
+    LSOCK_TRUST_AUTOMATIC = 0,
+    /// The delegate is to be asked; the peer's chain has not been verified.
+    LSOCK_TRUST_ASK = 1,
+    /// The chain came and waits for the delegate's answer: the verify hook reports no success meanwhile
+    /// (a server, which OpenSSL cannot pause, lets its handshake finish once; data waits for the answer).
+    LSOCK_TRUST_PENDING = 2,
+    LSOCK_TRUST_ACCEPTED = 3,
+    LSOCK_TRUST_REJECTED = 4,
+};
 
 /// A connection over `ctx`; `server` picks the accept or connect state. NULL if OpenSSL is out of memory.
 lsock_tls *lsock_tls_new(SSL_CTX *ctx, int server);
@@ -57,8 +78,10 @@ SSL_SESSION *lsock_tls_take_session(lsock_tls *tls);
 SSL_CTX *lsock_ctx_new(int server);
 /// `SSL_CTX_set_min_proto_version` / `max` (macros).
 int lsock_ctx_set_versions(SSL_CTX *ctx, int min_version, int max_version);
-/// Installs the verify hook that pauses the handshake for the delegate's trust decision (manual trust).
-void lsock_ctx_set_manual_trust(SSL_CTX *ctx, int server);
+/// Installs the verify hook that pauses the handshake for the delegate's trust decision (manual trust), with
+/// `mode` the `SSL_VERIFY_*` flags: a server asks for a client certificate, and demands one, as its client
+/// authentication setting says.
+void lsock_ctx_set_manual_trust(SSL_CTX *ctx, int mode);
 /// The server name callback's table: `count` names with their contexts. The arrays are copied; the contexts
 /// are referenced (`SSL_CTX_up_ref`).
 int lsock_ctx_set_sni(SSL_CTX *ctx, const char *const *names, SSL_CTX *const *contexts, int count);
@@ -103,9 +126,10 @@ int lsock_error_library(unsigned long code);
 
 // MARK: Trust evaluation
 
-/// Verifies `leaf` with its `chain` against `store`, for `host` (a DNS name or an IP literal; NULL for none).
-/// Returns `X509_V_OK` or the verification error (`X509_verify_cert_error_string` names it).
-long lsock_verify_chain(X509_STORE *store, X509 *leaf, STACK_OF(X509) *chain, const char *host);
+/// Verifies `leaf` with its `chain` against `store`, for `host` (a DNS name or an IP literal; NULL for none),
+/// as a client's certificate when `client` (TLS client authentication) else as a server's, as the handshake
+/// would. Returns `X509_V_OK` or the verification error (`X509_verify_cert_error_string` names it).
+long lsock_verify_chain(X509_STORE *store, X509 *leaf, STACK_OF(X509) *chain, const char *host, int client);
 /// `sk_X509_num` / `sk_X509_value` (macros).
 int lsock_chain_count(const STACK_OF(X509) *chain);
 X509 *lsock_chain_at(const STACK_OF(X509) *chain, int index);
@@ -135,6 +159,8 @@ enum {
     LSOCK_PKCS12_WRONG_PASSWORD = 2,
     /// An algorithm the context lacks (`detail` names it).
     LSOCK_PKCS12_UNSUPPORTED = 3,
+    /// Opening it would take more key-derivation iterations than allowed (`detail` says which count).
+    LSOCK_PKCS12_TOO_MANY_ITERATIONS = 4,
 };
 
 /// Decodes DER `data` and opens it with `password` as `PKCS12_parse` does, decrypting in `ctx` (a context from
@@ -143,8 +169,10 @@ enum {
 /// certificate for it). On failure returns the status, with the OpenSSL error that came first in `*error`
 /// and a phrase in `detail`: for LSOCK_PKCS12_UNSUPPORTED what uses which algorithm ("the certificates are
 /// encrypted with pbeWithSHA1And40BitRC2-CBC, and this OpenSSL has no RC2-40-CBC"), else OpenSSL's reason. Empties the error queue.
+/// The MAC's and every encryption's iteration counts (scrypt: N·r·p) are read before their key is derived,
+/// and opening stops with LSOCK_PKCS12_TOO_MANY_ITERATIONS before their sum would pass `max_iterations`.
 int lsock_pkcs12_open(OSSL_LIB_CTX *ctx, const uint8_t *data, size_t length, const char *password,
-                      EVP_PKEY **key, X509 **cert, STACK_OF(X509) **chain,
+                      uint64_t max_iterations, EVP_PKEY **key, X509 **cert, STACK_OF(X509) **chain,
                       unsigned long *error, char *detail, size_t capacity);
 
 #endif

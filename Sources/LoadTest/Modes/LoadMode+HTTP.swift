@@ -15,7 +15,7 @@ extension LoadMode {
             ["  requests/s: \(ReportText.fixed(r.requestsPerSecond, 0)) (\(ReportText.grouped(r.requests)) responses, "
                 + "\(ReportText.fixed(r.mibPerSecond, 2)) MiB/s received, heads and bodies)"]
         }
-        mode.options = [.httpTarget, .httpRequest, .statusCheck, .bodyChecks]
+        mode.options = [.httpTarget, .httpRequest, .statusCheck, .bodyChecks, .httpLimits]
         mode.validate = { (config: inout LoadConfig, given: Set<String>) throws(ArgumentError) in
             guard given.contains("--url") || given.contains("--port") else {
                 throw ArgumentError("http mode needs --url http://host:port/path")
@@ -128,5 +128,26 @@ extension ModeOptions {
     ) { flag, config, value throws(ArgumentError) in
         guard flag != "--expect-status" else { return false }
         return try CommandLineParser.parseCheckOption(flag, into: &config, value: value)
+    }
+
+    /// How much of a response http mode reads (``HTTPResponseLimits``).
+    static let httpLimits = ModeOptions(
+        flags: ["--max-head", "--max-body"],
+        usage: """
+              --max-head B        the longest response head, and trailers (suffix k = KiB; default 8k); a
+                                  longer one is a 'head_too_large' error
+              --max-body B        the longest response body (suffix k = KiB, m = MiB; default 1m); a longer
+                                  one is a 'body_too_large' error (bodies are read in pieces, never held)
+            """
+    ) { flag, config, value throws(ArgumentError) in
+        switch flag {
+        case "--max-head":
+            config.httpLimits.maxHead = try CommandLineParser.bytes(flag, try value(), range: 64...(16 << 20))
+        case "--max-body":
+            config.httpLimits.maxBody = try CommandLineParser.bytes(flag, try value(), range: 0...(1 << 50))
+        default:
+            return false
+        }
+        return true
     }
 }

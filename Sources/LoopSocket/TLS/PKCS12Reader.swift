@@ -40,9 +40,12 @@ final class PKCS12Reader: @unchecked Sendable {
     ///
     /// - Throws: ``TLSError`` with ``TLSError/Code/wrongPassword``, ``TLSError/Code/unsupportedAlgorithm``
     ///   (naming the algorithm, and saying so when OpenSSL's legacy provider is missing) or
-    ///   ``TLSError/Code/malformedData``; ``TLSError/Code/badConfiguration`` when the data holds no key or no
-    ///   certificate for it.
-    func open(_ data: Data, password: String) throws(TLSError) -> (key: OpaquePointer, certificates: [TLSCertificate]) {
+    ///   ``TLSError/Code/malformedData``, ``TLSError/Code/iterationLimitExceeded`` when opening it would take
+    ///   more than `iterationLimit` key-derivation iterations in all; ``TLSError/Code/badConfiguration`` when
+    ///   the data holds no key or no certificate for it.
+    func open(
+        _ data: Data, password: String, iterationLimit: UInt64 = UInt64(TLSIdentity.defaultPKCS12IterationLimit)
+    ) throws(TLSError) -> (key: OpaquePointer, certificates: [TLSCertificate]) {
         guard let context else {
             throw TLSError(.badConfiguration, "Cannot make OpenSSL's library context for PKCS#12")
         }
@@ -53,7 +56,7 @@ final class PKCS12Reader: @unchecked Sendable {
         var detail = [CChar](repeating: 0, count: 512)
         let status = data.withUnsafeBytes { raw in
             lsock_pkcs12_open(
-                context, raw.baseAddress?.assumingMemoryBound(to: UInt8.self), raw.count, password,
+                context, raw.baseAddress?.assumingMemoryBound(to: UInt8.self), raw.count, password, iterationLimit,
                 &key, &leaf, &others, &error, &detail, detail.count)
         }
         guard status == LSOCK_PKCS12_OK else {
@@ -84,6 +87,8 @@ final class PKCS12Reader: @unchecked Sendable {
                     + " Debian and Ubuntu ship it in libssl3, as ossl-modules/legacy.so"
             }
             return TLSError(.unsupportedAlgorithm, reason, openSSLError: openSSLError)
+        case Int(LSOCK_PKCS12_TOO_MANY_ITERATIONS):
+            return TLSError(.iterationLimitExceeded, "Refused to open the PKCS#12 data: \(detail)", openSSLError: openSSLError)
         default:
             let why = detail.isEmpty ? "" : ": \(detail)"
             return TLSError(

@@ -50,7 +50,7 @@ final class TLSConnection {
         self.isServer = isServer
         self.serverName = serverName
         self.sessionKey = sessionKey
-        if context.configuration.manualTrustEvaluation { raw.pointee.trust = 1 }
+        if context.configuration.manualTrustEvaluation { raw.pointee.trust = Int32(LSOCK_TRUST_ASK) }
         guard !isServer else { return }
         if let serverName {
             let verifies = context.configuration.certificateVerification == .fullVerification
@@ -147,7 +147,7 @@ final class TLSConnection {
     /// Why the handshake failed: the verification result when the peer's certificate was refused, else
     /// OpenSSL's reason.
     func handshakeError() -> TLSError {
-        if raw.pointee.trust == 4 {
+        if raw.pointee.trust == LSOCK_TRUST_REJECTED {
             ERR_clear_error()
             return TLSError(.trustRejected, "The delegate did not trust the peer's certificate")
         }
@@ -175,12 +175,13 @@ final class TLSConnection {
 
     /// The delegate's trust decision, for the next handshake step (clients) or at once (servers).
     func decideTrust(_ trusted: Bool) {
-        raw.pointee.trust = trusted ? 3 : 4
+        raw.pointee.trust = Int32(trusted ? LSOCK_TRUST_ACCEPTED : LSOCK_TRUST_REJECTED)
     }
 
-    /// Manual trust whose question was not asked during the handshake: always on servers, and on clients
-    /// when the handshake resumed a session (OpenSSL runs no verification then).
-    var awaitsTrustDecision: Bool { raw.pointee.trust == 1 }
+    /// Manual trust whose question was not asked during the handshake: always on servers (whose chain, if
+    /// any, waits in `LSOCK_TRUST_PENDING`), and on clients when the handshake resumed a session (OpenSSL runs
+    /// no verification then).
+    var awaitsTrustDecision: Bool { raw.pointee.trust == LSOCK_TRUST_ASK || raw.pointee.trust == LSOCK_TRUST_PENDING }
 
     /// `SSL_do_handshake` has completed (the delegate is asked after it, not during it).
     var handshakeFinished: Bool { SSL_is_init_finished(ssl) == 1 }

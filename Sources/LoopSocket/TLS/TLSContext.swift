@@ -19,22 +19,25 @@ final class TLSContext: @unchecked Sendable {
     private let sessions = Locked<[Data: OpaquePointer]>([:])
     private static let maxSessions = 4096
 
-    /// The shared context for `configuration`'s settings, built on first use.
+    /// The shared context for `configuration`'s settings, built on first use, and built again when its
+    /// trust roots file has changed since (``TrustFileIdentity``).
     static func shared(for configuration: TLSConfiguration) throws(TLSError) -> TLSContext {
-        let key = configuration.contextKey
+        let key = CacheKey(configuration.contextKey)
         if let context = cache.withLock({ $0[key] }) { return context }
-        let context = try TLSContext(configuration: key)
+        let context = try TLSContext(configuration: key.configuration)
         return cache.withLock { cache in
             if let raced = cache[key] { return raced }
             // Settings that change per connection (a fresh identity object each time) must not grow the
-            // cache without bound; contexts still in use live on in their connections.
+            // cache without bound; contexts still in use live on in their connections. A context from an
+            // earlier version of the trust file is dropped at once (no lookup finds it again).
             if cache.count >= 64 { cache.removeAll() }
+            if key.trustFile != nil { cache = cache.filter { $0.key.configuration != key.configuration } }
             cache[key] = context
             return context
         }
     }
 
-    private static let cache = Locked<[TLSConfiguration: TLSContext]>([:])
+    private static let cache = Locked<[CacheKey: TLSContext]>([:])
 
     init(configuration: TLSConfiguration) throws(TLSError) {
         let isServer = configuration.role == .server
@@ -101,24 +104,25 @@ final class TLSContext: @unchecked Sendable {
 
     private func configureVerification(isServer: Bool) throws(TLSError) {
         let c = configuration
-        if c.manualTrustEvaluation {
-            lsock_ctx_set_manual_trust(ctx, isServer ? 1 : 0)
-            return
-        }
         var mode: Int32 = SSL_VERIFY_NONE
         if isServer {
+            // Manual trust or not, a server asks clients for a certificate, and demands one, only as told.
             switch c.clientAuthentication {
             case .none: break
             case .optional: mode = SSL_VERIFY_PEER
             case .required: mode = SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT
             }
-            if c.certificateVerification == .none && mode != SSL_VERIFY_NONE {
+            if !c.manualTrustEvaluation && c.certificateVerification == .none && mode != SSL_VERIFY_NONE {
                 throw TLSError(.badConfiguration, "Asking clients for certificates that are not verified: use manualTrustEvaluation")
             }
-        } else if c.certificateVerification != .none {
+        } else if c.manualTrustEvaluation || c.certificateVerification != .none {
             mode = SSL_VERIFY_PEER
         }
-        SSL_CTX_set_verify(ctx, mode, nil)
+        if c.manualTrustEvaluation {
+            lsock_ctx_set_manual_trust(ctx, mode)
+        } else {
+            SSL_CTX_set_verify(ctx, mode, nil)
+        }
     }
 
     private func configureALPN(isServer: Bool) throws(TLSError) {

@@ -42,6 +42,10 @@ public struct TLSError: Error, Hashable, Sendable, CustomStringConvertible {
         case unsupportedAlgorithm
         /// The data is not PKCS#12, or is cut short or damaged.
         case malformedData
+        /// Opening the PKCS#12 data would take more key-derivation iterations (its MAC's and encryptions'
+        /// counts added up) than allowed (``TLSIdentity/defaultPKCS12IterationLimit``, or the limit given to
+        /// ``TLSIdentity/init(pkcs12:password:iterationLimit:)``); the reason says which count passed it.
+        case iterationLimitExceeded
     }
 
     /// The code and OpenSSL's reason (as the core's message), shared in form and logic with the other error
@@ -92,7 +96,7 @@ public struct TLSError: Error, Hashable, Sendable, CustomStringConvertible {
     public var secureTransportCode: Int {
         switch code {
         // A PKCS#12 failure has no SecureTransport status of its own: it keeps the one it had as a bad configuration.
-        case .badConfiguration, .wrongPassword, .unsupportedAlgorithm, .malformedData: return -9848  // errSSLBadConfiguration
+        case .badConfiguration, .wrongPassword, .unsupportedAlgorithm, .malformedData, .iterationLimitExceeded: return -9848  // errSSLBadConfiguration
         case .trustRejected: return -9807  // errSSLXCertChainInvalid
         case .handshakeTimeout, .closedDuringHandshake: return -9806  // errSSLClosedAbort
         case .closedWithoutNotify: return -9816  // errSSLClosedNoNotify

@@ -64,12 +64,40 @@ public final class TLSIdentity: @unchecked Sendable, Hashable {
     ///
     /// - Throws: ``TLSError`` with ``TLSError/Code/wrongPassword`` (the integrity check failed),
     ///   ``TLSError/Code/unsupportedAlgorithm`` (the reason names the algorithm, and says when OpenSSL's legacy
-    ///   provider is missing), ``TLSError/Code/malformedData`` (not PKCS#12, cut short or damaged), or
-    ///   ``TLSError/Code/badConfiguration`` (no private key, or no certificate for it).
+    ///   provider is missing), ``TLSError/Code/malformedData`` (not PKCS#12, cut short or damaged),
+    ///   ``TLSError/Code/iterationLimitExceeded`` (opening it would take more than
+    ///   ``defaultPKCS12IterationLimit`` key-derivation iterations), or ``TLSError/Code/badConfiguration`` (no
+    ///   private key, or no certificate for it).
     public convenience init(pkcs12: Data, password: String) throws(TLSError) {
-        let (key, certificates) = try PKCS12Reader.shared.open(pkcs12, password: password)
+        try self.init(pkcs12: pkcs12, password: password, iterationLimit: Self.defaultPKCS12IterationLimit)
+    }
+
+    /// An identity from PKCS#12 data, as ``init(pkcs12:password:)``, spending at most `iterationLimit`
+    /// key-derivation iterations on opening it: the integrity check's (MAC) count and every encryption's
+    /// (scrypt: N·r·p), added up. Each count is read before its key is derived, and the data is refused with
+    /// ``TLSError/Code/iterationLimitExceeded`` before the sum would pass the limit, so a file with a count of
+    /// 2³¹ costs nothing to refuse where it would cost minutes of CPU to open. 0 (or less) opens only data
+    /// with neither a MAC nor encryption.
+    ///
+    /// ```swift
+    /// // A file from a tool that derives its keys with 2,000,000 PBKDF2 iterations (3 counts):
+    /// let identity = try TLSIdentity(pkcs12: data, password: password, iterationLimit: 6_000_000)
+    /// ```
+    ///
+    /// - Throws: ``TLSError``, as ``init(pkcs12:password:)``.
+    public convenience init(pkcs12: Data, password: String, iterationLimit: Int) throws(TLSError) {
+        let (key, certificates) = try PKCS12Reader.shared.open(
+            pkcs12, password: password, iterationLimit: UInt64(clamping: iterationLimit))
         try self.init(certificates: certificates, privateKey: key)
     }
+
+    /// The key-derivation iterations ``init(pkcs12:password:)`` spends at most on opening one PKCS#12 file,
+    /// its counts added up: 1,000,000. Tools write about 6,000 to 42,000 in all (OpenSSL 3: 2,048 for each of
+    /// the MAC, the certificates and the key; Java's keytool 10,000 each; Windows 2,000; Python's
+    /// `cryptography` 20,000 for each encryption and 2,048 for the MAC), so this leaves twentyfold room above
+    /// the largest, while one hostile file costs at most about a second of one core (a million PBKDF2-HMAC
+    /// iterations take 0.3 to 0.6 s).
+    public static let defaultPKCS12IterationLimit = 1_000_000
 
     /// Identity: two loads of the same files are different objects.
     public static func == (lhs: TLSIdentity, rhs: TLSIdentity) -> Bool { lhs === rhs }

@@ -64,8 +64,9 @@ public final class TLSTrust: @unchecked Sendable {
     }
 
     /// Verifies the chain against the trusted roots (the ``anchorCertificates`` if set, else the
-    /// configuration's) and ``hostName`` when set, as automatic verification would. Returns nil when the
-    /// chain is trusted, else why not.
+    /// configuration's) and ``hostName`` when set, as automatic verification would: on a client, the server's
+    /// certificate for TLS server use and the name (a wildcard only as a whole left-most label); on a server,
+    /// the client's certificate for TLS client use. Returns nil when the chain is trusted, else why not.
     public func evaluate() -> TLSError? {
         guard let leaf = certificates.first else {
             return TLSError(.certificateVerificationFailed, "The peer sent no certificate")
@@ -88,7 +89,10 @@ public final class TLSTrust: @unchecked Sendable {
             store = shared
         }
         defer { X509_STORE_free(store) }
-        let result = hostName.withOptionalCString { host in lsock_verify_chain(store, leaf.x509, chain, host) }
+        // A server's peer is a client: its certificate is checked as one (extendedKeyUsage clientAuth), as
+        // the handshake checks it with automatic verification.
+        let peerIsClient: Int32 = context.configuration.role == .server ? 1 : 0
+        let result = hostName.withOptionalCString { host in lsock_verify_chain(store, leaf.x509, chain, host, peerIsClient) }
         guard result != X509_V_OK else { return nil }
         return TLSError.verification(Int(result))
     }

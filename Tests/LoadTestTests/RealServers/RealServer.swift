@@ -1,12 +1,13 @@
 import Foundation
 import Glibc
+import SharedTestSupport
 import XCTest
 
 /// A server no one here wrote (redis-server, memcached, mosquitto, from Debian's packages), started for one
 /// test on 127.0.0.1 and stopped after it. None of the three takes port 0 as "any free port" (to each, 0
 /// turns TCP off), so the port is picked by binding 127.0.0.1:0, reading the port the kernel chose, and
 /// releasing it just before the server binds it. Readiness is the line each server logs once it listens,
-/// waited for with a bound (never a sleep). A missing server fails the test: `.ci/run` installs them.
+/// waited for with a bound (never a sleep). A missing server fails the test with the command that installs it.
 final class RealServer {
     let process: ChildProcess
     let port: UInt16
@@ -16,10 +17,7 @@ final class RealServer {
     /// standard output, and waits up to 10 s for `ready` in its output.
     init(_ command: String, ready: String, _ arguments: (UInt16) -> [String]) throws {
         name = command
-        guard let path = Self.which(command) else {
-            throw RealServerError("\(command) is not installed (.ci/run installs it: apt-get install redis-server "
-                                  + "memcached mosquitto); these tests fail rather than skip without it")
-        }
+        let path = try TestTool.path(command)
         port = try Self.freePort()
         let line = ([path] + arguments(port)).map { "'\($0)'" }.joined(separator: " ")
         process = try ChildProcess("/bin/sh", ["-c", "exec \(line) 2>&1"])
@@ -33,13 +31,6 @@ final class RealServer {
     func stop() {
         kill(process.process.processIdentifier, SIGTERM)
         process.wait(seconds: 10)
-    }
-
-    /// The full path of `command` on the PATH, or nil.
-    static func which(_ command: String) -> String? {
-        let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"
-        let dirs = path.split(separator: ":").map(String.init) + ["/usr/sbin", "/sbin"]
-        return dirs.map { "\($0)/\(command)" }.first { access($0, X_OK) == 0 }
     }
 
     /// A port free on 127.0.0.1 now: bound with port 0, read back, released.

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import SharedTestSupport
 import XCTest
 
 /// A real peer program (`openssl`, `curl`, `python3`) run as a child process, its stdin a Unix socket the test
@@ -19,19 +20,9 @@ final class PeerProcess: @unchecked Sendable {
     private var openStreams = 2
     private var waitStatus: Int32?
 
-    /// The full path of `tool` on `PATH`, or nil.
-    static func find(_ tool: String) -> String? {
-        let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/local/bin:/usr/bin:/bin"
-        for directory in path.split(separator: ":") {
-            let candidate = "\(directory)/\(tool)"
-            if access(candidate, X_OK) == 0 { return candidate }
-        }
-        return nil
-    }
-
     /// Starts `tool` (a name on `PATH` or a path) with `arguments`, and `environment` added to ours.
     init(_ tool: String, _ arguments: [String], environment: [String: String] = [:]) throws {
-        guard let executable = tool.hasPrefix("/") ? tool : Self.find(tool) else { throw RawSocketError(call: "find \(tool) on PATH", errno: ENOENT) }
+        let executable = tool.hasPrefix("/") ? tool : try TestTool.path(tool)
         name = tool
         // Unix socket pairs, close-on-exec from the start (Glibc's Swift overlay has no pipe2).
         let stdinPair = try Self.socketPair()
@@ -200,20 +191,11 @@ final class PeerProcess: @unchecked Sendable {
 }
 
 extension SocketTestCase {
-    /// Starts `tool` as a peer, killed and reaped in tearDown. A tool that is not installed fails the test,
-    /// naming it: the peer is the point of an interop test, and `.ci/run` installs every one these tests use.
+    /// Starts `tool` as a peer, killed and reaped in tearDown. A tool that is not installed fails the test
+    /// with the command that installs it (``TestToolMissing``): the peer is the point of an interop test.
     func launchPeer(_ tool: String, _ arguments: [String], environment: [String: String] = [:]) throws -> PeerProcess {
-        guard tool.hasPrefix("/") || PeerProcess.find(tool) != nil else {
-            throw PeerMissing(tool: tool)
-        }
         let peer = try PeerProcess(tool, arguments, environment: environment)
         addTeardown { peer.stop() }
         return peer
     }
-}
-
-/// An interop peer that is not installed (`.ci/run` installs curl, openssl and python3 where missing).
-struct PeerMissing: Error, CustomStringConvertible {
-    let tool: String
-    var description: String { "\(tool) is not installed (not on PATH): this interop test needs it" }
 }

@@ -198,7 +198,77 @@ final class TLSIdentityPKCS12Tests: TLSTestCase {
         XCTAssertTrue(noCertificate?.reason.contains("no certificate") == true, "\(String(describing: noCertificate))")
     }
 
+    // MARK: Iteration limit
+
+    /// A MAC asking for 2³¹−1 iterations (minutes of CPU to check) is refused before any is run: its value
+    /// is left uncomputed, so a reader that ran them would end, minutes later, on a wrong password instead.
+    func testHugeMACIterationCountIsRefusedWithoutTheWork() throws {
+        let data = try withMAC(export([]), iterations: Int32.max)
+        let error = assertThrows(.iterationLimitExceeded, try TLSIdentity(pkcs12: data, password: Self.password))
+        for phrase in ["integrity check (MAC)", "2147483647", "1000000"] {
+            XCTAssertTrue(error?.reason.contains(phrase) == true, "\(phrase) missing from \(String(describing: error))")
+        }
+        XCTAssertEqual((error as NSError?)?.code, -9848, "bridged as errSSLBadConfiguration")
+    }
+
+    /// Every count is charged before its key is derived, the MAC's, the certificates' and the key's, in
+    /// PKCS#12's own encryption (salt and count) and in PBES2 (PBKDF2's count); the data opens within a limit
+    /// of their sum and not one iteration below it.
+    func testEveryCountIsChargedAgainstTheLimit() throws {
+        // MAC 2,048; certificates and key 20,000 each (PBKDF2), as Python's cryptography writes them.
+        let pbes2 = try Data(contentsOf: URL(fileURLWithPath: TestCertificates.path("server.p12")))
+        // MAC, certificates (RC2-40) and key (3DES) 2,048 each.
+        let legacy = try Data(contentsOf: URL(fileURLWithPath: TestCertificates.path("server-legacy.p12")))
+        let cases: [(Data, [(Int, String)], Int)] = [
+            (pbes2, [(2_047, "integrity check (MAC)"), (22_047, "certificates"), (42_047, "private key")], 42_048),
+            (legacy, [(2_047, "integrity check (MAC)"), (4_095, "certificates"), (6_143, "private key")], 6_144),
+        ]
+        for (data, refusals, enough) in cases {
+            for (limit, phrase) in refusals {
+                let error = assertThrows(
+                    .iterationLimitExceeded,
+                    try TLSIdentity(pkcs12: data, password: "test-password", iterationLimit: limit), "limit \(limit)")
+                XCTAssertTrue(error?.reason.contains(phrase) == true, "\(phrase) missing from \(String(describing: error))")
+            }
+            let identity = try TLSIdentity(pkcs12: data, password: "test-password", iterationLimit: enough)
+            XCTAssertEqual(identity.certificates.first?.subject.contains("CN=localhost"), true)
+        }
+        // Without the limit given, the default takes either.
+        XCTAssertEqual(TLSIdentity.defaultPKCS12IterationLimit, 1_000_000)
+        _ = try TLSIdentity(pkcs12: pbes2, password: "test-password")
+    }
+
+    /// Data with neither a MAC nor encryption costs no iterations; a limit of 0 (or less) opens only that.
+    func testUnprotectedDataOpensUnderAZeroLimit() throws {
+        let plain = try export(["-nomac", "-certpbe", "NONE", "-keypbe", "NONE"])
+        try assertServerIdentity(TLSIdentity(pkcs12: plain, password: Self.password, iterationLimit: 0))
+        assertThrows(.iterationLimitExceeded, try TLSIdentity(pkcs12: export([]), password: Self.password, iterationLimit: -1))
+    }
+
     // MARK: Helpers
+
+    /// `data` with its MAC set up for `iterations`, its value left uncomputed (the reader must refuse the
+    /// count before it would check the value).
+    private func withMAC(_ data: Data, iterations: Int32) throws -> Data {
+        let p12: OpaquePointer? = data.withUnsafeBytes { raw in
+            var cursor = raw.bindMemory(to: UInt8.self).baseAddress.map { UnsafePointer($0) }
+            return d2i_PKCS12(nil, &cursor, raw.count)
+        }
+        guard let p12 else { throw ToolFailed(description: "d2i_PKCS12 failed") }
+        defer { PKCS12_free(p12) }
+        guard PKCS12_setup_mac(p12, iterations, nil, 0, EVP_sha256()) == 1 else {
+            throw ToolFailed(description: "PKCS12_setup_mac failed")
+        }
+        return try der(p12)
+    }
+
+    private func der(_ p12: OpaquePointer) throws -> Data {
+        var out: UnsafeMutablePointer<UInt8>?
+        let length = i2d_PKCS12(p12, &out)
+        guard length > 0, let out else { throw ToolFailed(description: "i2d_PKCS12 failed") }
+        defer { CRYPTO_free(out, #fileID, #line) }
+        return Data(bytes: out, count: Int(length))
+    }
 
     /// The PKCS#12 algorithm identifiers (their DER, OID tag included) the fixtures are checked for.
     private enum Algorithm: String {
@@ -240,11 +310,7 @@ final class TLSIdentityPKCS12Tests: TLSTestCase {
         guard PKCS12_set_mac(p12, Self.password, -1, nil, 0, 2048, EVP_sha1()) == 1 else {
             throw ToolFailed(description: "PKCS12_set_mac failed")
         }
-        var out: UnsafeMutablePointer<UInt8>?
-        let length = i2d_PKCS12(p12, &out)
-        guard length > 0, let out else { throw ToolFailed(description: "i2d_PKCS12 failed") }
-        defer { CRYPTO_free(out, #fileID, #line) }
-        return Data(bytes: out, count: Int(length))
+        return try der(p12)
     }
 
     /// Runs `tool` to its end (bounded) and returns its stdout, failing on a non-zero status.

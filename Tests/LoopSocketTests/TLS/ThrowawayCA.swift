@@ -4,14 +4,14 @@ import XCTest
 @testable import LoopSocket
 
 /// A CA made at test time with the `openssl` tool, valid for two days, and a server certificate it signed
-/// for `localhost` and 127.0.0.1: trusted by nothing but the tests that hold it.
+/// for `localhost` and 127.0.0.1 (or the names given): trusted by nothing but the tests that hold it.
 struct ThrowawayCA {
     let certificate: TLSCertificate
     let serverIdentity: TLSIdentity
 }
 
 extension SocketTestCase {
-    func makeThrowawayCA() throws -> ThrowawayCA {
+    func makeThrowawayCA(serverNames: String = "DNS:localhost,IP:127.0.0.1") throws -> ThrowawayCA {
         let directory = try makeTempDirectory()
         let config = directory.file("openssl.cnf")
         try Data("""
@@ -24,7 +24,7 @@ extension SocketTestCase {
             subjectKeyIdentifier = hash
             [server]
             basicConstraints = critical,CA:FALSE
-            subjectAltName = DNS:localhost,IP:127.0.0.1
+            subjectAltName = \(serverNames)
             extendedKeyUsage = serverAuth
             authorityKeyIdentifier = keyid
             subjectKeyIdentifier = hash

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import SharedTestSupport
 import XCTest
 
 @testable import EpollLoop
@@ -131,7 +132,7 @@ final class UDPNamespaceTests: SocketTestCase {
     private func makeLink() throws -> Link {
         let tag = "\(getpid() % 100_000)"
         let (a, b, va, vb) = ("lsu-a-\(tag)", "lsu-b-\(tag)", "lsua\(tag)", "lsub\(tag)")
-        guard FileManager.default.isExecutableFile(atPath: "/usr/sbin/ip"), Self.ip(["netns", "add", a]) else {
+        guard TestTool.find("ip") != nil, Self.ip(["netns", "add", a]) else {
             print("UDPNamespaceTests: cannot make network namespaces here; the checks run over the loopback")
             return Link(senderInterface: "lo", senderAddress: "127.0.0.1", receiverInterface: "lo", receiverAddress: "127.0.0.1",
                         subnetBroadcast: "127.255.255.255", senderAddress6: nil)
@@ -193,6 +194,10 @@ final class UDPNamespaceTests: SocketTestCase {
         guard pipe(&pipeEnds) == 0 else { return false }
         _ = fcntl(pipeEnds[0], F_SETFD, FD_CLOEXEC)  // the child keeps only the write end, as its stdout
         defer { close(pipeEnds[0]) }
+        guard let executable = TestTool.find("ip") else {
+            close(pipeEnds[1])
+            return false
+        }
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
@@ -201,7 +206,7 @@ final class UDPNamespaceTests: SocketTestCase {
         let argv = (["ip"] + arguments).map { strdup($0) } + [nil]
         defer { argv.forEach { free($0) } }
         var pid: pid_t = 0
-        let spawned = posix_spawn(&pid, "/usr/sbin/ip", &actions, nil, argv, environ)
+        let spawned = posix_spawn(&pid, executable, &actions, nil, argv, environ)
         close(pipeEnds[1])
         guard spawned == 0 else { return false }
         var output = [UInt8]()
