@@ -40,7 +40,8 @@ report, shown, version, date, machine = sys.argv[1:]
 text = open(report, encoding="utf-8").read().strip("\n")
 region = (
     f"Run on {date} with {version} and echo-server (release builds, both on one machine: {machine}):\n\n"
-    f"```sh\n{shown}\n```\n\n"
+    "```sh not-runnable: what scripts/example-report.sh runs, with the free port and the PID it finds\n"
+    f"{shown}\n```\n\n"
     f"```text\n{text}\n```\n\n"
     "![The example run's chart: latency by percentile and throughput over time](loadtest-example.svg)\n\n"
     "Its JSON report: [loadtest-example.json](loadtest-example.json).\n"

@@ -4,7 +4,9 @@ import FoundationEssentials
 ///
 /// Top-level keys include `requests_per_second`, `connections`, `errors` (with `total` and counts by kind),
 /// `latency_us` (percentiles) and `histogram` (every non-empty bucket, in ns), so results from several
-/// processes or machines can be merged without losing precision.
+/// processes or machines can be merged without losing precision. Every key, in every mode, is in
+/// docs/loadtest-report.schema.json (a test validates real reports against it): a key added here needs its
+/// entry there.
 package struct RunResult: Codable, Sendable, Equatable {
     /// Percentiles in microseconds.
     package struct Latency: Codable, Sendable, Equatable {

@@ -1,4 +1,5 @@
 import Foundation
+import SharedTestSupport
 import XCTest
 @testable import LoadTest
 
@@ -27,7 +28,7 @@ final class HistogramDecodingDocTests: XCTestCase {
         try result.jsonData().write(to: file)
         defer { try? FileManager.default.removeItem(at: file) }
 
-        let run = try ChildProcess.run("/usr/bin/env", ["python3", "-c", try snippet(), file.path])
+        let run = try ChildProcess.run(try TestTool.path("python3"), ["-c", try snippet(), file.path])
         XCTAssertEqual(run.status, 0, run.error)
         let lines = run.output.split(separator: "\n")
         XCTAssertEqual(lines.count, 5, run.output)

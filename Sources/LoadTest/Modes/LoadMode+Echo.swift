@@ -38,7 +38,8 @@ extension LoadMode {
         mode.validate = { (config: inout LoadConfig, given: Set<String>) throws(ArgumentError) in
             try requirePort(config, given)
             if config.tls.enabled && config.isOpenLoop {
-                throw ArgumentError("--rate with --tls is supported in http, tcp, ws, stream and connect modes, not echo")
+                throw ArgumentError(
+                    "--rate with --tls is supported in http, tcp, ws, stream and connect modes, not echo")
             }
         }
         return mode
