@@ -37,6 +37,7 @@ final class HTTPConnection: GCDAsyncSocketDelegate, PacedConnection, SweptConnec
     private var bodyLeft = 0
     /// The trailer bytes so far after a chunked body (nil before them), bounded by `--max-head`.
     private var trailerBytes: Int?
+    /// How much of a response is read (`--max-head`, `--max-body`).
     private let limits: HTTPResponseLimits
     /// A head (tag 1) or body (tag 2; chunked: tags 3 to 6) read is queued.
     private var readQueued = false
