@@ -108,7 +108,8 @@ final class HTTPConnection: GCDAsyncSocketDelegate, PacedConnection, SweptConnec
         var url = receiveURL
         while sequence != nextSend && times[sequence] < cutoff {
             worker.recordError(
-                .unfinished, "no HTTP response when the run ended, after the whole measured \(worker.config.duration) s")
+                .unfinished,
+                "no HTTP response when the run ended, after the whole measured \(worker.config.duration) s")
             if perURL {
                 shared.recordURLError(url)
                 url = url + 1 == requests.count ? 0 : url + 1
