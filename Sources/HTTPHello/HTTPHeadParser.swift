@@ -42,7 +42,8 @@ enum HTTPHeadParser {
     }
 
     /// ``parse(_:maxLength:maxFields:)`` resuming where the call that left `scan` stopped, on the same bytes
-    /// and more; while the head is still incomplete, `scan` is updated for the next call.
+    /// and more; while the head is still incomplete, `scan` is updated for the next call, and once it is
+    /// complete, `scan` starts afresh for the head after it.
     static func parse(_ bytes: UnsafeBufferPointer<UInt8>, maxLength: Int, maxFields: Int, resuming scan: inout Scan) -> Outcome {
         let start = skipEmptyLines(bytes)
         // An empty line that ends in the new bytes may start up to two bytes before them ("\r" or "\n\r").
@@ -56,6 +57,7 @@ enum HTTPHeadParser {
             return bytes.count > maxLength ? .failed(.headerTooLarge) : .incomplete
         }
         guard end <= maxLength else { return .failed(.headerTooLarge) }
+        scan = Scan()
         switch parseHead(UnsafeBufferPointer(rebasing: bytes[start..<contentEnd]), maxFields: maxFields) {
         case .success(let head): return .complete(head, length: end)
         case .failure(let failure): return .failed(failure)
@@ -118,15 +120,27 @@ enum HTTPHeadParser {
         case .success: break
         case .failure(let failure): return .failure(failure)
         }
+        // A field line has at least 3 bytes ("a:" and its LF): only a head that long can have too many, and
+        // only such a head pays for counting them.
+        if head.count > 3 * maxFields, fieldLines(head) > maxFields { return .failure(.tooManyFields) }
         var fields = HTTPFieldSummary()
-        var count = 0
         while let next = lines.next() {
             guard let line = next else { return .failure(.badRequest) }
-            count += 1
-            if count > maxFields { return .failure(.tooManyFields) }
             if let failure = fields.add(line) { return .failure(failure) }
         }
         return fields.apply(to: request)
+    }
+
+    /// The header field lines of `head` (its LFs but the request line's; `head` ends with its last field's
+    /// line end).
+    static func fieldLines(_ head: UnsafeBufferPointer<UInt8>) -> Int {
+        var count = -1
+        var next = 0
+        while let feed = lineFeed(head, from: next) {
+            count += 1
+            next = feed + 1
+        }
+        return count
     }
 
     /// `method SP request-target SP HTTP-version`.

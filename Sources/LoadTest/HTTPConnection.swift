@@ -37,6 +37,7 @@ final class HTTPConnection: GCDAsyncSocketDelegate, PacedConnection, SweptConnec
     private var bodyLeft = 0
     /// The trailer bytes so far after a chunked body (nil before them), bounded by `--max-head`.
     private var trailerBytes: Int?
+    /// How much of a response is read (`--max-head`, `--max-body`).
     private let limits: HTTPResponseLimits
     /// A head (tag 1) or body (tag 2; chunked: tags 3 to 6) read is queued.
     private var readQueued = false
@@ -107,7 +108,8 @@ final class HTTPConnection: GCDAsyncSocketDelegate, PacedConnection, SweptConnec
         var url = receiveURL
         while sequence != nextSend && times[sequence] < cutoff {
             worker.recordError(
-                .unfinished, "no HTTP response when the run ended, after the whole measured \(worker.config.duration) s")
+                .unfinished,
+                "no HTTP response when the run ended, after the whole measured \(worker.config.duration) s")
             if perURL {
                 shared.recordURLError(url)
                 url = url + 1 == requests.count ? 0 : url + 1

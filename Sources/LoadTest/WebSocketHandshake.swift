@@ -56,7 +56,10 @@ struct WebSocketHandshake {
         guard parts.count >= 2, parts[0].hasPrefix("HTTP/1.") else {
             throw .handshake("not an HTTP response: \(ServerText.escaped(statusLine, limit: 100))")
         }
-        guard parts[1] == "101" else { throw .handshake("HTTP status \(ServerText.escaped(parts[1], limit: 20)), not 101: \(ServerText.escaped(statusLine, limit: 100))") }
+        guard parts[1] == "101" else {
+            let status = ServerText.escaped(parts[1], limit: 20)
+            throw .handshake("HTTP status \(status), not 101: \(ServerText.escaped(statusLine, limit: 100))")
+        }
         var fields: [String: [String]] = [:]
         while let line = lines.next() {
             guard let colon = line.firstIndex(of: ":") else {
@@ -83,8 +86,8 @@ struct WebSocketHandshake {
             throw .handshake("Sec-WebSocket-Accept is '\(ServerText.escaped(accept[0], limit: 60))', not '\(expected)'")
         }
         if let extensions = fields["sec-websocket-extensions"], !extensions.allSatisfy(\.isEmpty) {
-            throw .handshake(
-                "the server chose extensions none were offered: \(ServerText.escaped(extensions.joined(separator: ", "), limit: 100))")
+            let chosen = ServerText.escaped(extensions.joined(separator: ", "), limit: 100)
+            throw .handshake("the server chose extensions none were offered: \(chosen)")
         }
         guard let chosen = fields["sec-websocket-protocol"] else { return nil }
         guard chosen.count == 1, subprotocols.contains(chosen[0]) else {

@@ -246,6 +246,13 @@ final class HTTPHelloServerTests: XCTestCase {
         }
     }
 
+    /// The head deadline and the scan position live in the connection's phase, which still fits the 16 bytes
+    /// that keep an idle connection's object at 64 (the header, four references and the phase).
+    func testThePhaseStaysWithinSixteenBytes() {
+        XCTAssertLessThanOrEqual(MemoryLayout<HTTPHelloConnection.Phase>.size, 16)
+        XCTAssertLessThanOrEqual(MemoryLayout<HTTPHeadParser.Scan>.size, 5)
+    }
+
     /// A connection that sends nothing is closed after the idle timeout.
     func testIdleConnectionIsClosed() throws {
         let client = try HTTPTestClient(port: try start { $0.idleTimeout = 0.1 })
