@@ -56,7 +56,8 @@ package enum ReplyFormat: Sendable, Equatable {
             switch RESP.value(input, at: 0, depth: 0) {
             case .end(let end):
                 guard input[0] == UInt8(ascii: "-") else { return .reply(length: end) }
-                let text = String(decoding: UnsafeRawBufferPointer(rebasing: input[1..<end - 2]), as: UTF8.self)
+                // Printed in the report: escaped, so that a server cannot send escape sequences to the terminal.
+                let text = ServerText.escaped(UnsafeRawBufferPointer(rebasing: input[1..<end - 2]))
                 return .errorReply(length: end, text)
             case .needMore: return .needMore
             case .malformed(let why): return .malformed(why)
