@@ -141,7 +141,9 @@ final class AllocationCounterTests: XCTestCase {
             "--duration", "300s", "--warmup", "0", "--quiet",
         ])
         defer { loadtest.stop() }
-        let connection = try listener.accept()
+        guard let connection = try? listener.accept() else {
+            throw MeasurementFailure("loadtest did not connect: \(loadtest.child.standardError)")
+        }
         var request = try connection.receive(exactly: 64)
         let windows = try perOperation(loadtest, warmup: 500, count: 2000) {
             try connection.send(request)

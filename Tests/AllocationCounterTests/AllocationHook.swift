@@ -24,7 +24,7 @@ enum AllocationHook {
     }
 
     /// The library, built once per test process into a directory of its own (removed by ``remove()``).
-    static let library: Result<String, HookUnavailable> = build()
+    static let library: Result<String, MeasurementFailure> = build()
 
     /// The scratch directory holding the library and the measured processes' count pages.
     static let directory: String = {
@@ -36,25 +36,27 @@ enum AllocationHook {
     /// Removes ``directory``.
     static func remove() { try? FileManager.default.removeItem(atPath: directory) }
 
-    private static func build() -> Result<String, HookUnavailable> {
+    private static func build() -> Result<String, MeasurementFailure> {
         guard let compiler = compilers.lazy.compactMap({ TestTool.find($0) }).first else {
-            return .failure(HookUnavailable("no C compiler (cc, gcc or clang) on PATH to build \(source): apt-get install gcc"))
+            return .failure(MeasurementFailure("no C compiler (cc, gcc or clang) on PATH to build \(source): "
+                + "put the Swift toolchain's usr/bin (which holds clang) on PATH, or apt-get install gcc"))
         }
         let output = directory + "/libcount.so"
         do {
             let result = try ChildProcess.run(compiler, ["-shared", "-fPIC", "-O2", "-o", output, source, "-ldl"], seconds: 120)
             guard result.status == 0 else {
-                return .failure(HookUnavailable("\(compiler) could not build \(source): \(result.error)"))
+                return .failure(MeasurementFailure("\(compiler) could not build \(source): \(result.error)"))
             }
         } catch {
-            return .failure(HookUnavailable("cannot run \(compiler): \(error)"))
+            return .failure(MeasurementFailure("cannot run \(compiler): \(error)"))
         }
         return .success(output)
     }
 }
 
-/// The counter cannot be built or used here; the message says why and what to install.
-struct HookUnavailable: Error, CustomStringConvertible {
+/// A measurement could not be made (no compiler for the counter, a program that did not start); the message
+/// says why, and what to install when something is missing.
+struct MeasurementFailure: Error, CustomStringConvertible {
     let description: String
     init(_ description: String) { self.description = description }
 }

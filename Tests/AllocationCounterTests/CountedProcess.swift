@@ -25,13 +25,13 @@ final class CountedProcess {
         let library = try AllocationHook.library.get()
         pagePath = AllocationHook.directory + "/\(name)-\(UUID().uuidString).counts"
         guard FileManager.default.createFile(atPath: pagePath, contents: Data(count: 4096)) else {
-            throw HookUnavailable("cannot create \(pagePath)")
+            throw MeasurementFailure("cannot create \(pagePath)")
         }
         let fd = open(pagePath, O_RDWR | O_CLOEXEC)
-        guard fd >= 0 else { throw HookUnavailable("cannot open \(pagePath): errno \(errno)") }
+        guard fd >= 0 else { throw MeasurementFailure("cannot open \(pagePath): errno \(errno)") }
         defer { close(fd) }
         guard let mapped = mmap(nil, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0), mapped != UnsafeMutableRawPointer(bitPattern: -1) else {
-            throw HookUnavailable("cannot map \(pagePath): errno \(errno)")
+            throw MeasurementFailure("cannot map \(pagePath): errno \(errno)")
         }
         page = mapped
         // Through env, so that only the child gets the variables, not this process.
@@ -55,10 +55,10 @@ final class CountedProcess {
               let range = child.standardOutput.range(of: " port "),
               let port = UInt16(child.standardOutput[range.upperBound...].prefix { $0.isNumber }) else {
             child.wait(seconds: 5)
-            throw HookUnavailable("did not start: \(child.standardOutput) \(child.standardError)")
+            throw MeasurementFailure("did not start: \(child.standardOutput) \(child.standardError)")
         }
         guard allocations > 0 else {
-            throw HookUnavailable("the preloaded counter counted nothing (LD_PRELOAD refused?): \(child.standardError)")
+            throw MeasurementFailure("the preloaded counter counted nothing (LD_PRELOAD refused?): \(child.standardError)")
         }
         return port
     }
