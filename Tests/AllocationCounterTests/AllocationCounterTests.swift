@@ -62,7 +62,7 @@ final class AllocationCounterTests: XCTestCase {
         let message = [UInt8](repeating: 0x61, count: 64)
         let windows = try perOperation(server, warmup: 200, count: 1000) {
             try client.send(message)
-            guard try client.receive(exactly: message.count) == message else { throw StreamEnded(expected: 64, got: 0) }
+            guard try client.receive(exactly: message.count) == message else { throw UnexpectedReply(sent: message.count) }
         }
         try AllocationLimits.check("\(name) round trip", windows)
     }
@@ -77,7 +77,7 @@ final class AllocationCounterTests: XCTestCase {
         let message = [UInt8](repeating: 0x62, count: 16)
         func roundTrip(_ client: LoopbackClient) throws {
             try client.send(message)
-            guard try client.receive(exactly: message.count) == message else { throw StreamEnded(expected: 16, got: 0) }
+            guard try client.receive(exactly: message.count) == message else { throw UnexpectedReply(sent: message.count) }
         }
         let windows = try perOperation(server, warmup: 50, count: 300, settle: { for _ in 0..<2 { try roundTrip(probe) } }) {
             try roundTrip(try LoopbackClient(port: port))
@@ -115,7 +115,7 @@ final class AllocationCounterTests: XCTestCase {
             try client.send(request)
             let response = try client.receiveHTTPResponse()
             guard response.hasPrefix("HTTP/1.1 200"), response.hasSuffix("hello") else {
-                throw StreamEnded(expected: request.count, got: response.utf8.count)
+                throw UnexpectedReply(sent: request.count, reply: response)
             }
         }
         try AllocationLimits.check(workload, windows)

@@ -49,6 +49,13 @@ struct StreamEnded: Error, CustomStringConvertible {
     var description: String { "the server closed after \(got) of \(expected) bytes" }
 }
 
+/// The server answered, but not with what the workload expects (the bytes sent, a 200 "hello").
+struct UnexpectedReply: Error, CustomStringConvertible {
+    let sent: Int
+    var reply = "other bytes"
+    var description: String { "unexpected reply to \(sent) bytes: \(reply)" }
+}
+
 extension LoopbackClient: ByteStream {
     func send(_ bytes: [UInt8]) throws { try send(Data(bytes)) }
 

@@ -28,6 +28,6 @@ final class UDPClient {
         var reply = [UInt8](repeating: 0, count: datagram.count + 1)
         let n = reply.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
         guard n >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
-        guard reply[0..<n].elementsEqual(datagram) else { throw StreamEnded(expected: datagram.count, got: n) }
+        guard reply[0..<n].elementsEqual(datagram) else { throw UnexpectedReply(sent: datagram.count, reply: "\(n) bytes") }
     }
 }
