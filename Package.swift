@@ -115,6 +115,14 @@ let package = Package(
             name: "LoadTestTests",
             dependencies: ["LoadTest", "EpollLoop", "LoopSocket", "SharedTestSupport", "HTTPHello"]
         ),
+        // Allocations per operation of the example servers and loadtest, counted by a malloc hook the test
+        // compiles and preloads into them (not linked here: the sanitizer builds intercept malloc themselves),
+        // against the limits in allocation-limits.json.
+        .testTarget(
+            name: "AllocationCounterTests",
+            dependencies: ["SharedTestSupport", "COpenSSL"],
+            exclude: ["alloc-counter.c", "allocation-limits.json"]
+        ),
     ],
     swiftLanguageModes: [.v6]
 )
