@@ -218,7 +218,8 @@ final class CallOrderTests: SocketTestCase {
             try peer.send("x")
             release.fire()
             XCTAssertTrue(performed.wait(), "round \(round): perform returned")
-            delegate.waitForReadBytes(1)
+            // The hook runs after the delegate records the read: wait for the hook itself.
+            try waitUntil("the read's hook") { order.value.count == 2 }
             XCTAssertEqual(order.value, ["perform", "read"], "round \(round)")
             close(client, delegate, peer)
         }

@@ -13,11 +13,11 @@ import Synchronization
 /// local address. The hold is bounded (``holdLimit``): a listener that never gets to it (its delegate
 /// queue stuck, its loop gone) delays the report, and never loses it.
 ///
-/// What it costs a connection whose peer is another process: a relaxed atomic load on each side (the
-/// listener's accept, the client's connect), and for a connect to a port this process listens on, a lock and
-/// a table lookup and, when it connects, one `getsockname`. Connects are counted only between `connect(2)`
-/// and their report, and accepts are recorded only while one is counted, so a busy server that never
-/// connects to itself pays nothing more.
+/// What it costs a connection whose peer is another process: an atomic load or two on each side (the
+/// listener's accept, the client's connect); for a connect made while this process listens, a lock and a
+/// table lookup, and when its port is one listened on, a `getsockname` once connected. Connects are counted
+/// only from `connect(2)` to their report, and accepts are recorded (a `getpeername`) only while one is
+/// counted, so a busy server that never connects to itself pays nothing more.
 final class LocalAccepts: Sendable {
     /// The one table of the process.
     static let shared = LocalAccepts()
