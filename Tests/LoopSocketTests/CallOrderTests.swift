@@ -231,37 +231,50 @@ final class CallOrderTests: SocketTestCase {
     /// handed out; `connections` just ends.
     func testAsyncListenerClosedBeforeAClientConnectsYieldsNothing() throws {
         for round in 0..<rounds {
-            let listener = try AsyncListener(host: "127.0.0.1", port: 0, group: group)
-            let listenerLoop = listener.socket.eventLoop
-            let port = listener.localPort
-            let taken = Locked<[String]>([])
-            let ended = Signal()
-            Task {
-                do {
-                    for try await connection in listener.connections {
-                        taken.withLock { $0.append("connection") }
-                        await connection.close()
-                    }
-                    taken.withLock { $0.append("end") }
-                } catch {
-                    taken.withLock { $0.append("\(error)") }
-                }
-                ended.fire()
-            }
-            let release = try hold(listenerLoop)
-            let closed = Signal()
-            Task.detached {
-                listener.close()
-                closed.fire()
-            }
-            try closed.waitOrThrow("close() to return")
-            let client = try RawSocket(connectTo: "127.0.0.1", port: port)
-            release.fire()
-            try ended.waitOrThrow("connections to end")
-            XCTAssertEqual(taken.value, ["end"], "round \(round): closed before the client came")
-            client.close()
+            let listenerSocket = try closeAsyncListenerBeforeAClientConnects(round)
+            // The tasks release the listener once they end: its loops must not outlive the test.
+            try waitUntil("the listener to be released") { listenerSocket.value == nil }
         }
     }
+
+    /// One round of the test above; returns the listener's socket, weakly.
+    private func closeAsyncListenerBeforeAClientConnects(_ round: Int) throws -> Weak<GCDAsyncSocket> {
+        let listener = try AsyncListener(host: "127.0.0.1", port: 0, group: group)
+        let port = listener.localPort
+        let taken = Locked<[String]>([])
+        let ended = Signal()
+        Task {
+            do {
+                for try await connection in listener.connections {
+                    taken.withLock { $0.append("connection") }
+                    await connection.close()
+                }
+                taken.withLock { $0.append("end") }
+            } catch {
+                taken.withLock { $0.append("\(error)") }
+            }
+            ended.fire()
+        }
+        let release = try hold(listener.socket.eventLoop)
+        let closed = Signal()
+        Task.detached {
+            listener.close()
+            closed.fire()
+        }
+        try closed.waitOrThrow("close() to return")
+        let client = try RawSocket(connectTo: "127.0.0.1", port: port)
+        release.fire()
+        try ended.waitOrThrow("connections to end")
+        XCTAssertEqual(taken.value, ["end"], "round \(round): closed before the client came")
+        client.close()
+        return Weak(listener.socket)
+    }
+}
+
+/// A weak reference, to wait for an object's release.
+final class Weak<Object: AnyObject>: @unchecked Sendable {
+    weak var value: Object?
+    init(_ value: Object) { self.value = value }
 }
 
 extension SocketTestCase {

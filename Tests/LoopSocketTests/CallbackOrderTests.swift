@@ -91,9 +91,17 @@ final class CallbackOrderTests: SocketTestCase {
 
     func testDisconnectAfterWritingComesAfterTheLastDidWrite() throws {
         try eachLayout { serverLoop, clientLoop, layout in
-            let (client, delegate) = try echoPair(serverLoop, clientLoop, layout)
-            // Large enough that the kernel cannot take them at once: the disconnect waits for the echo
-            // server to read them.
+            // A server that only reads (an echo would fill the client's receive buffer, which nobody reads).
+            let serverDelegate = makeDelegate("server, \(layout)")
+            serverDelegate.configure { hooks in
+                hooks.accept = { _, child in child.readData(withTimeout: -1, tag: 0) }
+                hooks.read = { sock, _, _ in sock.readData(withTimeout: -1, tag: 0) }
+            }
+            let server = makeSocket(serverDelegate, queue: makeQueue("server \(layout)"), loop: serverLoop)
+            try server.accept(onInterface: "127.0.0.1", port: 0)
+            let delegate = makeDelegate("client, \(layout)")
+            let client = try client(of: server, on: clientLoop, delegate)
+            // Larger than the kernel takes at once: the disconnect waits for the server to read them.
             for tag in 1...4 { client.write(Data(repeating: 7, count: 1 << 20), withTimeout: -1, tag: tag) }
             client.disconnectAfterWriting()
             delegate.waitForDisconnect()
