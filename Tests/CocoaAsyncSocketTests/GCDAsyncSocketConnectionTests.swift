@@ -5,11 +5,9 @@
 // port 0 (the port is read back from `localPort`) where the original listens on every interface on a
 // random port.
 //
-// One addition: the two tests that read the accepted socket once the client has connected also wait for
-// `didAcceptNewSocket` (`acceptExpectation`). The original reads it in its wait's handler, after the client's
-// `didConnectToHost`, counting on the server's callback to have run first on the shared main queue; this
-// library does not order two sockets' callbacks on a shared queue, and GCDAsyncSocket only tends to
-// (docs/migrating-from-gcdasyncsocket.md, "Callbacks of two sockets on one queue").
+// The two tests that read the accepted socket in their wait's handler, once the client's `didConnectToHost`
+// has come, rely on the server's `didAcceptNewSocket` having run first: LoopSocket promises that order for
+// two sockets of one process (docs/migrating-from-gcdasyncsocket.md, "A client and a listener in one process").
 
 import XCTest
 import CocoaAsyncSocket
@@ -21,7 +19,6 @@ class GCDAsyncSocketConnectionTests: XCTestCase, GCDAsyncSocketDelegate {
     var acceptedServerSocket: GCDAsyncSocket!
 
     var expectation: XCTestExpectation!
-    var acceptExpectation: XCTestExpectation?
 
     override func setUp() {
         super.setUp()
@@ -76,7 +73,6 @@ class GCDAsyncSocketConnectionTests: XCTestCase, GCDAsyncSocketDelegate {
         XCTAssertTrue(success, "Client failed connecting to up server socket on port \(self.portNumber) \(String(describing: error))")
 
         self.expectation = self.expectation(description: "Test Full Connection")
-        self.acceptExpectation = self.expectation(description: "Accepted")
         self.waitForExpectations(timeout: 30) { error in
             if error != nil {
                 NSLog("Error establishing test connection")
@@ -98,7 +94,6 @@ class GCDAsyncSocketConnectionTests: XCTestCase, GCDAsyncSocketDelegate {
         XCTAssertTrue(success, "Client failed connecting to up server socket on port \(self.portNumber) \(String(describing: error))")
 
         self.expectation = self.expectation(description: "Test Full Connection")
-        self.acceptExpectation = self.expectation(description: "Accepted")
         self.waitForExpectations(timeout: 30) { error in
             if error != nil {
                 NSLog("Error establishing test connection")
@@ -226,7 +221,6 @@ class GCDAsyncSocketConnectionTests: XCTestCase, GCDAsyncSocketDelegate {
     func socket(_ sock: GCDAsyncSocket, didAcceptNewSocket newSocket: GCDAsyncSocket) {
         NSLog("didAcceptNewSocket \(sock) \(newSocket)")
         self.acceptedServerSocket = newSocket
-        self.acceptExpectation?.fulfill()
     }
 
     /**

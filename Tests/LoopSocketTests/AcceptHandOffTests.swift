@@ -58,7 +58,7 @@ final class AcceptHandOffTests: SocketTestCase {
     }
 
     /// The same on a delegate queue, which the accepted sockets inherit: the promise
-    /// docs/migrating-from-gcdasyncsocket.md makes ("Callbacks of two sockets on one queue").
+    /// docs/migrating-from-gcdasyncsocket.md makes ("A client and a listener in one process").
     func testDidAcceptComesBeforeAnyCallbackOfTheAcceptedSocketOnADelegateQueue() throws {
         try checkDidAcceptComesFirst(queue: makeQueue("accept-order"), clients: 200)
     }

@@ -1,8 +1,15 @@
 import CEpollShim
 import Glibc
 
-/// One loop iteration is a short sequence of phases, each a function (as in libuv's `uv_run`):
-/// compute the poll timeout, poll for I/O and dispatch it, update the time, fire due timers, run tasks.
+/// One loop iteration is a short sequence of phases, each a function (as in libuv's `uv_run`): compute the
+/// poll timeout, poll for I/O, run the tasks other threads queued, dispatch the I/O, update the time, fire
+/// due timers, run the loop's own tasks.
+///
+/// The tasks from other threads run between the poll and its dispatch so that a call made off the loop
+/// happens before any event that occurred after it: a receive filter set from another thread is in place
+/// for a datagram sent after the call, as on a GCD socket queue, whose blocks run in the order submitted.
+/// Every task queued before `epoll_wait` returned is in the batch (it is taken once the wait is over);
+/// tasks the batch or the handlers queue on the loop itself run after it as before.
 extension EventLoop {
     /// Runs the loop on the calling thread until it has shut down.
     ///
@@ -42,7 +49,8 @@ extension EventLoop {
             // paid by an iteration that found nothing to do, and then sleeps.
             counters.timerWakeup = 0  // runTimers finds the due time itself, unless pollTimeout() below keeps it
             _ = poll(timeoutMilliseconds: 0)
-            if !counters.polledEvents && !hasLocalTasks && remoteBatch.isEmpty && !shutdownRequested {
+            // A batch from other threads ran (its lag not noted yet): it may have left work; do not block.
+            if !counters.polledEvents && !hasLocalTasks && counters.remoteBatchQueuedAt == 0 && !shutdownRequested {
                 let timeout = pollTimeout()
                 if timeout != 0 { slept = poll(timeoutMilliseconds: timeout) }
             }
@@ -58,7 +66,7 @@ extension EventLoop {
             counters.lastMark = now
         }
         runTimers()
-        runRemoteTasks()
+        noteRemoteLag()
         runLocalTasks()
         iterations &+= 1
     }
@@ -81,7 +89,7 @@ extension EventLoop {
         return Int32(clamping: millis)
     }
 
-    /// Waits in `epoll_wait` and dispatches the events, then takes the tasks queued by other threads.
+    /// Waits in `epoll_wait`, takes and runs the tasks queued by other threads, then dispatches the events.
     /// Returns whether it could block (then `now` is the time the wait ended).
     ///
     /// Before a blocking wait the loop marks itself asleep under the shared mutex, unless tasks are already
@@ -126,7 +134,14 @@ extension EventLoop {
             // next iteration's publication; a loop that slept can afford the dozen stores.
             publishMetrics()
         }
+        // Taken after the wait returned, so every task queued before it returned is in the batch: the
+        // calls other threads made before these events occurred take effect before the events are handled.
+        // What the batch queues on the loop (a pump, a resumed job) runs with it, before the events too.
         collectRemoteTasks()
+        if !remoteBatch.isEmpty {
+            runRemoteTasks()
+            runLocalTasks()
+        }
         counters.events &+= UInt64(count)
         counters.polledEvents = count > 0
         dispatchEvents(count: Int(count))

@@ -41,6 +41,9 @@ extension EventLoop {
         case .nothing:
             break
         }
+        // On the loop the request is noted at once: a task that runs before the timers (one from another
+        // thread, taken with the poll) then ends the iteration there, and no timer fires after the request.
+        if inEventLoop { shutdownRequested = true }
     }
 
     /// Shuts the loop down and waits until it has finished (see ``initiateShutdown()``).

@@ -75,14 +75,10 @@ extension EventLoop {
         while spareTasks.popLast() != nil {}
     }
 
-    /// Runs the tasks taken from the shared queue at the last wakeup.
-    ///
-    /// The batch's lag is one sample: how long its oldest task waited (the time the loop took to get to
-    /// it), measured against the iteration's clock reading, so without a reading of its own.
+    /// Runs the tasks taken from the shared queue at the last wakeup (their lag is noted by
+    /// ``noteRemoteLag()``, once the iteration has read the clock).
     func runRemoteTasks() {
         guard !remoteBatch.isEmpty else { return }
-        let queuedAt = counters.remoteBatchQueuedAt
-        counters.noteLag(now > queuedAt ? now - queuedAt : 0)
         counters.tasks &+= UInt64(remoteBatch.count)
         if stallThresholdNanoseconds != 0 {
             runTimed(remoteBatch)
@@ -90,6 +86,17 @@ extension EventLoop {
             for work in remoteBatch { work.run(on: self) }
         }
         remoteBatch.removeAll(keepingCapacity: true)
+    }
+
+    /// The lag of the batch from other threads that ran this iteration, as one sample: how long its oldest
+    /// task waited, against the iteration's clock reading (the end of a blocking wait, or the reading after
+    /// the dispatch), so without a reading of its own. The batch runs before the dispatch, which has not
+    /// read the clock yet when the poll did not block.
+    func noteRemoteLag() {
+        let queuedAt = counters.remoteBatchQueuedAt
+        guard queuedAt != 0 else { return }
+        counters.remoteBatchQueuedAt = 0
+        counters.noteLag(now > queuedAt ? now - queuedAt : 0)
     }
 }
 

@@ -110,6 +110,7 @@ extension ConnectionEngine {
         do {
             fd = try Syscall.socket(domain: address.family)
         } catch { return .failure(error) }
+        let attempt = ConnectAttempt(fd: fd, address: address, owner: self)
         do throws(SyscallError) {
             try config.options.applyToStream(fd, isUnix: address.isUnix)
             if let local = attempts.local.first(where: { $0.family == address.family }) {
@@ -117,10 +118,11 @@ extension ConnectionEngine {
             } else if !attempts.local.isEmpty {
                 throw SyscallError(.bind, errno: .addressFamilyNotSupported)
             }
+            // Counted before connect(), so that the listener records its accept whichever side gets there first.
+            attempt.startDial()
             // Connected at once (a Unix socket) or in progress: either way epoll reports the socket writable,
             // and the connection is established from there, never inside the caller's connect() call.
             _ = try address.withSockAddr { sa, length throws(SyscallError) in try Syscall.connect(fd, sa, length) }
-            let attempt = ConnectAttempt(fd: fd, address: address, owner: self)
             do throws(EventLoopError) {
                 try eventLoop.register(fd: fd, interest: .writable, handler: attempt)
             } catch {
@@ -134,6 +136,7 @@ extension ConnectionEngine {
             }
             return .success(attempt)
         } catch {
+            attempt.endDial(on: eventLoop)
             LibraryFault.close(fd)
             return .failure(error)
         }
@@ -143,6 +146,8 @@ extension ConnectionEngine {
     func attemptReady(_ attempt: ConnectAttempt) {
         guard lifecycle == .connecting, let attempts = connecting else { return }
         let code = (try? Syscall.option(attempt.fd, level: SOL_SOCKET, name: SO_ERROR)) ?? EBADF
+        if code == 0 && attempt.dialsThisProcess && holdForAccept(attempt, attempts) { return }
+        attempt.endDial(on: eventLoop)
         attempts.inFlight.removeAll { $0 === attempt }
         if code == 0 {
             connectionEstablished(attempt.fd, to: attempt.address)
@@ -151,6 +156,53 @@ extension ConnectionEngine {
         LibraryFault.close(attempt.fd, on: eventLoop)
         attempts.lastError = SyscallError(.connect, errno: Errno(rawValue: code))
         startNextAttempt()
+    }
+
+    /// The attempt connected to a listening address of this process: its report waits until that listener
+    /// has reported the accept (``LocalAccepts``), at most ``LocalAccepts/holdLimit``. The attempt stays in
+    /// flight meanwhile, watched for nothing (a close or the loop's shutdown still closes it); the other
+    /// attempts and the connect's timer go, as the connection is made. False: report it now (the peer is
+    /// another host's, or the accept was reported already).
+    private func holdForAccept(_ attempt: ConnectAttempt, _ attempts: ConnectAttempts) -> Bool {
+        guard let local = SocketAddress.of(fd: attempt.fd, peer: false).flatMap(LocalEndpoint.init),
+              let remote = LocalEndpoint(attempt.address),
+              remote.isLoopback || local.sameAddress(as: remote) else { return false }
+        let loop = eventLoop
+        let waiting = UncheckedSendable(attempt)
+        guard LocalAccepts.shared.mustAwaitAccept(of: local, resume: { [self] in
+            try? loop.execute { [self] in acceptAwaited(waiting.value) }
+        }) else { return false }
+        attempt.held = local
+        do {
+            try eventLoop.setInterest([], fd: attempt.fd)
+        } catch {
+            attempt.endDial(on: eventLoop)
+            return false
+        }
+        for other in attempts.inFlight where other !== attempt {
+            other.endDial(on: eventLoop)
+            LibraryFault.close(other.fd, on: eventLoop)
+        }
+        attempts.inFlight = [attempt]
+        attempts.remaining = []
+        eventLoop.cancelOnLoop(attempts.alternateTimer)
+        attempts.alternateTimer = .invalid
+        eventLoop.cancelOnLoop(connectTimer)
+        connectTimer = .invalid
+        attempt.holdTimer = eventLoop.scheduleOnLoop(at: Self.deadline(after: LocalAccepts.holdLimit)) { [self] in
+            attempt.holdTimer = .invalid
+            acceptAwaited(attempt)
+        }
+        return true
+    }
+
+    /// The listener reported the accept a held attempt waited for (or the hold ran out): report the connect.
+    private func acceptAwaited(_ attempt: ConnectAttempt) {
+        guard attempt.held != nil, lifecycle == .connecting, let attempts = connecting,
+              attempts.inFlight.contains(where: { $0 === attempt }) else { return }
+        attempt.endDial(on: eventLoop)
+        attempts.inFlight.removeAll { $0 === attempt }
+        connectionEstablished(attempt.fd, to: attempt.address)
     }
 
     /// The connection is up: close the other attempts, watch it as the connection (the attempt's registration
@@ -206,7 +258,10 @@ final class ConnectAttempts {
     func cancel(on loop: EventLoop) {
         loop.cancelOnLoop(alternateTimer)
         alternateTimer = .invalid
-        for attempt in inFlight { LibraryFault.close(attempt.fd, on: loop) }
+        for attempt in inFlight {
+            attempt.endDial(on: loop)
+            LibraryFault.close(attempt.fd, on: loop)
+        }
         inFlight = []
         remaining = []
     }
@@ -217,11 +272,36 @@ final class ConnectAttempt: LoopIOHandler {
     let fd: Int32
     let address: SocketAddress
     let owner: ConnectionEngine
+    /// Counted as a connect to a listener of this process (``LocalAccepts``), until ``endDial(on:)``.
+    private(set) var dialsThisProcess = false
+    /// Connected, its report held for the accept of this local address.
+    var held: LocalEndpoint?
+    /// The bound on that hold.
+    var holdTimer = TimerID.invalid
 
     init(fd: Int32, address: SocketAddress, owner: ConnectionEngine) {
         self.fd = fd
         self.address = address
         self.owner = owner
+    }
+
+    /// Counts the connect if its address may be a listener of this process. Just before `connect()`.
+    func startDial() {
+        guard let destination = LocalEndpoint(address) else { return }
+        dialsThisProcess = LocalAccepts.shared.dialStarting(to: destination)
+    }
+
+    /// The attempt is over (connected and reported, failed, or closed): the count and any hold end. Once.
+    func endDial(on loop: EventLoop) {
+        guard dialsThisProcess else { return }
+        dialsThisProcess = false
+        loop.cancelOnLoop(holdTimer)
+        holdTimer = .invalid
+        if let held {
+            self.held = nil
+            LocalAccepts.shared.stopAwaiting(held)
+        }
+        LocalAccepts.shared.dialEnded()
     }
 
     func handleIO(_ events: IOEvents) {

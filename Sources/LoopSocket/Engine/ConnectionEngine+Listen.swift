@@ -69,6 +69,11 @@ extension ConnectionEngine {
     private func startListening(_ listening: [(Int32, SocketAddress)], configuration: Configuration, unixPath: String?) throws(ConnectionError) {
         let addresses = listening.map { bound in SocketAddress.of(fd: bound.0, peer: false) ?? bound.1 }
         publish(status: .accepting, listening: addresses)
+        // In the process's table of listeners from now, not once the loop gets to it: the kernel accepts
+        // connections already, and a client of this process that connects right after this call must find
+        // it there (``LocalAccepts``). Each handler withdraws its own when it closes.
+        let endpoints = addresses.map(LocalEndpoint.init)
+        for case let endpoint? in endpoints { LocalAccepts.shared.listenerOpened(endpoint) }
         let started = onLoop { [self] in
             config = configuration
             _ = connectionState.handle(.listenAsked)
@@ -76,14 +81,15 @@ extension ConnectionEngine {
             // Creates the loop's shared context now if need be: it opens the reserve descriptor that lets
             // accept shed connections at EMFILE, which could not be opened once the table is full.
             _ = context
-            for (fd, address) in listening {
-                let listener = ListenHandler(fd: fd, address: address, owner: self)
+            for (index, (fd, address)) in listening.enumerated() {
+                let listener = ListenHandler(fd: fd, address: address, owner: self, announced: endpoints[index])
                 do {
                     try eventLoop.register(fd: fd, interest: .readable, handler: listener)
                     listeners.append(listener)
                     let open = (listeners, unixPath)
                     withSharedState { $0.openListeners = open }
                 } catch {
+                    Self.withdraw(endpoints[index...])
                     LibraryFault.close(fd)
                     closeWithError(ConnectionError.loop(error))
                     return
@@ -91,11 +97,17 @@ extension ConnectionEngine {
             }
         }
         if !started {
+            Self.withdraw(endpoints[...])
             for (fd, _) in listening { LibraryFault.close(fd) }
             if let unixPath { unlink(unixPath) }
             releaseClaim()
             throw ConnectionError(.loopShutDown)
         }
+    }
+
+    /// Takes listening addresses whose handlers never started out of the process's table.
+    private static func withdraw(_ endpoints: ArraySlice<LocalEndpoint?>) {
+        for case let endpoint? in endpoints { LocalAccepts.shared.listenerClosed(endpoint) }
     }
 
     // MARK: Accepting
@@ -202,6 +214,11 @@ extension ConnectionEngine {
         if connection.eventLoop === eventLoop {
             connection.cachedContext = cachedContext  // this loop's, without looking it up again
         }
+        // A client of this process may be waiting for this accept (``LocalAccepts``): the peer's address
+        // is asked of the kernel only while one is.
+        if !isUnix {
+            LocalAccepts.shared.accepted(connection, peer: SocketAddress.of(fd: fd, peer: true).flatMap(LocalEndpoint.init))
+        }
         // Nothing else references the connection yet, so its loop's fields may be written from here: the
         // hand-off to its loop (or the sink's own calls into it) orders these writes before its loop reads.
         connection.prepareAdoption(fd, configuration: configuration, isUnix: isUnix, accepted: true)
@@ -233,6 +250,10 @@ extension ConnectionEngine {
 
     /// Lets a socket set up by ``prepareAdoption(_:configuration:isUnix:accepted:)`` run: on its loop, at
     /// once when called there. Any thread.
+    ///
+    /// The sink calls it once the listener's side has been told (`didAcceptNewSocket` has run, or the
+    /// connection is in an ``AsyncListener``'s `connections`): a client of this process waiting for that
+    /// (``LocalAccepts``) goes on from here.
     func startAdopted() {
         if eventLoop.inEventLoop {
             registerAdopted()
@@ -242,6 +263,7 @@ extension ConnectionEngine {
             unpublish(fd)
             LibraryFault.close(fd)
         }
+        LocalAccepts.shared.acceptReported(self)
     }
 
     /// Registers the adopted descriptor with the loop and pumps what was queued meanwhile. Does nothing if
@@ -274,11 +296,14 @@ final class ListenHandler: LoopIOHandler {
     /// Weak, as GCDAsyncSocket's owner holds it: a listening socket its owner releases is deallocated,
     /// and its deinit closes this descriptor (the loop holds the handler, not the socket).
     weak var owner: ConnectionEngine?
+    /// The address as bound, while it is in the process's table of listeners (``LocalAccepts``).
+    private var announced: LocalEndpoint?
 
-    init(fd: Int32, address: SocketAddress, owner: ConnectionEngine) {
+    init(fd: Int32, address: SocketAddress, owner: ConnectionEngine, announced: LocalEndpoint?) {
         self.fd = fd
         self.address = address
         self.owner = owner
+        self.announced = announced
     }
 
     func handleIO(_ events: IOEvents) {
@@ -290,6 +315,10 @@ final class ListenHandler: LoopIOHandler {
     }
 
     func close(on loop: EventLoop) {
+        if let announced {
+            self.announced = nil
+            LocalAccepts.shared.listenerClosed(announced)
+        }
         LibraryFault.close(fd, on: loop, "closing a listening descriptor")
     }
 }
