@@ -32,7 +32,9 @@ extension RunComparison {
             let high = min(count, (count * q + spread).rounded(.up) + 1)
             // The value of rank r: percentile() takes the rank ⌈p·n⌉, so half a rank below r gives r itself.
             func at(_ rank: Double) -> Double { Double(h.percentile((rank - 0.5) * 100 / count)) / 1000 }
-            return (at(low), at(high))
+            // A percentile is its bucket's middle, within 1/256 of the samples in it: widen by that, so two
+            // runs whose ranks fall in one bucket each are not told apart by the bucketing alone.
+            return (at(low) * (1 - 1.0 / 256), at(high) * (1 + 1.0 / 256))
         }
         let bb = bounds(b), nb = bounds(n)
         guard bb.low > 0, bb.high > 0 else { return notJudged(figure, method) }
