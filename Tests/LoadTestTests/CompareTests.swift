@@ -189,6 +189,26 @@ final class CompareTests: XCTestCase {
         for c in same.changes { XCTAssertTrue(c.low <= 0 && 0 <= c.high, "\(c)") }
     }
 
+    func testOneRunPerSideDoesNotJudgeWithinOneHistogramBucket() throws {
+        // 100,000 ns and 100,300 ns fall in one bucket (512 ns wide): every rank of each run reads one value, and
+        // the 0.3 % between them is the bucketing's, not a measured change.
+        func run(_ ns: UInt64) -> RunResult {
+            var h = Histogram()
+            h.record(ns, times: 10_000)
+            var r = SyntheticRuns.empty(mode: "echo", histogram: h)
+            r.requests = 10_000
+            return r
+        }
+        XCTAssertEqual(Histogram.bucketIndex(of: 100_000), Histogram.bucketIndex(of: 100_300))
+        let c = try RunComparison(baseRuns: [run(100_000)], newRuns: [run(100_300)])
+        for figure in ["p50", "p90", "p99", "p99.9"] {
+            XCTAssertEqual(try change(c, figure).verdict, .noDetectableChange, "\(figure): \(c.text)")
+        }
+        // Two buckets apart is a change.
+        XCTAssertEqual(try change(try RunComparison(baseRuns: [run(100_000)], newRuns: [run(101_500)]), "p50").verdict,
+                       .regressed)
+    }
+
     func testOneRunAgainstSeveralBorrowsTheOtherSidesSpread() throws {
         var runs = SyntheticRuns(seed: 9, cv: 0.03)
         let c = try RunComparison(baseRuns: [runs.report()], newRuns: (0..<6).map { _ in runs.report(latency: 1.3) })
