@@ -86,9 +86,9 @@ final class CompareCommandTests: XCTestCase {
         XCTAssertEqual(passed.status, 0, passed.output + passed.error)
         XCTAssertTrue(passed.output.contains("--fail-if slower (throughput): passed"), passed.output)
 
-        // Without --fail-if a slower build still exits 0: compare reports.
         XCTAssertEqual(try ChildProcess.run(loadtest, ["compare", base[0], base[1], new[0], "-q"]).status, 2,
                        "three plain arguments are a mistake")
+        // Without --fail-if a slower build still exits 0: compare reports. The JSON alone on standard output.
         let quiet = try ChildProcess.run(loadtest, ["compare", "--base"] + base + ["--new"] + new + ["--json", "-", "-q"])
         XCTAssertEqual(quiet.status, 0, quiet.error)
         XCTAssertEqual(try JSONDecoder().decode(CompareReport.self, from: Data(quiet.output.utf8)).figures.count, 6)

@@ -32,13 +32,16 @@ public struct RunComparison: Sendable {
     public struct Change: Sendable {
         /// `throughput`, `p50`, `p90`, `p99`, `p99.9` or `errors`.
         public let figure: String
-        /// Each side's figure: the geometric mean of the runs (errors: the mean rate, percent); 0 when not judged.
+        /// The base side's figure: the geometric mean of its runs (errors: the mean rate, percent); 0 when not
+        /// judged. Throughput is per second, latency in µs.
         public let base: Double
+        /// The new side's figure, as ``base``.
         public let new: Double
-        /// The change and its interval: relative for throughput and latency (0.05 is 5 % more), in
-        /// percentage points for errors.
+        /// The change: relative for throughput and latency (0.05 is 5 % more), in percentage points for errors.
         public let change: Double
+        /// The lower end of the change's interval, on the scale of ``change``.
         public let low: Double
+        /// The upper end of the change's interval, on the scale of ``change``.
         public let high: Double
         /// What the interval says.
         public let verdict: Verdict
@@ -55,8 +58,9 @@ public struct RunComparison: Sendable {
 
     /// The confidence of every interval (0.95 by default).
     public let confidence: Double
-    /// Runs per side.
+    /// How many runs the base side has.
     public let baseRuns: Int
+    /// How many runs the new side has.
     public let newRuns: Int
     /// Each figure's change, in the order of the table.
     public let changes: [Change]
