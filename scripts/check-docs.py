@@ -172,6 +172,9 @@ def accepted_flags():
     merge = quoted_cases_text(merge_body)
     # merge's short spellings: the aliases its ArgumentScanner is given (the first list after parseMerge).
     merge |= set(re.findall(r'"(-[A-Za-z])"\s*:', merge_body.split("]")[0]))
+    # compare's own parser, with its short spellings likewise.
+    compare_body = (src / "LoadTest" / "Compare" / "CompareCommand.swift").read_text(encoding="utf-8")
+    compare = quoted_cases_text(compare_body) | set(re.findall(r'"(-[A-Za-z])"\s*:', compare_body))
     server_args = src / "ExampleSupport" / "ServerArguments.swift"
     common = quoted_cases(server_args)
     servers = {}
@@ -183,7 +186,7 @@ def accepted_flags():
         if "reusePort: true" not in main:
             flags.discard("--reuse-port")
         servers[name] = flags
-    return loadtest, merge, servers
+    return loadtest, merge, compare, servers
 
 
 def quoted_cases_text(text):
@@ -255,7 +258,7 @@ def usage_text():
 
 
 def check_flags():
-    loadtest, merge, servers = accepted_flags()
+    loadtest, merge, compare, servers = accepted_flags()
     problems = []
     usage = usage_text()
     for flag in sorted(loadtest | merge):
@@ -268,6 +271,8 @@ def check_flags():
         for line, program, args in mentions:
             if program == "loadtest" and args[:1] == ["merge"]:
                 known, name = merge, "loadtest merge"
+            elif program == "loadtest" and args[:1] == ["compare"]:
+                known, name = compare, "loadtest compare"
             elif program == "loadtest":
                 known, name = loadtest, "loadtest"
             else:

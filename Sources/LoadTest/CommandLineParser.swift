@@ -78,6 +78,9 @@ package enum CommandLineParser {
           merge     loadtest merge a.json b.json ... [--json F] [--svg F] [--mixed] [--threshold T]: one
                     report of runs made at the same time (refuses different settings unless --mixed; warns
                     when the measured windows do not line up; checks the thresholds on the merged figures)
+          compare   loadtest compare BASE NEW [--confidence P] [--fail-if slower] [--json F] [--svg F]:
+                    whether NEW (reports, or a directory of them) is faster or slower than BASE beyond the
+                    noise, figure by figure (loadtest compare --help)
         """
 
     static let commonOptions = """

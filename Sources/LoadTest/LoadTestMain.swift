@@ -45,6 +45,7 @@ package enum LoadTestMain {
     /// (a ``LoadProtocol``'s), nil for loadtest's own. Returns the exit status.
     package static func run(_ arguments: [String], mode: LoadMode? = nil) -> Int32 {
         signal(SIGPIPE, SIG_IGN)
+        if mode == nil, arguments.first == "compare" { return CompareCommand.run(Array(arguments.dropFirst())) }
         let command: Command
         do {
             command = try CommandLineParser.parse(arguments, mode: mode)

@@ -226,7 +226,7 @@ package enum SVGChart {
 
     // MARK: Drawing helpers
 
-    private static func axes(_ x0: Double, _ y0: Double, _ w: Double, _ h: Double) -> String {
+    static func axes(_ x0: Double, _ y0: Double, _ w: Double, _ h: Double) -> String {
         line(x0, y0 + h, x0 + w, y0 + h, stroke: "#333") + line(x0, y0, x0, y0 + h, stroke: "#333")
     }
 
@@ -251,11 +251,11 @@ package enum SVGChart {
         return 10 * magnitude
     }
 
-    private static func line(_ x1: Double, _ y1: Double, _ x2: Double, _ y2: Double, stroke: String) -> String {
+    static func line(_ x1: Double, _ y1: Double, _ x2: Double, _ y2: Double, stroke: String) -> String {
         "<line x1=\"\(fmt(x1))\" y1=\"\(fmt(y1))\" x2=\"\(fmt(x2))\" y2=\"\(fmt(y2))\" stroke=\"\(stroke)\"/>\n"
     }
 
-    private static func text(
+    static func text(
         _ x: Double, _ y: Double, _ content: String, anchor: String = "start", bold: Bool = false,
         color: String = "#333"
     ) -> String {
@@ -264,7 +264,7 @@ package enum SVGChart {
             + "fill=\"\(color)\"\(bold ? " font-weight=\"bold\"" : "")>\(escaped)</text>\n"
     }
 
-    private static func fmt(_ v: Double, _ decimals: Int = 1) -> String {
+    static func fmt(_ v: Double, _ decimals: Int = 1) -> String {
         ReportText.fixed(v, decimals).replacingAll(",", "")
     }
 }
