@@ -127,6 +127,26 @@ final class SeriesTests: XCTestCase {
                        "the cut window's rows add up too")
     }
 
+    func testErrorsAreCountedInTheIntervalTheyHappenIn() throws {
+        let server = try SilentServer()
+        defer { XCTAssertNoThrow(try server.stop()) }
+        let path = temporaryPath("errors.csv")
+        defer { unlink(path) }
+        // The requests go out as the load starts (before the window, 0.1 s later) and time out 0.2 s after.
+        let result = try shortRun(.echo, port: server.port, connections: 3, duration: 1) {
+            $0.timeout = 0.2
+            $0.series.path = path
+            $0.series.givenInterval = 0.2
+        }
+        XCTAssertEqual(result.errors.byKind["timeout"], 3, "\(result.errors)")
+        let (_, rows) = try readCSV(path)
+        XCTAssertEqual(rows.compactMap { UInt64($0["errors"] ?? "") }.reduce(0, +), 3, "\(rows)")
+        let kinds = rows.compactMap { $0["errors_by_kind"] }.filter { !$0.isEmpty }
+        XCTAssertEqual(kinds.flatMap { $0.split(separator: ";") }.map { $0.split(separator: "=") }
+            .reduce(0) { $0 + ($1.first == "timeout" ? Int($1.last!)! : 1000) }, 3, "\(kinds)")
+        XCTAssertTrue(rows.allSatisfy { $0["requests"] == "0" && $0["p50_us"] == "" }, "\(rows)")
+    }
+
     func testRowText() {
         var errors = ErrorCounts()
         errors.add(.refused, 2)
