@@ -21,7 +21,8 @@ package struct SeriesOptions: Sendable, Equatable {
 
     /// One row a second unless told otherwise, as the progress lines.
     package static let defaultInterval = 1.0
-    /// The shortest interval: each row costs a round trip to every loop and a merge of their histograms.
+    /// The intervals taken: no shorter than 10 ms, since each row costs a round trip to every loop and a merge
+    /// of their histograms; no longer than an hour.
     package static let intervals = 0.01...3600.0
 
     /// The interval, seconds.
