@@ -117,6 +117,10 @@ package enum CommandLineParser {
                               started apart (other processes, machines, pods) measure the same window
           --id NAME           name this run in the JSON and the report (merge lists the names)
           --hdr-log FILE      write the window's latency as an HdrHistogram interval log (1 s intervals)
+          --series FILE       write a row per interval of the window as it ends: count, rate, p50 to max,
+                              errors, client CPU (CSV, or JSON lines for .jsonl)
+          --series-interval T the rows' interval, 10ms to 1h (default 1s)
+          --series-format F   csv or jsonl (default: from the file's extension, else csv)
           --metrics H:P       serve Prometheus text metrics at http://H:P/metrics during the run
           --server-metrics H:P  read an EpollLoop server's metrics page (http://H:P/metrics) as the
                               window begins and ends: report its loops' utilisation and lag
@@ -179,6 +183,7 @@ package enum CommandLineParser {
             default:
                 if try parseCommonOption(flag, into: &config, value: value) { break }
                 if try parseExtendedOption(flag, into: &config, value: value) { break }
+                if try parseSeriesOption(flag, into: &config, value: value) { break }
                 if try parseTLSOption(flag, into: &config, value: value) { break }
                 if try parseFeatureOption(flag, into: &config, value: value) { break }
                 if try parseModeOption(flag, into: &config, value: value) { break }
@@ -204,6 +209,7 @@ package enum CommandLineParser {
                 "\(flag) applies to \(names.dropLast().joined(separator: ", ")) and \(names.last!) modes")
         }
         try checkExtendedOptions(config)
+        try checkSeriesOptions(config)
         try checkTLSOptions(config)
         if config.rate != nil && config.pipeline != 1 {
             throw ArgumentError("--rate and --pipeline do not go together: an open-loop run pipelines as the "

@@ -52,6 +52,8 @@ package struct LoadConfig: Sendable, Equatable {
     package var runID: String?
     /// Where to write the HdrHistogram interval log.
     package var hdrLogPath: String?
+    /// The rows over time (`--series`): file, interval, format.
+    package var series = SeriesOptions()
     /// Where to serve Prometheus text metrics (`GET /metrics`).
     package var metrics: MetricsAddress?
     /// The server's own metrics page (`--server-metrics`), scraped as the window begins and ends for its

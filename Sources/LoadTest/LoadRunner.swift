@@ -114,12 +114,14 @@ package final class LoadRunner: Sendable {
         }
         let extras = try RunExtras(config: config, loop: group.loops[0], output: output)
         defer { extras.close() }
-        return try drive(config, workers, extras)
+        let series = try config.series.path.map { _ in try SeriesWriter(options: config.series) }
+        return try drive(config, workers, extras, series)
     }
 
     // MARK: Phases
 
-    private func drive(_ config: LoadConfig, _ workers: [LoopWorker], _ extras: RunExtras) throws -> RunResult {
+    private func drive(_ config: LoadConfig, _ workers: [LoopWorker], _ extras: RunExtras,
+                       _ series: SeriesWriter?) throws -> RunResult {
         let t0 = Deadline.now().uptimeNanoseconds
         let mode = config.mode
         let serverSide = config.serverPID.map { ServerProcessSampler(pid: $0) }  // before the connections
@@ -184,6 +186,7 @@ package final class LoadRunner: Sendable {
         var serverCPUStart = windowStart == loadStart ? pid.flatMap { Limits.cpuSeconds(pid: $0) } : nil
         var serverCPUEnd: Double?
         var clientCPUStart = windowStart == loadStart ? clientCPU(workers) : nil
+        if windowStart == loadStart { series?.begin(at: windowStart, totals: seriesTotals(workers)) }
         var clientCPUEnd: Double?
         let serverLoops = config.serverMetrics.map { ServerLoopWindow(address: $0, timeout: Self.scrapeTimeout) }
         var serverScrapes = 0  // begun: the window's start, then its end
@@ -196,7 +199,7 @@ package final class LoadRunner: Sendable {
             let next = tick + 1_000_000_000
             let planned = tick < windowStart && next > windowStart ? windowStart : min(next, windowEnd)
             tick = stageRecorder?.nextTick(after: tick, planned: planned) ?? planned  // and at each stage's end
-            sleep(until: tick)
+            sleep(until: tick, writing: series, workers, windowEnd: windowEnd)
             let now = Deadline.now().uptimeNanoseconds
             // Read once: an interrupt arriving later in this pass is acted on in the next, never half (a window
             // left uncut while the loop stops would report the planned length for what was measured).
@@ -208,6 +211,7 @@ package final class LoadRunner: Sendable {
             }
             if tick == windowStart && clientCPUStart == nil {
                 clientCPUStart = clientCPU(workers)
+                series?.begin(at: windowStart, totals: seriesTotals(workers))
                 if let pid { serverCPUStart = Limits.cpuSeconds(pid: pid) }
                 if let serverLoops, serverScrapes == 0 {
                     serverLoops.begin(0)
@@ -283,6 +287,14 @@ package final class LoadRunner: Sendable {
         if let warning = RunResult.rateWarning(target: config.rate, achieved: result.requestsPerSecond),
            !isInterrupted {
             result.warnings = [warning]
+        }
+        if let series {
+            let totals = SeriesTotals(completed: final.windowCompleted, histogram: final.histogram,
+                                      errors: final.errors, cpuSeconds: clientCPUEnd ?? 0)
+            if let warning = series.finish(totals, at: windowEnd) {
+                result.warnings = (result.warnings ?? []) + [warning]
+            }
+            result.latencyOverTime = series.points
         }
         if let start = clientCPUStart, let end = clientCPUEnd {
             result.clientCPUSeconds = end - start
@@ -431,6 +443,18 @@ package final class LoadRunner: Sendable {
         gather(workers) { _ in Limits.threadCPUSeconds() }.reduce(0, +)
     }
 
+    /// The loops' counters for a `--series` row, summed (one round trip to each loop).
+    private func seriesTotals(_ workers: [LoopWorker]) -> SeriesTotals {
+        var totals = SeriesTotals()
+        for part in gather(workers, {
+            SeriesTotals(completed: $0.windowCompleted, histogram: $0.histogram, errors: $0.errors,
+                         cpuSeconds: Limits.threadCPUSeconds())
+        }) {
+            totals.add(part)
+        }
+        return totals
+    }
+
     /// The loops' window histograms merged.
     private func mergedHistogram(_ workers: [LoopWorker]) -> Histogram {
         var histogram = Histogram()
@@ -479,6 +503,19 @@ package final class LoadRunner: Sendable {
     static func nextSecond(after tick: UInt64, past now: UInt64) -> UInt64 {
         guard now >= tick else { return tick + 1_000_000_000 }
         return tick + ((now - tick) / 1_000_000_000 + 1) * 1_000_000_000
+    }
+
+    /// ``sleep(until:)``, writing the `--series` rows due by `deadline` on the way; the row that reaches the
+    /// window's end is left to the final figures.
+    private func sleep(until deadline: UInt64, writing series: SeriesWriter?, _ workers: [LoopWorker],
+                       windowEnd: UInt64) {
+        while let series, series.due <= deadline, series.due < windowEnd, !isInterrupted {
+            sleep(until: series.due)
+            let now = Deadline.now().uptimeNanoseconds
+            guard !isInterrupted, now < windowEnd else { break }
+            series.add(seriesTotals(workers), at: now)
+        }
+        sleep(until: deadline)
     }
 
     /// Sleeps until `deadline` (monotonic ns) or an interrupt.

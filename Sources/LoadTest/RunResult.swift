@@ -222,6 +222,9 @@ package struct RunResult: Codable, Sendable, Equatable {
     package var urls: [URLFigures]?
     /// With `--server-pid`: the server's memory over the run (see ServerSideStats.swift).
     package var serverProcess: ServerProcess?
+    /// With `--series`: intervals' p50 and p99 over the window, for the SVG (not in the JSON: the series file
+    /// has every row).
+    package var latencyOverTime: [SeriesPoint]?
 
     /// With `--server-metrics`: the server's loops over the measured window, from its metrics page scraped as
     /// the window began and as it ended.

@@ -9,9 +9,9 @@ package enum SVGChart {
 
     /// The panels a result gets: a percentile plot where there are latencies (not for closed-loop streams or
     /// idle connections), throughput over time (open connections for idle runs), and the server's memory over
-    /// time when it was sampled (`--server-pid`).
+    /// time when it was sampled (`--server-pid`); with `--series`, the intervals' p50 and p99 over the window.
     enum Panel: Equatable {
-        case latency, throughput, connections, serverMemory
+        case latency, latencyOverTime, throughput, connections, serverMemory
     }
 
     static func panels(_ result: RunResult) -> [Panel] {
@@ -20,6 +20,9 @@ package enum SVGChart {
         case "idle": panels = [.connections]
         case "stream": panels = result.latencyUs.count > 0 ? [.latency, .throughput] : [.throughput]
         default: panels = [.latency, .throughput]
+        }
+        if let points = result.latencyOverTime, !points.isEmpty, let i = panels.firstIndex(of: .latency) {
+            panels.insert(.latencyOverTime, at: i + 1)
         }
         if result.timeline.contains(where: { $0.serverRSSMiB != nil }) { panels.append(.serverMemory) }
         return panels
@@ -44,6 +47,7 @@ package enum SVGChart {
             let top = titleHeight + panel * Double(i)
             switch kind {
             case .latency: svg += percentilePlot(result, top: top)
+            case .latencyOverTime: svg += latencyOverTimePlot(result.latencyOverTime ?? [], top: top)
             case .throughput: svg += throughputPlot(result, top: top)
             case .connections:
                 svg += timePlot(
@@ -157,6 +161,35 @@ package enum SVGChart {
         }
         s += "</g>\n"
         return s
+    }
+
+    /// p50 and p99 of each `--series` interval, as steps over the measuring window.
+    private static func latencyOverTimePlot(_ points: [SeriesPoint], top: Double) -> String {
+        let x0 = margin.left, y0 = top + margin.top
+        let w = width - margin.left - margin.right, h = plotHeight
+        let largest = points.map(\.p99Us).max() ?? 1
+        let (unit, scale) = largest >= 10_000 ? ("ms", 1000.0) : ("µs", 1.0)
+        let maxY = niceCeiling(largest / scale)
+        let maxT = max(points.last?.t ?? 1, 1e-3)
+        let title = "Latency over the measured window (\(unit)): p50 solid, p99 dashed"
+        var s = "<g>\n" + text(x0, top + 22, title, bold: true)
+        s += axes(x0, y0, w, h) + yTicks(x0, y0, w, h, maxY)
+        for i in 0...4 {
+            s += text(x0 + w * Double(i) / 4, y0 + h + 16, fmt(maxT * Double(i) / 4, maxT < 4 ? 1 : 0) + "s",
+                      anchor: "middle")
+        }
+        for (values, dash) in [(points.map(\.p50Us), ""), (points.map(\.p99Us), " stroke-dasharray=\"6 4\"")] {
+            var path: [String] = []
+            var previousT = 0.0
+            for (point, us) in zip(points, values) {
+                let y = fmt(y0 + h - h * min(us / scale, maxY) / maxY)
+                path.append("\(fmt(x0 + w * previousT / maxT)),\(y) \(fmt(x0 + w * point.t / maxT)),\(y)")
+                previousT = point.t
+            }
+            s += "<polyline fill=\"none\" stroke=\"#ff7f0e\" stroke-width=\"2\"\(dash) "
+                + "points=\"\(path.joined(separator: " "))\"/>\n"
+        }
+        return s + "</g>\n"
     }
 
     private static func throughputPlot(_ result: RunResult, top: Double) -> String {
