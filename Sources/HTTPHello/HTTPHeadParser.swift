@@ -9,8 +9,8 @@ import Glibc
 ///
 /// A pure function of the bytes buffered so far, so it is tested on its own (HTTPHeadParserTests) and
 /// called again with more bytes while the head is incomplete.
-enum HTTPHeadParser {
-    enum Outcome: Equatable {
+package enum HTTPHeadParser {
+    package enum Outcome: Equatable {
         /// No complete head yet (and not over the limit).
         case incomplete
         /// A head of `length` bytes (with any empty lines before it and the final empty line).
@@ -22,7 +22,7 @@ enum HTTPHeadParser {
     static let lf: UInt8 = 0x0A
 
     /// Parses the head at the start of `bytes`; heads longer than `maxLength` fail with 431.
-    static func parse(_ bytes: UnsafeBufferPointer<UInt8>, maxLength: Int) -> Outcome {
+    package static func parse(_ bytes: UnsafeBufferPointer<UInt8>, maxLength: Int) -> Outcome {
         let start = skipEmptyLines(bytes)
         guard let (contentEnd, end) = headEnd(bytes, from: start) else {
             if let failure = refusedRequestLine(bytes, from: start) { return .failed(failure) }
