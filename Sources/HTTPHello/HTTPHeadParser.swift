@@ -21,14 +21,16 @@ package enum HTTPHeadParser {
     static let cr: UInt8 = 0x0D
     static let lf: UInt8 = 0x0A
 
-    /// Parses the head at the start of `bytes`; heads longer than `maxLength` fail with 431.
+    /// Parses the head at the start of `bytes`; heads longer than `maxLength` fail with 431. The empty lines
+    /// before a head count toward its length: they are buffered with it, so a client sending nothing but line
+    /// ends is refused at the limit rather than buffered without bound.
     package static func parse(_ bytes: UnsafeBufferPointer<UInt8>, maxLength: Int) -> Outcome {
         let start = skipEmptyLines(bytes)
         guard let (contentEnd, end) = headEnd(bytes, from: start) else {
             if let failure = refusedRequestLine(bytes, from: start) { return .failed(failure) }
-            return bytes.count - start > maxLength ? .failed(.headerTooLarge) : .incomplete
+            return bytes.count > maxLength ? .failed(.headerTooLarge) : .incomplete
         }
-        guard end - start <= maxLength else { return .failed(.headerTooLarge) }
+        guard end <= maxLength else { return .failed(.headerTooLarge) }
         switch parseHead(UnsafeBufferPointer(rebasing: bytes[start..<contentEnd])) {
         case .success(let head): return .complete(head, length: end)
         case .failure(let failure): return .failed(failure)
