@@ -126,7 +126,7 @@ let package = Package(
         // Replays the seed corpus and every regression input (Tests/Fuzz) through the targets.
         .testTarget(
             name: "FuzzTargetsTests",
-            dependencies: ["FuzzTargets", "HTTPHello"],
+            dependencies: ["FuzzTargets", "HTTPHello", "LoopSocket"],
             path: "Tests/FuzzTargetsTests"
         ),
         .testTarget(

@@ -1,6 +1,13 @@
 import FuzzTargets
+import FoundationEssentials
+import Glibc
 import HTTPHello
+import LoopSocket
+import Synchronization
 import XCTest
+
+/// Whether OpenSSL asked for a password through its user interface (the terminal, by default).
+private let terminalAsked = Atomic(false)
 
 /// One test per finding of the fuzzers: its saved input (Tests/Fuzz/Regressions/<target>/<name>) through its
 /// target, and the behaviour it broke, asserted directly.
@@ -25,5 +32,58 @@ final class FuzzRegressionTests: XCTestCase {
         XCTAssertEqual(length, request.count)
         let over = request.withUnsafeBufferPointer { HTTPHeadParser.parse($0, maxLength: request.count - 1) }
         XCTAssertEqual(over, .failed(.headerTooLarge))
+    }
+
+    /// An encrypted PEM key and no password: OpenSSL's default, when it is given no password, is to ask for one
+    /// on the controlling terminal (and wait), which a server started from a shell would do at startup. It is
+    /// refused with an error now, the terminal never read.
+    func testTLSEncryptedKeyWithoutPasswordIsRefusedWithoutAskingTheTerminal() throws {
+        try replay("tls-pem", "encrypted-key-without-password")
+        let input = try XCTUnwrap(FileManager.default.contents(
+            atPath: "\(FuzzCorpusTests.fuzzDirectory)/Regressions/tls-pem/encrypted-key-without-password"))
+        let chainLength = Int(input[1]) << 8 | Int(input[2])
+        let chain = input.dropFirst(3).prefix(chainLength)
+        let key = input.dropFirst(3 + chainLength)
+        // OpenSSL asks through its default UI method: one that only records that it was asked stands in for
+        // the terminal's (the UI functions from libcrypto, which the test links through LoopSocket).
+        let ui = try OpenSSLUI()
+        let recorder = try XCTUnwrap(ui.createMethod("recorder"))
+        _ = ui.setReader(recorder) { _, _ in
+            terminalAsked.store(true, ordering: .relaxed)
+            return 0
+        }
+        let previous = ui.defaultMethod()
+        ui.setDefaultMethod(recorder)
+        defer {
+            ui.setDefaultMethod(previous)
+            ui.destroyMethod(recorder)
+        }
+        XCTAssertThrowsError(try TLSIdentity(certificateChainPEM: Data(chain), privateKeyPEM: Data(key))) { error in
+            XCTAssertTrue("\(error)".contains("private key"), "\(error)")
+        }
+        XCTAssertFalse(terminalAsked.load(ordering: .relaxed), "OpenSSL asked for the password on the terminal")
+        XCTAssertNoThrow(try TLSIdentity(certificateChainPEM: Data(chain), privateKeyPEM: Data(key), password: "secret"))
+    }
+}
+
+/// The few functions of OpenSSL's UI (`openssl/ui.h`, which COpenSSL does not include), looked up in the
+/// process.
+private struct OpenSSLUI {
+    typealias Reader = @convention(c) (OpaquePointer?, OpaquePointer?) -> CInt
+    let createMethod: @convention(c) (UnsafePointer<CChar>) -> OpaquePointer?
+    let setReader: @convention(c) (OpaquePointer?, Reader?) -> CInt
+    let defaultMethod: @convention(c) () -> OpaquePointer?
+    let setDefaultMethod: @convention(c) (OpaquePointer?) -> Void
+    let destroyMethod: @convention(c) (OpaquePointer?) -> Void
+
+    init() throws {
+        func symbol<T>(_ name: String, as type: T.Type) throws -> T {
+            unsafeBitCast(try XCTUnwrap(dlsym(UnsafeMutableRawPointer(bitPattern: 0), name), name), to: type)
+        }
+        createMethod = try symbol("UI_create_method", as: type(of: createMethod))
+        setReader = try symbol("UI_method_set_reader", as: type(of: setReader))
+        defaultMethod = try symbol("UI_get_default_method", as: type(of: defaultMethod))
+        setDefaultMethod = try symbol("UI_set_default_method", as: type(of: setDefaultMethod))
+        destroyMethod = try symbol("UI_destroy_method", as: type(of: destroyMethod))
     }
 }
