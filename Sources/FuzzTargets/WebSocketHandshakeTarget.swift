@@ -4,13 +4,14 @@ import LoadTest
 /// its CRLF CRLF within `WebSocketHandshake.maxResponseHead`, then checked by `WebSocketHandshake.verify`),
 /// then its frames, answered (pings, the close).
 ///
-/// Input: byte 0 picks the message limit, bytes 1-6 three split points; the rest is the server's bytes (the
+/// Input: byte 0 picks the message limit and (its top bit) whether the client sends its close as soon as the
+/// session opens, bytes 1-6 three split points; the rest is the server's bytes (the
 /// seeds carry the `Sec-WebSocket-Accept` for the fixed key, which the fuzzer cannot compute). Properties: one
 /// feed, three splits and one byte at a time give the same steps and the same error, driven as the connection
 /// drives the session (the whole-binary fast path first, steps left pending taken with no input); a session
 /// that opened had the right accept value in the head; a head that never ends within the limit fails.
-enum WebSocketHandshakeTarget {
-    static let key = "dGhlIHNhbXBsZSBub25jZQ=="
+package enum WebSocketHandshakeTarget {
+    package static let key = "dGhlIHNhbXBsZSBub25jZQ=="
     static let subprotocols = ["chat", "superchat"]
 
     /// A step with its bytes copied, and a frame to send read back unmasked (its masking key is random).
@@ -20,6 +21,8 @@ enum WebSocketHandshakeTarget {
         case pong([UInt8])
         case send(first: UInt8, payload: [UInt8])
         case closed(code: UInt16?, reason: String)
+        /// The client sent its close frame (the input asked for it once the session opened).
+        case sentClose
     }
 
     struct Outcome: Equatable {
@@ -29,10 +32,12 @@ enum WebSocketHandshakeTarget {
 
     static func run(_ data: UnsafeRawBufferPointer) throws(PropertyFailure) {
         var input = FuzzInput(data)
-        let maxMessage = WebSocketFramesTarget.limits[Int(input.byte()) % WebSocketFramesTarget.limits.count]
+        let selector = Int(input.byte())
+        let maxMessage = WebSocketFramesTarget.limits[selector % WebSocketFramesTarget.limits.count]
+        let closeOnOpen = selector & 0x80 != 0
         let seeds = [input.uint16(), input.uint16(), input.uint16()]
         let bytes = input.rest
-        let whole = try feed([bytes], maxMessage: maxMessage)
+        let whole = try feed([bytes], maxMessage: maxMessage, closeOnOpen: closeOnOpen)
         if whole.steps.first.map({ if case .opened = $0 { true } else { false } }) == true {
             let accept = Array(WebSocketHandshake.accept(for: key).utf8)
             try check(MetricsRequestTarget.firstRange(of: accept, in: bytes) != nil, "opened without the accept value")
@@ -43,13 +48,16 @@ enum WebSocketHandshakeTarget {
                       "\(bytes.count) bytes without a head end, and no failure")
         }
         let points = splitPoints(seeds, length: bytes.count)
-        let split = try feed(pieces(bytes, at: points), maxMessage: maxMessage)
+        let split = try feed(pieces(bytes, at: points), maxMessage: maxMessage, closeOnOpen: closeOnOpen)
         try check(split == whole, "split at \(points): \(split), one feed: \(whole)")
-        let bytewise = try feed((0..<bytes.count).map { bytes.bytes(from: $0).bytes(upTo: 1) }, maxMessage: maxMessage)
+        let bytewise = try feed((0..<bytes.count).map { bytes.bytes(from: $0).bytes(upTo: 1) }, maxMessage: maxMessage,
+                                closeOnOpen: closeOnOpen)
         try check(bytewise == whole, "byte at a time: \(bytewise), one feed: \(whole)")
     }
 
-    static func feed(_ pieces: [UnsafeRawBufferPointer], maxMessage: Int) throws(PropertyFailure) -> Outcome {
+    static func feed(
+        _ pieces: [UnsafeRawBufferPointer], maxMessage: Int, closeOnOpen: Bool
+    ) throws(PropertyFailure) -> Outcome {
         var session = WebSocketSession(handshake: WebSocketHandshake(subprotocols: subprotocols, key: key),
                                        maxMessage: maxMessage)
         defer { session.deallocate() }
@@ -74,6 +82,11 @@ enum WebSocketHandshakeTarget {
                     break
                 }
                 outcome.steps.append(try Step(step))
+                if closeOnOpen, case .opened = step {
+                    let frame = session.close(code: 1000)
+                    try check(frame.count == 8 && frame[0] == 0x88, "the client's close frame: \(frame)")
+                    outcome.steps.append(.sentClose)
+                }
             }
         }
         return outcome

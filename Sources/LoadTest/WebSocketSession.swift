@@ -82,24 +82,28 @@ package struct WebSocketSession {
         case .open, .closeSent:
             break
         }
-        guard let event = try parser.next(&input) else { return nil }
-        switch event {
-        case .message(let text, let payload):
-            return .message(text: text, payload: payload)
-        case .pong(let payload):
-            return .pong(payload)
-        case .ping(let payload):
-            // Answered at once, with the ping's payload (section 5.5.2); after this side's close, not at all.
-            return phase == .open ? .send(frame(.pong, payload)) : try next(&input)
-        case .close(let code, let reason):
-            let wasOpen = phase == .open
-            phase = .closed
-            let close = (code, String(decoding: reason, as: UTF8.self))
-            guard wasOpen else { return .closed(code: close.0, reason: close.1) }
-            // Echo the status code back (section 5.5.1); a close without one is answered without one.
-            pendingClose = close
-            return .send(closeFrame(code: code))
+        // A loop, not a recursion, past the pings left unanswered: a read can hold tens of thousands of them.
+        while let event = try parser.next(&input) {
+            switch event {
+            case .message(let text, let payload):
+                return .message(text: text, payload: payload)
+            case .pong(let payload):
+                return .pong(payload)
+            case .ping(let payload):
+                // Answered at once, with the ping's payload (section 5.5.2); after this side's close, not at all.
+                guard phase == .open else { continue }
+                return .send(frame(.pong, payload))
+            case .close(let code, let reason):
+                let wasOpen = phase == .open
+                phase = .closed
+                let close = (code, String(decoding: reason, as: UTF8.self))
+                guard wasOpen else { return .closed(code: close.0, reason: close.1) }
+                // Echo the status code back (section 5.5.1); a close without one is answered without one.
+                pendingClose = close
+                return .send(closeFrame(code: code))
+            }
         }
+        return nil
     }
 
     /// Reads the response head; past its end, the bytes are frames (a server may send them at once).
@@ -149,7 +153,7 @@ package struct WebSocketSession {
     }
 
     /// A close frame with `code` (none when nil); the session then waits for the server's.
-    mutating func close(code: UInt16?) -> [UInt8] {
+    package mutating func close(code: UInt16?) -> [UInt8] {
         if phase == .open { phase = .closeSent }
         return closeFrame(code: code)
     }

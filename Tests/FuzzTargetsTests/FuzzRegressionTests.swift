@@ -2,6 +2,7 @@ import FuzzTargets
 import FoundationEssentials
 import Glibc
 import HTTPHello
+import LoadTest
 import LoopSocket
 import Synchronization
 import XCTest
@@ -32,6 +33,37 @@ final class FuzzRegressionTests: XCTestCase {
         XCTAssertEqual(length, request.count)
         let over = request.withUnsafeBufferPointer { HTTPHeadParser.parse($0, maxLength: request.count - 1) }
         XCTAssertEqual(over, .failed(.headerTooLarge))
+    }
+
+    /// loadtest's WebSocket session, once it had sent its close, passed over each ping the server sent by
+    /// calling itself again: a read holding tens of thousands of pings overflowed the stack. A loop now.
+    func testWebSocketPingsAfterTheClientsCloseAreSkippedWithoutRecursion() throws {
+        try replay("ws-handshake", "pings-after-close")
+        var session = WebSocketSession(handshake: WebSocketHandshake(key: WebSocketHandshakeTarget.key), maxMessage: 4096)
+        defer { session.deallocate() }
+        let head = "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+            + "Sec-WebSocket-Accept: \(WebSocketHandshake.accept(for: WebSocketHandshakeTarget.key))\r\n\r\n"
+        guard case .opened = try next(&session, Array(head.utf8)).step else { return XCTFail("not opened") }
+        _ = session.close(code: 1000)
+        let server: [UInt8] = Array(repeating: [UInt8(0x89), 0], count: 100_000).flatMap { $0 } + [0x88, 2, 0x03, 0xE8]
+        let (step, left) = try next(&session, server)
+        XCTAssertEqual(left, 0)
+        guard case .closed(let closed, _) = step else { return XCTFail("\(String(describing: step))") }
+        XCTAssertEqual(closed, 1000)
+    }
+
+    /// The session's next step from `bytes`, and how many of them it left.
+    func next(_ session: inout WebSocketSession, _ bytes: [UInt8]) throws -> (step: WebSocketSession.Step?, left: Int) {
+        let result = bytes.withUnsafeBytes { raw -> Result<(WebSocketSession.Step?, Int), WebSocketError> in
+            var input = raw
+            do throws(WebSocketError) {
+                let step = try session.next(&input)
+                return .success((step, input.count))
+            } catch {
+                return .failure(error)
+            }
+        }
+        return try result.get()
     }
 
     /// An encrypted PEM key and no password: OpenSSL's default, when it is given no password, is to ask for one
