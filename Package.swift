@@ -115,7 +115,7 @@ let package = Package(
         // the library at), each checking properties, not only that it returns. Not a product.
         .target(
             name: "FuzzTargets",
-            dependencies: ["HTTPHello", "LoadTest", "LoopSocket"]
+            dependencies: ["HTTPHello", "LoadTest", "LoopSocket", "COpenSSL"]
         ),
         // The targets as one executable: replays inputs when built normally, a libFuzzer binary when built
         // by scripts/fuzz.sh (-sanitize=fuzzer -DFUZZING).

@@ -1,3 +1,4 @@
+import COpenSSL
 import FoundationEssentials
 import LoopSocket
 
@@ -6,10 +7,26 @@ import LoopSocket
 ///
 /// Input: byte 0 picks the loader (0: a PEM chain, 1: DER, 2: an identity from a PEM chain and a PEM key, the
 /// two split at bytes 1-2, with no password or with the test password); the rest is the data. Properties: every
-/// certificate read writes back DER that reads again to the same DER; an identity has its leaf first; nothing
-/// leaks (LeakSanitizer, in the fuzz build) whatever fails halfway.
+/// certificate read writes back DER that reads again to the same DER; an identity has its leaf first; the
+/// thread's OpenSSL error queue is empty afterwards, failure or not (errors left there pile up in a loop thread
+/// that lives as long as the process, and mislead the next caller); nothing leaks (LeakSanitizer, in the fuzz
+/// build) whatever fails halfway.
 enum TLSPEMTarget {
     static func run(_ data: UnsafeRawBufferPointer) throws(PropertyFailure) {
+        ERR_clear_error()
+        try load(data)
+        try checkErrorQueueEmpty()
+    }
+
+    /// Fails when an OpenSSL error was left in this thread's queue.
+    static func checkErrorQueueEmpty() throws(PropertyFailure) {
+        let left = ERR_peek_error()
+        ERR_clear_error()
+        let reason = ERR_reason_error_string(left).map { String(cString: $0) } ?? "?"
+        try check(left == 0, "an OpenSSL error left in the queue: \(reason)")
+    }
+
+    static func load(_ data: UnsafeRawBufferPointer) throws(PropertyFailure) {
         var input = FuzzInput(data)
         let selector = Int(input.byte())
         let split = input.uint16()
@@ -49,20 +66,25 @@ enum TLSPEMTarget {
 ///
 /// Input: byte 0 picks the password (the test certificates', empty, or another); the rest is the `.p12` data.
 /// Properties: an identity read has a certificate, the leaf first, and its certificates write back DER that
-/// reads again; a failure is a typed error; nothing leaks (LeakSanitizer, in the fuzz build).
+/// reads again; a failure is a typed error; the OpenSSL error queue is empty afterwards; nothing leaks
+/// (LeakSanitizer, in the fuzz build).
 enum TLSPKCS12Target {
     static let passwords = ["test-password", "", "wrong"]
 
     static func run(_ data: UnsafeRawBufferPointer) throws(PropertyFailure) {
         var input = FuzzInput(data)
         let password = passwords[Int(input.byte()) % passwords.count]
+        ERR_clear_error()
+        defer { ERR_clear_error() }
         let identity: TLSIdentity
         do {
             identity = try TLSIdentity(pkcs12: Data(input.rest), password: password)
         } catch {
             try check(!error.description.isEmpty, "an error without a reason")
+            try TLSPEMTarget.checkErrorQueueEmpty()
             return
         }
+        try TLSPEMTarget.checkErrorQueueEmpty()
         try check(!identity.certificates.isEmpty, "an identity without a certificate")
         for certificate in identity.certificates { try TLSPEMTarget.checkRoundTrip(certificate) }
     }
