@@ -14,7 +14,8 @@ public final class HTTPHelloServer: GCDAsyncSocketDelegate, Sendable {
     public struct Configuration: Sendable {
         /// Seconds a connection may wait for (the rest of) a request before it is closed.
         public var idleTimeout: TimeInterval = 30
-        /// The longest request head (request line and header fields); longer ones get 431.
+        /// The longest request head (request line and header fields, and any empty lines before them); longer
+        /// ones get 431.
         public var maxHeadLength = 8192
         /// After a refusal, how long the rest of what the client sends is read and dropped, so that the
         /// kernel does not answer it with a reset that could destroy the refusal before it is read.
