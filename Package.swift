@@ -111,6 +111,24 @@ let package = Package(
             exclude: ["Fixtures"],
             swiftSettings: [.swiftLanguageMode(.v5)]
         ),
+        // The fuzz targets: one function per parser that reads bytes from the network (or a file a user points
+        // the library at), each checking properties, not only that it returns. Not a product.
+        .target(
+            name: "FuzzTargets",
+            dependencies: ["HTTPHello", "LoadTest", "LoopSocket", "COpenSSL"]
+        ),
+        // The targets as one executable: replays inputs when built normally, a libFuzzer binary when built
+        // by scripts/fuzz.sh (-sanitize=fuzzer -DFUZZING).
+        .executableTarget(
+            name: "fuzz",
+            dependencies: ["FuzzTargets"]
+        ),
+        // Replays the seed corpus and every regression input (Tests/Fuzz) through the targets.
+        .testTarget(
+            name: "FuzzTargetsTests",
+            dependencies: ["FuzzTargets", "HTTPHello", "LoopSocket"],
+            path: "Tests/FuzzTargetsTests"
+        ),
         .testTarget(
             name: "LoadTestTests",
             dependencies: ["LoadTest", "EpollLoop", "LoopSocket", "SharedTestSupport", "HTTPHello"]

@@ -1,8 +1,8 @@
 /// Consumes a request body as it arrives, without keeping it: by `Content-Length`, or chunked (RFC 9112
 /// §7.1: sizes, extensions, data, trailers). http-hello answers every request the same way, so a body only
 /// has to be read past, exactly, for the next request to start in the right place.
-struct HTTPBodyDecoder {
-    enum Outcome: Equatable {
+package struct HTTPBodyDecoder {
+    package enum Outcome: Equatable {
         case needMore
         case done
         case failed
@@ -29,7 +29,7 @@ struct HTTPBodyDecoder {
     private(set) var state: State
     private var trailerBytes = 0
 
-    init(_ body: HTTPRequestHead.Body) {
+    package init(_ body: HTTPRequestHead.Body) {
         switch body {
         case .none: state = .done
         case .length(let count): state = .data(remaining: count)
@@ -38,7 +38,7 @@ struct HTTPBodyDecoder {
     }
 
     /// Consumes the body bytes at the start of `bytes`; returns how many it used and whether the body ended.
-    mutating func consume(_ bytes: UnsafeBufferPointer<UInt8>) -> (used: Int, outcome: Outcome) {
+    package mutating func consume(_ bytes: UnsafeBufferPointer<UInt8>) -> (used: Int, outcome: Outcome) {
         var i = 0
         while i < bytes.count {
             switch state {

@@ -9,8 +9,8 @@ import Glibc
 ///
 /// A pure function of the bytes buffered so far, so it is tested on its own (HTTPHeadParserTests) and
 /// called again with more bytes while the head is incomplete.
-enum HTTPHeadParser {
-    enum Outcome: Equatable {
+package enum HTTPHeadParser {
+    package enum Outcome: Equatable {
         /// No complete head yet (and not over the limit).
         case incomplete
         /// A head of `length` bytes (with any empty lines before it and the final empty line).
@@ -22,12 +22,12 @@ enum HTTPHeadParser {
     static let lf: UInt8 = 0x0A
 
     /// The most header fields a head may have by default (``HTTPHelloServer/Configuration/maxHeaderFields``).
-    static let defaultMaxFields = 100
+    package static let defaultMaxFields = 100
 
     /// How far an earlier call got on the same, shorter, incomplete head, so that the next call with more bytes
     /// searches only what is new: a peer that sends a head a byte at a time costs each byte once, not the whole
     /// head again. Small (5 bytes), so a connection can keep it beside its head deadline.
-    struct Scan: Equatable {
+    package struct Scan: Equatable {
         /// The bytes searched for the head's end (none there): the buffer's length at the last call.
         var scanned: UInt32 = 0
         /// An LF was among them, so the request line has ended and was found valid.
@@ -36,7 +36,7 @@ enum HTTPHeadParser {
 
     /// Parses the head at the start of `bytes`; heads longer than `maxLength` (counting any empty lines before
     /// the request line) fail with 431, and so do heads with more than `maxFields` header fields.
-    static func parse(_ bytes: UnsafeBufferPointer<UInt8>, maxLength: Int, maxFields: Int = defaultMaxFields) -> Outcome {
+    package static func parse(_ bytes: UnsafeBufferPointer<UInt8>, maxLength: Int, maxFields: Int = defaultMaxFields) -> Outcome {
         var scan = Scan()
         return parse(bytes, maxLength: maxLength, maxFields: maxFields, resuming: &scan)
     }
@@ -44,7 +44,7 @@ enum HTTPHeadParser {
     /// ``parse(_:maxLength:maxFields:)`` resuming where the call that left `scan` stopped, on the same bytes
     /// and more; while the head is still incomplete, `scan` is updated for the next call, and once it is
     /// complete, `scan` starts afresh for the head after it.
-    static func parse(_ bytes: UnsafeBufferPointer<UInt8>, maxLength: Int, maxFields: Int, resuming scan: inout Scan) -> Outcome {
+    package static func parse(_ bytes: UnsafeBufferPointer<UInt8>, maxLength: Int, maxFields: Int, resuming scan: inout Scan) -> Outcome {
         let start = skipEmptyLines(bytes)
         // An empty line that ends in the new bytes may start up to two bytes before them ("\r" or "\n\r").
         guard let (contentEnd, end) = headEnd(bytes, from: max(start, Int(scan.scanned) - 2)) else {

@@ -1,8 +1,8 @@
 /// What http-hello needs to know of a request's head (RFC 9112): how its body is framed, whether the
 /// connection stays open, and whether the response carries a body.
-struct HTTPRequestHead: Equatable {
+package struct HTTPRequestHead: Equatable {
     /// How the request's body is delimited (RFC 9112 §6.3).
-    enum Body: Equatable {
+    package enum Body: Equatable {
         case none
         case length(Int)
         case chunked
@@ -14,13 +14,13 @@ struct HTTPRequestHead: Equatable {
     var isHTTP10 = false
     /// Whether the connection stays open after the response.
     var keepAlive = true
-    var body = Body.none
+    package var body = Body.none
     /// `Expect: 100-continue` on an HTTP/1.1 request with a body: the client waits for `100 Continue`.
     var expectsContinue = false
 }
 
 /// Why a request is refused; the response is sent, then the connection closed.
-enum HTTPFailure: Error, Equatable, CaseIterable {
+package enum HTTPFailure: Error, Equatable, CaseIterable {
     /// Malformed request line or header, missing or repeated `Host`, a repeated `Content-Length` (even with
     /// the same value, as nginx refuses it), bad or conflicting framing: 400.
     case badRequest

@@ -1,6 +1,6 @@
 /// Why a WebSocket connection was failed (RFC 6455 section 7.1.7): what the server sent broke the protocol, or
 /// the opening handshake did not complete. Each case is counted under one ``ErrorKind`` (``kind``).
-enum WebSocketError: Error, Equatable, CustomStringConvertible {
+package enum WebSocketError: Error, Equatable, CustomStringConvertible {
     /// A frame from the server had its MASK bit set (section 5.1: a client must fail such a connection).
     case maskedFrame
     /// RSV1-3 set with no extension negotiated (the bits, in place).
@@ -55,7 +55,7 @@ enum WebSocketError: Error, Equatable, CustomStringConvertible {
         }
     }
 
-    var description: String {
+    package var description: String {
         switch self {
         case .maskedFrame: "the server sent a masked frame"
         case .reservedBits(let bits): "a frame with reserved bits set (0x\(String(bits, radix: 16))) and no extension"

@@ -1,5 +1,5 @@
 /// A WebSocket frame's opcode (RFC 6455 section 5.2).
-enum WebSocketOpcode: UInt8 {
+package enum WebSocketOpcode: UInt8 {
     case continuation = 0x0
     case text = 0x1
     case binary = 0x2
@@ -8,18 +8,18 @@ enum WebSocketOpcode: UInt8 {
     case pong = 0xA
 
     /// Close, ping and pong: at most 125 bytes of payload, never fragmented, allowed between fragments.
-    var isControl: Bool { rawValue & 0x8 != 0 }
+    package var isControl: Bool { rawValue & 0x8 != 0 }
 }
 
 /// Writing client frames: always masked (section 5.3), each with the next key of the connection's
 /// ``WebSocketMaskKeys``.
-enum WebSocketFrame {
+package enum WebSocketFrame {
     /// The largest header a client frame has: 2 bytes, an 8-byte length, a 4-byte masking key.
     static let maxClientHeader = 14
 
     /// The bytes a client frame with `payloadCount` bytes of payload takes.
     @inline(__always)
-    static func clientFrameSize(payloadCount: Int) -> Int {
+    package static func clientFrameSize(payloadCount: Int) -> Int {
         (payloadCount < 126 ? 6 : payloadCount <= 0xFFFF ? 8 : 14) + payloadCount
     }
 
@@ -28,7 +28,7 @@ enum WebSocketFrame {
     /// big-endian order are the four masking bytes). `payload` may be nil to mask the bytes already in place at
     /// the payload's offset (see ``payloadOffset(payloadCount:)``). Returns the bytes written.
     @discardableResult @inline(__always)
-    static func writeClientFrame(
+    package static func writeClientFrame(
         _ opcode: WebSocketOpcode, fin: Bool = true, payload: UnsafeRawBufferPointer?,
         payloadCount: Int, maskKey: UInt32, into out: UnsafeMutableRawPointer
     ) -> Int {
@@ -64,7 +64,7 @@ enum WebSocketFrame {
     /// round in four 16-byte vectors, then 16 at a time, then 8, then byte by byte. Every x86-64 and ARM64
     /// has 16-byte vectors; a wider one would need a CPU the build cannot assume.
     @inline(__always)
-    static func mask(_ bytes: UnsafeMutableRawPointer, count: Int, key: UInt32) {
+    package static func mask(_ bytes: UnsafeMutableRawPointer, count: Int, key: UInt32) {
         // The key's four bytes in memory order, repeated: the vector and the word the bytes are XORed with.
         let key4 = key.bigEndian
         let word = UInt64(key4) | UInt64(key4) << 32

@@ -2,11 +2,11 @@ import FoundationEssentials
 
 /// The client's side of the opening handshake (RFC 6455 section 4.1): the upgrade request with a fresh
 /// `Sec-WebSocket-Key`, and the checks on the server's response, `Sec-WebSocket-Accept` among them.
-struct WebSocketHandshake {
+package struct WebSocketHandshake {
     /// The GUID section 1.3 appends to the key before hashing.
     static let guid = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
     /// The longest response head read while looking for its end; a server sending more fails the handshake.
-    static let maxResponseHead = 16 * 1024
+    package static let maxResponseHead = 16 * 1024
 
     /// The `Sec-WebSocket-Key`: 16 random bytes in base64.
     let key: String
@@ -14,7 +14,7 @@ struct WebSocketHandshake {
     let subprotocols: [String]
 
     /// A handshake with a fresh random key (or the given one, for tests).
-    init(subprotocols: [String] = [], key: String? = nil) {
+    package init(subprotocols: [String] = [], key: String? = nil) {
         if let key {
             self.key = key
         } else {
@@ -26,7 +26,7 @@ struct WebSocketHandshake {
     }
 
     /// What the server must answer in `Sec-WebSocket-Accept`: base64(SHA-1(key + GUID)).
-    static func accept(for key: String) -> String {
+    package static func accept(for key: String) -> String {
         Data(SHA1.digest(Array((key + guid).utf8))).base64EncodedString()
     }
 
@@ -48,7 +48,7 @@ struct WebSocketHandshake {
     /// Checks the server's response head (up to and with its CRLF CRLF): status 101, `Upgrade: websocket`,
     /// `Connection: Upgrade`, the right `Sec-WebSocket-Accept`, no extension (none was offered), and a
     /// subprotocol only if it is one offered. Returns the subprotocol the server chose, if any.
-    func verify(_ head: UnsafeRawBufferPointer) throws(WebSocketError) -> String? {
+    package func verify(_ head: UnsafeRawBufferPointer) throws(WebSocketError) -> String? {
         let text = String(decoding: head, as: UTF8.self)
         var lines = text.split(separator: "\r\n", omittingEmptySubsequences: true).makeIterator()
         guard let statusLine = lines.next() else { throw .handshake("an empty response") }
@@ -103,7 +103,7 @@ struct WebSocketHandshake {
     }
 
     /// Where the response head ends (the index just past CRLF CRLF) in `bytes`, or nil if not yet.
-    static func headEnd(_ bytes: UnsafeRawBufferPointer) -> Int? {
+    package static func headEnd(_ bytes: UnsafeRawBufferPointer) -> Int? {
         guard bytes.count >= 4 else { return nil }
         for i in 0...(bytes.count - 4)
         where bytes[i] == 13 && bytes[i + 1] == 10 && bytes[i + 2] == 13 && bytes[i + 3] == 10 {

@@ -1,5 +1,5 @@
 /// What the parser found in the server's bytes. A payload is valid until the parser's next call.
-enum WebSocketEvent {
+package enum WebSocketEvent {
     /// A whole message (its fragments joined); text is already checked to be UTF-8.
     case message(text: Bool, payload: UnsafeRawBufferPointer)
     case ping(UnsafeRawBufferPointer)
@@ -22,7 +22,7 @@ enum WebSocketEvent {
 /// messages and close reasons all fail the connection. Lengths not in their shortest form are refused too
 /// (section 5.2 says the minimal number of bytes MUST be used); a server that pads them is broken, and
 /// accepting them would only hide that.
-struct WebSocketParser {
+package struct WebSocketParser {
     let maxMessage: Int
 
     private enum State {
@@ -46,21 +46,21 @@ struct WebSocketParser {
     private let control: UnsafeMutableRawPointer
     private var controlCount = 0
 
-    init(maxMessage: Int) {
+    package init(maxMessage: Int) {
         self.maxMessage = maxMessage
         message = .allocate(byteCount: min(maxMessage, 4096), alignment: 16)
         control = .allocate(byteCount: 125, alignment: 16)
     }
 
     /// Frees the buffers: the owner calls it once, when done with the parser.
-    func deallocate() {
+    package func deallocate() {
         message.deallocate()
         control.deallocate()
     }
 
     /// Bytes held for messages, as the buffer has grown (never more than `maxMessage` rounded up to a power of
     /// two, nor less than 4 KiB).
-    var bufferedCapacity: Int { message.count }
+    package var bufferedCapacity: Int { message.count }
 
     /// The echo workload's common case, without the general path's bookkeeping: a whole unfragmented binary
     /// frame at the start of `input`, header and payload, and no message under way. Returns its payload (in
@@ -68,7 +68,7 @@ struct WebSocketParser {
     /// (and checks: a masked frame, reserved bits, a length not in its shortest form or over `maxMessage` all
     /// fall through to it).
     @inline(__always)
-    mutating func nextWholeBinaryMessage(_ input: inout UnsafeRawBufferPointer) -> UnsafeRawBufferPointer? {
+    package mutating func nextWholeBinaryMessage(_ input: inout UnsafeRawBufferPointer) -> UnsafeRawBufferPointer? {
         guard case .header = state, headerCount == 0, messageOpcode == nil, input.count >= 2 else { return nil }
         // FIN and binary, no reserved bits: 0x82. Unmasked with a 7-bit length: below 126.
         guard input.load(as: UInt8.self) == 0x82 else { return nil }
@@ -89,7 +89,7 @@ struct WebSocketParser {
 
     /// The next event in `input`, consuming the bytes it used (and any it needed to gather); nil when every
     /// byte of `input` was consumed without completing one. A thrown error means the connection must fail.
-    mutating func next(_ input: inout UnsafeRawBufferPointer) throws(WebSocketError) -> WebSocketEvent? {
+    package mutating func next(_ input: inout UnsafeRawBufferPointer) throws(WebSocketError) -> WebSocketEvent? {
         while true {
             switch state {
             case .header:
@@ -256,7 +256,7 @@ struct WebSocketParser {
 
     /// Whether an endpoint may put `code` in a close frame (section 7.4): the defined codes but 1004-1006 and
     /// 1015, the IANA-registered 1012-1014, and 3000-4999 for libraries and applications.
-    static func maySend(closeCode code: UInt16) -> Bool {
+    package static func maySend(closeCode code: UInt16) -> Bool {
         switch code {
         case 1000...1003, 1007...1014, 3000...4999: true
         default: false

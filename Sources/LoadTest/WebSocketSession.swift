@@ -7,9 +7,9 @@
 /// ``WebSocketFrame`` and masking keys of its own (``WebSocketMaskKeys``). Nothing here blocks, allocates per
 /// message or buffers without a bound (the handshake's head is capped at ``WebSocketHandshake/maxResponseHead``,
 /// frames by the ``WebSocketParser``).
-struct WebSocketSession {
+package struct WebSocketSession {
     /// Where the session is in its life.
-    enum Phase: Equatable {
+    package enum Phase: Equatable {
         /// The upgrade request is out; the response head is being read.
         case handshaking
         /// Messages flow.
@@ -21,7 +21,7 @@ struct WebSocketSession {
     }
 
     /// What the connection must act on next.
-    enum Step {
+    package enum Step {
         /// The handshake succeeded; the subprotocol the server chose, if any.
         case opened(subprotocol: String?)
         /// A whole message (valid until the next call).
@@ -35,7 +35,7 @@ struct WebSocketSession {
         case closed(code: UInt16?, reason: String)
     }
 
-    private(set) var phase = Phase.handshaking
+    package private(set) var phase = Phase.handshaking
     private let handshake: WebSocketHandshake
     private var parser: WebSocketParser
     /// The masking keys for the frames the session writes (the connection has its own for its messages).
@@ -45,29 +45,29 @@ struct WebSocketSession {
     /// A close received and answered: the ``Step/closed(code:reason:)`` still to hand back.
     private var pendingClose: (code: UInt16?, reason: String)?
 
-    init(handshake: WebSocketHandshake, maxMessage: Int) {
+    package init(handshake: WebSocketHandshake, maxMessage: Int) {
         self.handshake = handshake
         parser = WebSocketParser(maxMessage: maxMessage)
     }
 
     /// Frees the parser's buffers; the owner calls it once, when done.
-    func deallocate() { parser.deallocate() }
+    package func deallocate() { parser.deallocate() }
 
     /// Whether a step is due with no more input (the close that follows the answer to the server's close).
-    var hasPendingStep: Bool { pendingClose != nil }
+    package var hasPendingStep: Bool { pendingClose != nil }
 
     /// The next message when it is a whole binary frame at the start of `input` (the echo workload's common
     /// case, ``WebSocketParser/nextWholeBinaryMessage(_:)``); nil, consuming nothing, otherwise: ``next(_:)``
     /// then reads on.
     @inline(__always)
-    mutating func nextWholeBinaryMessage(_ input: inout UnsafeRawBufferPointer) -> UnsafeRawBufferPointer? {
+    package mutating func nextWholeBinaryMessage(_ input: inout UnsafeRawBufferPointer) -> UnsafeRawBufferPointer? {
         guard phase == .open || phase == .closeSent, pendingClose == nil else { return nil }
         return parser.nextWholeBinaryMessage(&input)
     }
 
     /// The next step from the server's bytes in `input` (consuming what it used); nil when every byte was
     /// consumed without one. A thrown error fails the connection: send ``failure(_:)``'s frame, then close.
-    mutating func next(_ input: inout UnsafeRawBufferPointer) throws(WebSocketError) -> Step? {
+    package mutating func next(_ input: inout UnsafeRawBufferPointer) throws(WebSocketError) -> Step? {
         if let close = pendingClose {
             pendingClose = nil
             return .closed(code: close.code, reason: close.reason)
@@ -82,24 +82,28 @@ struct WebSocketSession {
         case .open, .closeSent:
             break
         }
-        guard let event = try parser.next(&input) else { return nil }
-        switch event {
-        case .message(let text, let payload):
-            return .message(text: text, payload: payload)
-        case .pong(let payload):
-            return .pong(payload)
-        case .ping(let payload):
-            // Answered at once, with the ping's payload (section 5.5.2); after this side's close, not at all.
-            return phase == .open ? .send(frame(.pong, payload)) : try next(&input)
-        case .close(let code, let reason):
-            let wasOpen = phase == .open
-            phase = .closed
-            let close = (code, String(decoding: reason, as: UTF8.self))
-            guard wasOpen else { return .closed(code: close.0, reason: close.1) }
-            // Echo the status code back (section 5.5.1); a close without one is answered without one.
-            pendingClose = close
-            return .send(closeFrame(code: code))
+        // A loop, not a recursion, past the pings left unanswered: a read can hold tens of thousands of them.
+        while let event = try parser.next(&input) {
+            switch event {
+            case .message(let text, let payload):
+                return .message(text: text, payload: payload)
+            case .pong(let payload):
+                return .pong(payload)
+            case .ping(let payload):
+                // Answered at once, with the ping's payload (section 5.5.2); after this side's close, not at all.
+                guard phase == .open else { continue }
+                return .send(frame(.pong, payload))
+            case .close(let code, let reason):
+                let wasOpen = phase == .open
+                phase = .closed
+                let close = (code, String(decoding: reason, as: UTF8.self))
+                guard wasOpen else { return .closed(code: close.0, reason: close.1) }
+                // Echo the status code back (section 5.5.1); a close without one is answered without one.
+                pendingClose = close
+                return .send(closeFrame(code: code))
+            }
         }
+        return nil
     }
 
     /// Reads the response head; past its end, the bytes are frames (a server may send them at once).
@@ -149,7 +153,7 @@ struct WebSocketSession {
     }
 
     /// A close frame with `code` (none when nil); the session then waits for the server's.
-    mutating func close(code: UInt16?) -> [UInt8] {
+    package mutating func close(code: UInt16?) -> [UInt8] {
         if phase == .open { phase = .closeSent }
         return closeFrame(code: code)
     }

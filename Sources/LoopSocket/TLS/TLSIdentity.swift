@@ -38,7 +38,8 @@ public final class TLSIdentity: @unchecked Sendable, Hashable {
     public convenience init(certificateChainPEM: Data, privateKeyPEM: Data, password: String? = nil) throws(TLSError) {
         let chain = try TLSCertificate.certificates(pem: certificateChainPEM)
         let key = try withMemoryBIO(privateKeyPEM) { bio throws(TLSError) -> OpaquePointer in
-            let key: OpaquePointer? = password.withOptionalCString { pass in
+            // No password is an empty one: given none at all, OpenSSL would ask for it on the terminal.
+            let key: OpaquePointer? = (password ?? "").withCString { pass in
                 PEM_read_bio_PrivateKey(bio, nil, nil, UnsafeMutableRawPointer(mutating: pass))
             }
             guard let key else { throw TLSError.fromQueue(.badConfiguration, "Cannot read the private key") }
