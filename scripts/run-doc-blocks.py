@@ -53,16 +53,16 @@ _spec.loader.exec_module(check_docs)
 
 
 def blocks(page):
-    """(kind, line, info words, text) for each block the runner cares about, in page order: kind 'sh' for a
-    shell block, 'file' for a ```swift file=PATH block."""
+    """(kind, fence line, info string, text) for each block the runner cares about, in page order: kind
+    'sh' for a shell block, 'file' for a ```swift file=PATH block."""
     for kind, info, start, lines in check_docs.split_blocks((ROOT / page).read_text(encoding="utf-8")):
         words = info.split()
         if kind != "code" or not words:
             continue
         if words[0] in check_docs.SHELLS:
-            yield "sh", start, info, "\n".join(lines) + "\n"
+            yield "sh", start - 1, info, "\n".join(lines) + "\n"
         elif any(w.startswith("file=") for w in words):
-            yield "file", start, info, "\n".join(lines) + "\n"
+            yield "file", start - 1, info, "\n".join(lines) + "\n"
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -152,7 +152,8 @@ def run_block(text, cwd, env, log_path):
                 problem = f"exited with status {status}"
         except subprocess.TimeoutExpired:
             problem = f"did not finish within {bound} s"
-        deadline = time.monotonic() + (10 if child.poll() is not None else 0)  # a server stopped last is let finish
+        # A server the block stopped as it ended is let finish (10 s); a block that timed out gets no grace.
+        deadline = time.monotonic() + (10 if child.poll() is not None else 0)
         while group_members(child.pid) and time.monotonic() < deadline:
             time.sleep(0.1)
         left = group_members(child.pid)
