@@ -619,7 +619,8 @@ def render_tls_idle_memory(results):
     f = result["figures"]
     rows = [("server", title, f["servers"].get(key, {})) for key, title in TLS_IDLE_PROCESSES]
     rows.append(("client", "`loadtest idle --tls`", f.get("client", {})))
-    lines = ["| side | process | buffers released while idle (as built) | buffers kept (mode cleared) | kept − released |",
+    lines = ["| side | process | bytes per connection, buffers released while idle (as built) | "
+             "bytes per connection, buffers kept (mode cleared) | kept − released |",
              "| --- | --- | ---: | ---: | ---: |"]
     for side, title, variants in rows:
         released, kept = (variants.get(v, {}).get("bytes") for v in ("released", "kept"))

@@ -209,10 +209,10 @@ extension ConnectionEngine {
 
     private func decrypt(_ tls: TLSConnection, intoPrebufferOnly: Bool) {
         let plaintext = context.tlsPlaintextBuffer
-        // SSL_MODE_RELEASE_BUFFERS alone leaves OpenSSL 3.0's read buffer (about 16 KiB) allocated after a
-        // TLS 1.3 session ticket, so an idle client would keep it: what OpenSSL holds once the input is
-        // decrypted is released here. SSL_free_buffers declines while part of a record waits in the buffer,
-        // and costs a few checks when nothing is allocated.
+        // With SSL_MODE_RELEASE_BUFFERS alone, OpenSSL 3.0 keeps a record buffer (about 16 KiB) once a TLS 1.3
+        // client has read the server's session tickets, and an idle client would hold it: what OpenSSL holds
+        // once the input is decrypted is released here. SSL_free_buffers declines while part of a record
+        // waits in the buffer, and costs a few checks when nothing is allocated.
         defer { _ = SSL_free_buffers(tls.ssl) }
         while lifecycle == .open && tls.hasInput {
             let count = Int(SSL_read(tls.ssl, plaintext.baseAddress, Int32(plaintext.count)))
