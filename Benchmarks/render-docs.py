@@ -608,7 +608,7 @@ def render_soak(results):
     return "\n".join(lines) + "\n\n" + run_line(result, extra) + "\n\n" + chart + "\n"
 
 
-TLS_IDLE_PROCESSES = [("echo", "`echo-server --tls-cert/--tls-key`"), ("http-hello", "`http-hello --tls-cert/--tls-key`"),
+TLS_IDLE_PROCESSES = [("echo", "`echo-server` with `--tls-cert`"), ("http-hello", "`http-hello` with `--tls-cert`"),
                       ("nginx", "nginx")]
 
 
