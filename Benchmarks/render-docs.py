@@ -608,6 +608,29 @@ def render_soak(results):
     return "\n".join(lines) + "\n\n" + run_line(result, extra) + "\n\n" + chart + "\n"
 
 
+TLS_IDLE_PROCESSES = [("echo", "`echo-server` with `--tls-cert`"), ("http-hello", "`http-hello` with `--tls-cert`"),
+                      ("nginx", "nginx")]
+
+
+def render_tls_idle_memory(results):
+    result = results.get("tls-idle-memory")
+    if result is None:
+        return missing("Benchmarks/tls-idle-memory.sh", "tls-idle-memory")
+    f = result["figures"]
+    rows = [("server", title, f["servers"].get(key, {})) for key, title in TLS_IDLE_PROCESSES]
+    rows.append(("client", "`loadtest idle --tls`", f.get("client", {})))
+    lines = ["| side | process | bytes per connection, buffers released while idle (as built) | "
+             "bytes per connection, buffers kept (mode cleared) | kept − released |",
+             "| --- | --- | ---: | ---: | ---: |"]
+    for side, title, variants in rows:
+        released, kept = (variants.get(v, {}).get("bytes") for v in ("released", "kept"))
+        difference = count(kept - released) if released is not None and kept is not None else ""
+        cells = [count(released) or NOT_MEASURED, count(kept) or NOT_MEASURED, difference]
+        lines.append(f"| {side} | {title} | " + " | ".join(cells) + " |")
+    extra = f"{f['connections']:,} idle TLS connections held, nginx {f['nginx']}"
+    return "\n".join(lines) + "\n\n" + run_line(result, extra) + "\n"
+
+
 RENDERERS = {
     "machine": render_machine,
     "instructions": render_instructions,
@@ -625,6 +648,7 @@ RENDERERS = {
     "tls-idle": lambda r: render_tls_cases(r, ["idle", "idlereq", "idleplain"], "Benchmarks/tls-compare.sh --only idle",
                                            "tls-idle-client.py"),
     "tls-instructions": render_tls_instructions,
+    "tls-idle-memory": render_tls_idle_memory,
     "soak": render_soak,
 }
 

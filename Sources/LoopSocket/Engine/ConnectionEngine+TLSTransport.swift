@@ -209,6 +209,11 @@ extension ConnectionEngine {
 
     private func decrypt(_ tls: TLSConnection, intoPrebufferOnly: Bool) {
         let plaintext = context.tlsPlaintextBuffer
+        // With SSL_MODE_RELEASE_BUFFERS alone, OpenSSL 3.0 keeps a record buffer (about 16 KiB) once a TLS 1.3
+        // client has read the server's session tickets, and an idle client would hold it: what OpenSSL holds
+        // once the input is decrypted is released here. SSL_free_buffers declines while part of a record
+        // waits in the buffer, and costs a few checks when nothing is allocated.
+        defer { if tls.context.configuration.releasesIdleBuffers { _ = SSL_free_buffers(tls.ssl) } }
         while lifecycle == .open && tls.hasInput {
             let count = Int(SSL_read(tls.ssl, plaintext.baseAddress, Int32(plaintext.count)))
             if count > 0 {

@@ -120,6 +120,11 @@ public struct TLSConfiguration: Hashable, Sendable {
     /// AES-128-GCM first (`TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256`;
     /// OpenSSL's own order puts AES-256-GCM first).
     public var cipherSuites: String?
+    /// Whether OpenSSL's record buffers, a little over 16 KiB to read and as much to write, are freed while
+    /// the connection idles (`SSL_MODE_RELEASE_BUFFERS`, as nginx sets it). On by default: an idle connection
+    /// holds neither, for a `malloc` and a `free` of each per record read and written. Off, every connection
+    /// keeps both for its life, which suits a few busy connections better than many idle ones.
+    public var releasesIdleBuffers = true
     /// Certificates sent after ``identity``'s own chain (from `kCFStreamSSLCertificates`).
     var extraChainCertificates: [TLSCertificate] = []
     /// The delegate decides whether to trust the peer (`socket(_:didReceive:completionHandler:)`), instead

@@ -46,6 +46,9 @@ final class TLSContext: @unchecked Sendable {
         }
         self.ctx = ctx
         self.configuration = configuration
+        if !configuration.releasesIdleBuffers {
+            SSL_CTX_ctrl(ctx, SSL_CTRL_CLEAR_MODE, Int(SSL_MODE_RELEASE_BUFFERS), nil)  // SSL_CTX_clear_mode
+        }
         try configure(isServer: isServer)
     }
 
