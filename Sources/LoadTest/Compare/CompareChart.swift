@@ -34,7 +34,8 @@ enum CompareChart {
             let value = -extent + 2 * extent * Double(i) / 4
             let at = plot.left + (plot.right - plot.left) * Double(i) / 4
             svg += SVGChart.line(at, top - 6, at, bottom, stroke: i == 2 ? "#333" : "#eee")
-            svg += SVGChart.text(at, bottom + 16, (value > 0 ? "+" : "") + ReportText.fixed(value, extent < 10 ? 1 : 0) + "%",
+            let label = (value > 0 ? "+" : "") + ReportText.fixed(value, extent < 10 ? 1 : 0) + "%"
+            svg += SVGChart.text(at, bottom + 16, label,
                                  anchor: "middle")
         }
         for (row, change) in ratios.enumerated() {
@@ -49,12 +50,14 @@ enum CompareChart {
             svg += "<rect x=\"\(SVGChart.fmt(x(change.low)))\" y=\"\(SVGChart.fmt(y - 5))\" "
                 + "width=\"\(SVGChart.fmt(max(1, x(change.high) - x(change.low))))\" height=\"10\" fill=\"\(color)\" "
                 + "fill-opacity=\"0.35\"/>\n"
-            svg += "<circle cx=\"\(SVGChart.fmt(x(change.change)))\" cy=\"\(SVGChart.fmt(y))\" r=\"4\" fill=\"\(color)\"/>\n"
+            let (cx, cy) = (SVGChart.fmt(x(change.change)), SVGChart.fmt(y))
+            svg += "<circle cx=\"\(cx)\" cy=\"\(cy)\" r=\"4\" fill=\"\(color)\"/>\n"
             svg += SVGChart.text(
                 plot.right + 16, y + 4,
                 "\(CompareText.signed(change.change, figure))  \(figure.word(for: change.verdict))", color: color)
         }
-        svg += SVGChart.text(plot.left, bottom + 34, "← less   (throughput: less is slower; latency: less is faster)   more →",
+        let legend = "← less   (throughput: less is slower; latency: less is faster)   more →"
+        svg += SVGChart.text(plot.left, bottom + 34, legend,
                              color: "#666")
         if let errors = c.changes.first(where: { $0.figure == CompareFigure.errors.rawValue }) {
             let line = errors.verdict == .notJudged ? "errors: not judged"

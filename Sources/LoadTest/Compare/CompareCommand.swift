@@ -103,7 +103,8 @@ enum CompareCommand {
             }
         } else {
             guard positional.count == 2 else {
-                throw ArgumentError("compare needs two sides, \(positional.count == 0 ? "none" : "\(positional.count) given"): \(form)")
+                let given = positional.count == 0 ? "none" : "\(positional.count) given"
+                throw ArgumentError("compare needs two sides, \(given): \(form)")
             }
             options.base = [positional[0]]
             options.new = [positional[1]]
@@ -163,7 +164,10 @@ enum CompareCommand {
             defer { closedir(directory) }
             var names: [String] = []
             while let entry = readdir(directory) {
-                let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+                // Read through a pointer up to its zero: an entry is only as long as its name needs, so copying the
+                // whole `d_name` field would read past it.
+                let nameOffset = MemoryLayout<dirent>.offset(of: \.d_name)!
+                let name = String(cString: (UnsafeRawPointer(entry) + nameOffset).assumingMemoryBound(to: CChar.self))
                 if name.hasSuffix(".json") && !name.hasPrefix(".") { names.append(name) }
             }
             guard !names.isEmpty else { throw ArgumentError("the directory \(path) holds no .json reports") }
@@ -198,7 +202,8 @@ enum CompareCommand {
                     LoadTestMain.complain("\(error)")
                     return nil
                 } catch {
-                    LoadTestMain.complain("\(path) is not a loadtest JSON result (\(RunResult.describeDecodingError(error)))")
+                    let why = RunResult.describeDecodingError(error)
+                    LoadTestMain.complain("\(path) is not a loadtest JSON result (\(why))")
                     return nil
                 }
             }
@@ -215,7 +220,8 @@ enum CompareCommand {
         var text = comparison.text
         let failed = options.gate.map(comparison.regressed(among:)) ?? []
         if let gate = options.gate {
-            let judged = gate.count == CompareFigure.allCases.count ? "any figure" : gate.map(\.rawValue).joined(separator: ", ")
+            let judged = gate.count == CompareFigure.allCases.count
+                ? "any figure" : gate.map(\.rawValue).joined(separator: ", ")
             text += "\n  --fail-if slower (\(judged)): "
                 + (failed.isEmpty ? "passed" : "FAILED: \(failed.map(\.rawValue).joined(separator: ", ")) got worse")
         }

@@ -114,7 +114,8 @@ public struct RunComparison: Sendable {
         }
         let modes = Set((base + new).map(\.mode))
         guard modes.count == 1 else {
-            throw InputError(description: "the reports are of different modes (\(modes.sorted().joined(separator: ", "))): "
+            let listed = modes.sorted().joined(separator: ", ")
+            throw InputError(description: "the reports are of different modes (\(listed)): "
                 + "compare runs of one workload")
         }
         self.confidence = confidence
@@ -125,7 +126,8 @@ public struct RunComparison: Sendable {
         let differences = RunResult.settingDifferences(base + new)
         if !differences.isEmpty || Set((base + new).map(\.connections)).count > 1 {
             let connections = Set((base + new).map(\.connections)).count > 1 ? ["connections"] : []
-            warnings.append("the runs differ in their settings (\((differences + connections).joined(separator: "; "))): "
+            let listed = (differences + connections).joined(separator: "; ")
+            warnings.append("the runs differ in their settings (\(listed)): "
                 + "the change may be the settings'")
         }
         if base.count == 1 && new.count == 1 {
