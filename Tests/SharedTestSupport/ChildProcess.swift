@@ -41,6 +41,10 @@ public final class ChildProcess: @unchecked Sendable {
         let exited = exited
         process.terminationHandler = { _ in exited.signal() }
         try process.run()
+        // The child has its own copies of the write ends; ours are closed now, within the test that started
+        // it, not whenever the pipes are released (a later test's descriptor check would see them close).
+        try? outPipe.fileHandleForWriting.close()
+        try? errPipe.fileHandleForWriting.close()
     }
 
     public var standardOutput: String { lock.withLock { String(decoding: outData, as: UTF8.self) } }
