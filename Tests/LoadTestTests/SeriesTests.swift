@@ -166,9 +166,8 @@ final class SeriesTests: XCTestCase {
 
     func testFlags() throws {
         func parsed(_ arguments: [String]) throws -> SeriesOptions {
-            guard case .run(let config) = try CommandLineParser.parse(["echo", "--port", "9"] + arguments) else {
-                throw XCTSkip("not a run")
-            }
+            let outcome = try CommandLineParser.parse(["echo", "--port", "9"] + arguments)
+            guard case .run(let config) = outcome else { throw NotARun(outcome: "\(outcome)") }
             return config.series
         }
         let plain = try parsed(["--series", "out.csv"])
@@ -193,4 +192,10 @@ final class SeriesTests: XCTestCase {
         // A file that cannot be written stops the run before it starts.
         XCTAssertEqual(LoadTestMain.run(["echo", "--port", "9", "-q", "--series", "/nonexistent-dir/s.csv"]), 2)
     }
+}
+
+/// A command line that should have parsed to a run parsed to something else: the test fails with what it was.
+private struct NotARun: Error, CustomStringConvertible {
+    let outcome: String
+    var description: String { "the command line did not parse to a run: \(outcome)" }
 }
