@@ -149,3 +149,12 @@ cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
 # Time on a CPU in nanoseconds of a process, all its threads summed (/proc/PID/task/*/schedstat: exact where
 # cpu_ticks counts 10 ms ticks, for windows in which a process runs for only a few hundred milliseconds).
 cpu_ns() { cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{ n += $1 } END { printf "%.0f\n", n }'; }
+
+# loadtest_and_server PRODUCT [LOADTEST [SERVER]]: the usage of the scripts that drive one example server with
+# loadtest. Sets LOADTEST and SERVER to the binaries given, building the release ones that are not.
+loadtest_and_server() {
+    local product=$1; shift
+    if [ $# -eq 0 ]; then swift build -c release --product loadtest >/dev/null; fi
+    if [ $# -le 1 ]; then swift build -c release --product "$product" >/dev/null; fi
+    LOADTEST=$(realpath "${1:-.build/release/loadtest}"); SERVER=$(realpath "${2:-.build/release/$product}")
+}

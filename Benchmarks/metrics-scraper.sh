@@ -25,15 +25,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ $# -le 2 ] || { echo "usage: $0 [LOADTEST [ECHO_SERVER]]" >&2; exit 2; }
-if [ $# -eq 0 ]; then swift build -c release --product loadtest >/dev/null; fi
-if [ $# -le 1 ]; then swift build -c release --product echo-server >/dev/null; fi
-LOADTEST=$(realpath "${1:-.build/release/loadtest}"); SERVER=$(realpath "${2:-.build/release/echo-server}")
+# shellcheck source=bench-lib.sh
+source Benchmarks/bench-lib.sh
+loadtest_and_server echo-server "$@"
 ROUNDS=${ROUNDS:-3}; DURATION=${DURATION:-10}; CONNS=${CONNS:-50}; RATE=${RATE:-10k}
 FLOOD=${FLOOD:-8}; IDLE=${IDLE:-1000}; SCRAPER_CPU=${SCRAPER_CPU:-1}
 TMP=$(mktemp -d /tmp/metrics-scraper.XXXXXX)
 BENCH_NAME=metrics-scraper.sh
-# shellcheck source=bench-lib.sh
-source Benchmarks/bench-lib.sh
 trap cleanup EXIT
 
 # free_port runs in a subshell: NEXT_PORT moves past the first port here, or both would get the same one.

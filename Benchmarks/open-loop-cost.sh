@@ -22,17 +22,15 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ $# -le 2 ] || { echo "usage: $0 [LOADTEST [HTTP_HELLO]]" >&2; exit 2; }
-if [ $# -eq 0 ]; then swift build -c release --product loadtest >/dev/null; fi
-if [ $# -le 1 ]; then swift build -c release --product http-hello >/dev/null; fi
-LOADTEST=$(realpath "${1:-.build/release/loadtest}"); SERVER=$(realpath "${2:-.build/release/http-hello}")
+# shellcheck source=bench-lib.sh
+source Benchmarks/bench-lib.sh
+loadtest_and_server http-hello "$@"
 make -s -C Benchmarks/c-reference httpgen
 HTTPGEN=$(realpath Benchmarks/c-reference/httpgen)
 ROUNDS=${ROUNDS:-3}; DURATION=${DURATION:-10}; CONNS=${CONNS:-50}
 RATES=(${RATES:-10k 50k 90k}); SLACKS=(${SLACKS:-50us 500us})
 TMP=$(mktemp -d /tmp/open-loop-cost.XXXXXX)
 BENCH_NAME=open-loop-cost.sh
-# shellcheck source=bench-lib.sh
-source Benchmarks/bench-lib.sh
 trap cleanup EXIT
 
 PORT=$(free_port)
