@@ -21,15 +21,11 @@ extension ConnectionEngine {
         let resolving = configuration
         try startOnLoop { [self] in
             startConnecting(configuration: resolving, timeout: timeout, local: local) { [self] in
-                let generation = resolving.generation
-                DispatchQueue.global().async { [self] in
-                    let resolved = Resolver.resolve(host, port: port)
-                    onLoop { [self] in
-                        guard isCurrent(generation), lifecycle == .connecting else { return }
-                        switch resolved {
-                        case .success(let addresses): beginAttempts(addresses)
-                        case .failure(let error): closeWithError(ConnectionError(passingThrough: error))
-                        }
+                offLoop({ Resolver.resolve(host, port: port) }) { [self] resolved in
+                    guard lifecycle == .connecting else { return }
+                    switch resolved {
+                    case .success(let addresses): beginAttempts(addresses)
+                    case .failure(let error): closeWithError(ConnectionError(passingThrough: error))
                     }
                 }
             }

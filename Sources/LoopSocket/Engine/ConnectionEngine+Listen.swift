@@ -161,9 +161,8 @@ extension ConnectionEngine {
         }
         acceptFailed(error, shed: true)
         setListenerInterest([], listener)
-        let generation = config.generation
-        _ = eventLoop.scheduleOnLoop(at: Self.deadline(after: 0.1)) { [self] in
-            guard isCurrent(generation), lifecycle == .listening else { return }
+        _ = scheduleIfStillCurrent(at: Self.deadline(after: 0.1)) { [self] in
+            guard lifecycle == .listening else { return }
             setListenerInterest(.readable, listener)
         }
     }

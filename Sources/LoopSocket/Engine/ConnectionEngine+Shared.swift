@@ -179,7 +179,7 @@ extension ConnectionEngine {
     }
 }
 
-extension ConnectionEngine: LoopPinned {
+extension ConnectionEngine: GenerationChecked {
     /// Publishes the status (and the connected descriptor) the getters use; with `generation`, only if no
     /// newer connect or accept has claimed the socket since (the loop passes the generation it serves).
     func publish(status: Status, fd: Int32 = -1, listening: [SocketAddress] = [], onlyFor generation: UInt32? = nil) {
@@ -266,10 +266,8 @@ extension ConnectionEngine {
         withSharedState { _ in body() }
     }
 
-    /// Whether the loop still serves the connection of `generation`: work started for an earlier connection
-    /// (DNS, timers, answers from another queue) finds itself stale once a newer one has claimed the socket
-    /// (and checks the lifecycle it expects for a close without a new claim). Loop only.
-    func isCurrent(_ generation: UInt32) -> Bool {
-        config.generation == generation
-    }
+    /// The connection the loop serves: work started for an earlier one (DNS, timers, answers from another
+    /// queue) finds itself stale once a newer one has claimed the socket (``GenerationChecked``), and checks
+    /// the lifecycle it expects for a close without a new claim. Loop only.
+    var generation: UInt32 { config.generation }
 }

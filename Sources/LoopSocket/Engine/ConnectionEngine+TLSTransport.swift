@@ -50,12 +50,11 @@ extension ConnectionEngine {
             pendingStart = 0
         }
         transport = .tls(connection)
-        let generation = config.generation
         // The timeout is per connection: the shared context's copy of the settings leaves it out.
         let timeout = configuration.handshakeTimeout
         let seconds = Double(timeout.components.seconds) + Double(timeout.components.attoseconds) / 1e18
-        connection.handshakeTimer = eventLoop.scheduleOnLoop(at: Self.deadline(after: seconds)) { [self] in
-            guard isCurrent(generation), case .tls(let tls) = transport, tls.state != .established else { return }
+        connection.handshakeTimer = scheduleIfStillCurrent(at: Self.deadline(after: seconds)) { [self] in
+            guard case .tls(let tls) = transport, tls.state != .established else { return }
             tls.handshakeTimer = .invalid
             closeWithError(ConnectionError(passingThrough: TLSError.handshakeTimedOut))
         }
@@ -153,8 +152,8 @@ extension ConnectionEngine {
         let once = OneShot()
         let handler: @Sendable (Bool) -> Void = { [self] trusted in
             guard once.claim() else { return }
-            onLoop { [self] in
-                guard isCurrent(generation), case .tls(let current) = transport, current.state == .awaitingTrust else { return }
+            onLoop(ifStill: generation) { [self] in
+                guard case .tls(let current) = transport, current.state == .awaitingTrust else { return }
                 trustDecided(current, trusted)
             }
         }

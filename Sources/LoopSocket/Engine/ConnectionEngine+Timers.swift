@@ -72,8 +72,8 @@ extension ConnectionEngine {
         let question: TimeoutQuestions = direction == .read ? .read : .write
         let generation = config.generation
         let answerLater: @Sendable (TimeInterval) -> Void = { [self] more in
-            onLoop { [self] in
-                guard isCurrent(generation), lifecycle == .open else { return }
+            onLoop(ifStill: generation) { [self] in
+                guard lifecycle == .open else { return }
                 asking.remove(question)
                 resolveTimeout(direction, op: front.id, extension: more)
             }

@@ -114,25 +114,22 @@ extension DatagramEngine {
     /// never inside the caller's call. Loop only.
     func connect(to target: ConnectTarget) throws(GCDAsyncUdpSocketError) {
         if let refusal = state.connectAsked() { throw GCDAsyncUdpSocketError(refusal) }
-        let generation = self.generation
         switch target {
         case .addresses(let addresses):
-            eventLoop.executeOnLoop { [self] in finishConnect(.success(addresses), generation: generation) }
+            executeIfStillCurrent { [self] in finishConnect(.success(addresses)) }
         case .host(let host, let port):
             if let immediate = Resolver.immediate(host, port: port) {
-                eventLoop.executeOnLoop { [self] in finishConnect(.success(immediate), generation: generation) }
+                executeIfStillCurrent { [self] in finishConnect(.success(immediate)) }
                 return
             }
-            DispatchQueue.global().async { [self] in
-                let result = Resolver.resolve(host, port: port).mapError { GCDAsyncUdpSocketError(.badParamError, $0.message) }
-                let box = UncheckedSendable(result)
-                onLoop { [self] in finishConnect(box.value, generation: generation) }
+            offLoop({ Resolver.resolve(host, port: port).mapError { GCDAsyncUdpSocketError(.badParamError, $0.message) } }) { [self] resolved in
+                finishConnect(resolved)
             }
         }
     }
 
-    private func finishConnect(_ resolved: Result<[SocketAddress], GCDAsyncUdpSocketError>, generation: UInt32) {
-        guard generation == self.generation, state.isConnecting else { return }
+    private func finishConnect(_ resolved: Result<[SocketAddress], GCDAsyncUdpSocketError>) {
+        guard state.isConnecting else { return }
         do throws(GCDAsyncUdpSocketError) {
             let address = try pickAddress(from: resolved.get())
             // A bound socket connects the descriptor of the address's family; it must have one.

@@ -196,11 +196,10 @@ extension DatagramEngine {
         queue.async { [self] in
             var context: AnyObject?
             let allowed = block.value(data, address, &context)
-            let result = UncheckedSendable(context)
-            onLoop { [self] in
-                guard generation == self.generation else { return }
+            // The datagram travels with the verdict, so that the body captures only `self`.
+            onLoop(ifStill: generation, passing: allowed ? UncheckedSendable((data, address, context)) : nil) { [self] accepted in
                 pendingFilterOperations -= 1
-                if allowed { complete(data, from: address, context: result.value) }
+                if case let (data, address, context)? = accepted?.value { complete(data, from: address, context: context) }
                 updateInterest()
             }
         }

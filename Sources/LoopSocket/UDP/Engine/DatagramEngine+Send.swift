@@ -86,15 +86,9 @@ extension DatagramEngine {
     }
 
     private func startResolving(_ host: String, port: UInt16, id: UInt32) {
-        let generation = self.generation
-        DispatchQueue.global().async { [self] in
-            let result = Resolver.resolve(host, port: port).mapError { GCDAsyncUdpSocketError(.badParamError, $0.message) }
-            let box = UncheckedSendable(result)
-            onLoop { [self] in
-                guard generation == self.generation else { return }
-                resolutions[id] = box.value
-                pump()
-            }
+        offLoop({ Resolver.resolve(host, port: port).mapError { GCDAsyncUdpSocketError(.badParamError, $0.message) } }) { [self] result in
+            resolutions[id] = result
+            pump()
         }
     }
 
@@ -253,9 +247,7 @@ extension DatagramEngine {
             state.segmentationWasRefused()
         case .failure(let error) where error.errno == .noBufferSpace:
             state.sendWaits(for: .noBuffers)
-            let generation = self.generation
-            retryTimer = eventLoop.scheduleOnLoop(at: Deadline.now().uptimeNanoseconds &+ Self.noBufferRetryNanoseconds) { [self] in
-                guard generation == self.generation else { return }
+            retryTimer = scheduleIfStillCurrent(at: Deadline.now().uptimeNanoseconds &+ Self.noBufferRetryNanoseconds) { [self] in
                 retryTimer = .invalid
                 if state.sendWaitEnded(.noBuffers) { pump() }
             }
@@ -334,9 +326,8 @@ extension DatagramEngine {
         let generation = self.generation
         let block = UncheckedSendable(filter.block)
         queue.async { [self] in
-            let allowed = block.value(data, address, tag)
-            onLoop { [self] in
-                guard generation == self.generation, state.sendWaitEnded(.filter) else { return }
+            onLoop(ifStill: generation, passing: block.value(data, address, tag)) { [self] allowed in
+                guard state.sendWaitEnded(.filter) else { return }
                 if allowed {
                     sends.withFirst { $0.filtered = true }
                 } else {
@@ -358,9 +349,7 @@ extension DatagramEngine {
         guard state.sendWaitsForKernel, let deadline = sends.front({ $0.deadline }), deadline != 0 else {
             return
         }
-        let generation = self.generation
-        sendTimer = eventLoop.scheduleOnLoop(at: deadline) { [self] in
-            guard generation == self.generation else { return }
+        sendTimer = scheduleIfStillCurrent(at: deadline) { [self] in
             sendTimer = .invalid
             expireSends()
         }

@@ -178,7 +178,7 @@ extension DatagramEngine {
     var hasChannels: Bool { channel4 != nil || channel6 != nil }
 }
 
-extension DatagramEngine: PumpScheduled {}
+extension DatagramEngine: PumpScheduled, GenerationChecked {}
 
 /// A filter with where it runs: inline on the loop (`queue == nil`) or on a queue.
 struct FilterSlot<Block> {
