@@ -264,7 +264,7 @@ final class ConnectAttempts {
 }
 
 /// The handler of one nonblocking connect in flight.
-final class ConnectAttempt: LoopIOHandler {
+final class ConnectAttempt: OwnedDescriptor {
     let fd: Int32
     let address: SocketAddress
     let owner: ConnectionEngine
@@ -300,11 +300,9 @@ final class ConnectAttempt: LoopIOHandler {
         LocalAccepts.shared.dialEnded()
     }
 
-    func handleIO(_ events: IOEvents) {
-        owner.attemptReady(self)
-    }
+    var engine: ConnectionEngine? { owner }
 
-    func loopWillShutDown() {
-        owner.closeWithError(ConnectionError(.loopShutDown))
+    func ready(_ events: IOEvents, for engine: ConnectionEngine) {
+        engine.attemptReady(self)
     }
 }

@@ -289,7 +289,7 @@ extension ConnectionEngine {
 }
 
 /// The handler of one listening descriptor (a socket listening on IPv4 and IPv6 has two).
-final class ListenHandler: LoopIOHandler {
+final class ListenHandler: OwnedDescriptor {
     let fd: Int32
     let address: SocketAddress
     /// Weak, as GCDAsyncSocket's owner holds it: a listening socket its owner releases is deallocated,
@@ -305,12 +305,10 @@ final class ListenHandler: LoopIOHandler {
         self.announced = announced
     }
 
-    func handleIO(_ events: IOEvents) {
-        owner?.acceptConnections(from: self)
-    }
+    var engine: ConnectionEngine? { owner }
 
-    func loopWillShutDown() {
-        owner?.closeWithError(ConnectionError(.loopShutDown))
+    func ready(_ events: IOEvents, for engine: ConnectionEngine) {
+        engine.acceptConnections(from: self)
     }
 
     func close(on loop: EventLoop) {

@@ -8,7 +8,7 @@ import Glibc
 /// and writes a delegate chains (the stack overflows GCDAsyncSocket users reported for long read chains cannot happen). A call
 /// made on the loop outside a callback defers the pump to the next loop iteration, so a callback is never
 /// delivered from inside the caller's own call.
-extension ConnectionEngine: LoopIOHandler, PumpScheduled {
+extension ConnectionEngine: LoopIOHandler, PumpScheduled, DescriptorOwner {
     /// Readiness of the connected descriptor (the loop calls it; not public API).
     package func handleIO(_ events: IOEvents) {
         guard lifecycle == .open else { return }

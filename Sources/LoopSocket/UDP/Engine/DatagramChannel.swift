@@ -7,7 +7,7 @@ import EpollLoop
 ///
 /// The loop holds the channel and the channel holds its socket: an open socket stays alive without its user
 /// keeping a reference, until it closes (the cycle ends there).
-final class DatagramChannel: LoopIOHandler {
+final class DatagramChannel: OwnedDescriptor {
     let fd: Int32
     /// `AF_INET` or `AF_INET6`.
     let family: Int32
@@ -40,11 +40,16 @@ final class DatagramChannel: LoopIOHandler {
         }
     }
 
-    func handleIO(_ events: IOEvents) {
-        owner.handleIO(events, on: self)
-    }
+    var engine: DatagramEngine? { owner }
 
+    @inline(__always)
+    func ready(_ events: IOEvents, for engine: DatagramEngine) {
+        engine.handleIO(events, on: self)
+    }
+}
+
+extension DatagramEngine: DescriptorOwner {
     func loopWillShutDown() {
-        owner.closeWithError(GCDAsyncUdpSocketError.loopShutDown)
+        closeWithError(GCDAsyncUdpSocketError.loopShutDown)
     }
 }
