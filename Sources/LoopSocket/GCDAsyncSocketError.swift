@@ -14,7 +14,7 @@ import FoundationEssentials
 ///
 /// Failures of system calls keep their `errno` (``errno``) and the call that failed (``syscall``); their code
 /// is ``Code/otherError``, except a timeout or refusal the kernel reports, which keep theirs in `errno`.
-public struct GCDAsyncSocketError: Error, Hashable, Sendable, CustomStringConvertible {
+public struct GCDAsyncSocketError: Error, Hashable, Sendable, CustomStringConvertible, ErrorFacade {
     /// The error codes of GCDAsyncSocket, in its order and with its raw values.
     public enum Code: Int, Hashable, Sendable {
         /// Never used.
@@ -58,9 +58,6 @@ public struct GCDAsyncSocketError: Error, Hashable, Sendable, CustomStringConver
     public init(_ error: SyscallError, code: Code = .otherError) {
         core = ErrorCore(error, code: code)
     }
-
-    /// The message, with the code.
-    public var description: String { core.description(typeName: "GCDAsyncSocketError") }
 
     /// GCDAsyncSocket's description (the same as ``message``).
     public var localizedDescription: String { message }
@@ -118,10 +115,7 @@ public struct GCDAsyncSocketError: Error, Hashable, Sendable, CustomStringConver
 
 /// `err.localizedDescription` on an `Error` (as delegate callbacks receive it) is the message, as with
 /// GCDAsyncSocket's `NSError`s, not Foundation's generic "The operation could not be completed".
-extension GCDAsyncSocketError: LocalizedError {
-    /// The message.
-    public var errorDescription: String? { message }
-}
+extension GCDAsyncSocketError: LocalizedError {}
 
 /// Matches an error against a ``GCDAsyncSocketError/Code``: `catch GCDAsyncSocketError.readTimeoutError`.
 public func ~= (code: GCDAsyncSocketError.Code, error: any Error) -> Bool {

@@ -15,7 +15,7 @@ import FoundationEssentials
 ///     }
 /// }
 /// ```
-public struct TLSError: Error, Hashable, Sendable, CustomStringConvertible {
+public struct TLSError: Error, Hashable, Sendable, CustomStringConvertible, ErrorFacade {
     /// What kind of failure.
     public enum Code: Int, Hashable, Sendable {
         /// The settings cannot be used (a missing identity, an unreadable file, a legacy key).
@@ -88,9 +88,6 @@ public struct TLSError: Error, Hashable, Sendable, CustomStringConvertible {
         return "\(reason) (\(verificationFailure))"
     }
 
-    /// The message, with the code.
-    public var description: String { core.description(typeName: "TLSError", message: message) }
-
     /// The `OSStatus` SecureTransport reports for the same failure (its `errSSL…` constants), which is the
     /// `NSError` code, so ported code that compares codes keeps working.
     public var secureTransportCode: Int {
@@ -132,10 +129,7 @@ public struct TLSError: Error, Hashable, Sendable, CustomStringConvertible {
 }
 
 /// `err.localizedDescription` is the message.
-extension TLSError: LocalizedError {
-    /// The message.
-    public var errorDescription: String? { message }
-}
+extension TLSError: LocalizedError {}
 
 /// Matches an error against a ``TLSError/Code``: `catch TLSError.Code.handshakeTimeout`.
 public func ~= (code: TLSError.Code, error: any Error) -> Bool {

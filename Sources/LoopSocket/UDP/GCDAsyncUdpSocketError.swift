@@ -14,7 +14,7 @@ import FoundationEssentials
 ///
 /// Failures of system calls keep their `errno` (``errno``) and the call that failed (``syscall``); their code
 /// is ``Code/otherError``.
-public struct GCDAsyncUdpSocketError: Error, Hashable, Sendable, CustomStringConvertible {
+public struct GCDAsyncUdpSocketError: Error, Hashable, Sendable, CustomStringConvertible, ErrorFacade {
     /// The error codes of GCDAsyncUdpSocket, in its order and with its raw values.
     public enum Code: Int, Hashable, Sendable {
         /// Never used.
@@ -71,9 +71,6 @@ public struct GCDAsyncUdpSocketError: Error, Hashable, Sendable, CustomStringCon
         }
     }
 
-    /// The message, with the code.
-    public var description: String { core.description(typeName: "GCDAsyncUdpSocketError") }
-
     /// GCDAsyncUdpSocket's description (the same as ``message``).
     public var localizedDescription: String { message }
 
@@ -110,10 +107,7 @@ public struct GCDAsyncUdpSocketError: Error, Hashable, Sendable, CustomStringCon
 }
 
 /// `err.localizedDescription` on an `Error` is the message, as with GCDAsyncUdpSocket's `NSError`s.
-extension GCDAsyncUdpSocketError: LocalizedError {
-    /// The message.
-    public var errorDescription: String? { message }
-}
+extension GCDAsyncUdpSocketError: LocalizedError {}
 
 /// Matches an error against a ``GCDAsyncUdpSocketError/Code``: `catch GCDAsyncUdpSocketError.badConfigError`.
 public func ~= (code: GCDAsyncUdpSocketError.Code, error: any Error) -> Bool {
