@@ -7,9 +7,12 @@ import EpollLoop
 /// at each such turn; work stamped with an older one is stale and does nothing.
 ///
 /// The ways back to the loop below stamp the work and drop it when stale, so that each place that starts
-/// such work says only what to do, not how to tell whether it still may. Each costs what the hand-written
-/// hop and check cost: one closure context, holding the engine, the stamp and the body (a body that
-/// captures only `self` has none of its own).
+/// such work says only what to do, not how to tell whether it still may. A hop costs one closure context,
+/// holding the engine, the stamp and the body, as a hand-written one does, when the body captures only
+/// `self` (such a closure needs no context of its own); a body that captures more has a second. Work done
+/// per datagram passes what it found as a value instead (``onLoop(ifStill:passing:_:)``); the rest runs
+/// once per timeout, trust answer, name look-up or connect, and ``offLoop(_:thenIfStillCurrent:)`` blocks
+/// on `getaddrinfo`.
 protocol GenerationChecked: LoopPinned, Sendable {
     /// Changes whenever work started before is void (TCP: a new connect, listen or adopted descriptor
     /// claims the socket; UDP: the socket closes). Loop only.
