@@ -45,6 +45,6 @@ final class DatagramChannel: LoopIOHandler {
     }
 
     func loopWillShutDown() {
-        owner.closeWithError(GCDAsyncUdpSocketError.loopShutDown)
+        owner.closeWithError(.loopShutDown)
     }
 }
