@@ -148,5 +148,10 @@ final class StateDiagramTests: XCTestCase {
         XCTAssertFalse(Set(diagram.edges).isSubset(of: Set(table)))
         let source = try String(contentsOf: Self.packageRoot.appendingPathComponent("Sources/LoopSocket/Engine/ConnectionState.swift"), encoding: .utf8)
         XCTAssertEqual(Self.caseNames(ofEnum: "Lifecycle", in: source), ["idle", "connecting", "listening", "starting", "open"])
+        // UDP's tables: the edges the code makes, and not one where the case stays what it was.
+        let udp = try XCTUnwrap(Self.transitionTables["DatagramState.Lifecycle"])
+        XCTAssertTrue(udp.contains("connecting --> bound: connectFailed") && udp.contains("connecting --> idle: connectFailed"))
+        XCTAssertFalse(udp.contains("closed --> closed: closed"))
+        XCTAssertEqual(Self.transitionTables["DatagramState.Ending"].map(Set.init), ["none --> afterSends: closeAfterSendsAsked", "afterSends --> none: closed"])
     }
 }
