@@ -70,38 +70,12 @@ extension GCDAsyncSocket {
             if let numeric = SocketAddress(numericHost: name, port: port) {
                 result.append(numeric)
             } else {
-                result = interfaceAddresses(name, port: port)
+                result = SocketAddress.interfaceAddresses(name, port: port)
             }
             result = result.filter { ($0.isIPv4 && configuration.ipv4Enabled) || ($0.isIPv6 && configuration.ipv6Enabled) }
         }
         guard !result.isEmpty else {
             throw GCDAsyncSocketError(.badParamError, "Unknown interface, or no address of an enabled family: \(interface ?? "any")")
-        }
-        return result
-    }
-
-    /// The IPv4 and IPv6 addresses of a network interface, by name (`getifaddrs`).
-    static func interfaceAddresses(_ name: String, port: UInt16) -> [SocketAddress] {
-        var list: UnsafeMutablePointer<ifaddrs>?
-        guard getifaddrs(&list) == 0, let first = list else { return [] }
-        defer { freeifaddrs(list) }
-        var result: [SocketAddress] = []
-        var cursor: UnsafeMutablePointer<ifaddrs>? = first
-        while let entry = cursor {
-            defer { cursor = entry.pointee.ifa_next }
-            guard String(cString: entry.pointee.ifa_name) == name, let sa = entry.pointee.ifa_addr else { continue }
-            switch Int32(sa.pointee.sa_family) {
-            case AF_INET:
-                var address = SocketAddress(sa.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { $0.pointee })
-                address.port = port
-                result.append(address)
-            case AF_INET6:
-                var address = SocketAddress(sa.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { $0.pointee })
-                address.port = port
-                result.append(address)
-            default:
-                break
-            }
         }
         return result
     }

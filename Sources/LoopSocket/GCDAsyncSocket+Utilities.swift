@@ -48,7 +48,7 @@ extension GCDAsyncSocket {
     @_disfavoredOverload
     public class func lookupHost(_ host: String, port: UInt16) throws -> [Data] {
         if let immediate = Resolver.immediate(host, port: port) { return immediate.map(\.data) }
-        return try Resolver.resolve(host, port: port).get().map(\.data)
+        return try Resolver.resolve(host, port: port).mapError(GCDAsyncSocketError.init).get().map(\.data)
     }
 
     /// Adopts a descriptor that is already connected (GCDAsyncSocket's `socketFromConnectedSocketFD:`).

@@ -11,7 +11,7 @@ extension GCDAsyncSocketError {
         case .readDroppedByClose: disconnected
         case .writeDroppedByClose: disconnectedBeforeWrite
         case .systemCall: closing(error.failure!)
-        case .passedThrough: error.underlying!
+        case .passedThrough: (error.underlying as? ResolverError).map(GCDAsyncSocketError.init) ?? error.underlying!
         default: GCDAsyncSocketError(error)
         }
     }
@@ -43,10 +43,17 @@ extension GCDAsyncSocketError {
         case .passedThrough:
             if let same = error.underlying as? GCDAsyncSocketError {
                 self = same
+            } else if let unresolved = error.underlying as? ResolverError {
+                self.init(unresolved)
             } else {
                 self.init(.otherError, "\(error.underlying.map { "\($0)" } ?? "")")
             }
         }
+    }
+
+    /// A host that did not resolve: `badParamError`, naming the host and the resolver's reason.
+    init(_ error: ResolverError) {
+        self.init(.badParamError, error.message)
     }
 
     /// Runs `body`, a call into the engine, throwing the face's error for the engine's.

@@ -4,15 +4,14 @@ import Glibc
 /// Name resolution with `getaddrinfo`, which blocks: it runs on a Dispatch global queue, never on a loop.
 enum Resolver {
     /// Every TCP address of `host` (in the resolver's order), or an error naming the host.
-    static func resolve(_ host: String, port: UInt16) -> Result<[SocketAddress], GCDAsyncSocketError> {
+    static func resolve(_ host: String, port: UInt16) -> Result<[SocketAddress], ResolverError> {
         var hints = addrinfo()
         hints.ai_family = AF_UNSPEC
         hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
         var list: UnsafeMutablePointer<addrinfo>?
         let status = getaddrinfo(host, String(port), &hints, &list)
         guard status == 0, let first = list else {
-            let reason = String(cString: gai_strerror(status))
-            return .failure(GCDAsyncSocketError(.badParamError, "Cannot resolve host '\(host)': \(reason)"))
+            return .failure(ResolverError(host: host, reason: .lookupFailed(status)))
         }
         defer { freeaddrinfo(list) }
         var result: [SocketAddress] = []
@@ -30,7 +29,7 @@ enum Resolver {
             }
         }
         return result.isEmpty
-            ? .failure(GCDAsyncSocketError(.badParamError, "Host '\(host)' has no IPv4 or IPv6 address"))
+            ? .failure(ResolverError(host: host, reason: .noAddress))
             : .success(result)
     }
 

@@ -12,7 +12,7 @@ extension AsyncUDPSocket {
     nonisolated(nonsending) public func receive() async throws -> Datagram? {
         try Task.checkCancellation()
         let socket = self.socket, handler = self.handler
-        if eventLoop.inEventLoop, let item = handler.takeBuffered(socket) {
+        if eventLoop.inEventLoop, let item = handler.takeBuffered() {
             switch item {
             case .datagram(let datagram): return datagram
             case .failure(let error): throw error
@@ -23,7 +23,7 @@ extension AsyncUDPSocket {
         return try await withCancellationHandler {
             try await withUnsafeThrowingContinuation { (continuation: UnsafeContinuation<Datagram?, any Error>) in
                 let box = UncheckedSendable(continuation)
-                let queued = socket.onLoop { handler.waitForDatagram(box.value, socket, cancellation) }
+                let queued = socket.onLoop { handler.waitForDatagram(box.value, cancellation) }
                 if !queued { continuation.handOff(throwing: GCDAsyncUdpSocketError.loopShutDown) }
             }
         } onCancel: {

@@ -42,7 +42,8 @@ public final class AsyncUDPSocket: Sendable {
         public var senderPort: UInt16 { GCDAsyncUdpSocket.port(fromAddress: sender) }
     }
 
-    /// The underlying socket, for options and introspection (its delegate is this object's: do not replace it).
+    /// The underlying socket, for options and introspection (its events come to this object, not to a
+    /// delegate: one set on it is never called).
     public let socket: GCDAsyncUdpSocket
     let handler: AsyncUDPSocketHandler
 
@@ -77,8 +78,8 @@ public final class AsyncUDPSocket: Sendable {
     public static func bind(
         host: String?, port: UInt16, maxBufferedDatagrams: Int = 1024, loop: EventLoop? = nil, group: EventLoopGroup? = nil
     ) async throws -> AsyncUDPSocket {
-        let handler = AsyncUDPSocketHandler(limit: maxBufferedDatagrams)
-        let socket = GCDAsyncUdpSocket(delegate: handler, delegateQueue: nil, loop: loop, group: group)
+        let handler = AsyncUDPSocketHandler(limit: maxBufferedDatagrams, loop: loop, group: group)
+        let socket: GCDAsyncUdpSocket = handler
         let result = AsyncUDPSocket(socket: socket, handler: handler)
         try await result.onLoop {
             try socket.bind(toPort: port, interface: host)
@@ -103,7 +104,7 @@ public final class AsyncUDPSocket: Sendable {
                 do {
                     try socket.connect(toHost: host, onPort: port)
                 } catch {
-                    handler.udpSocket(socket, didNotConnect: error)
+                    handler.connectFailed(error as? GCDAsyncUdpSocketError ?? GCDAsyncUdpSocketError(.otherError, "\(error)"))
                 }
             }
             if !queued { continuation.handOff(throwing: GCDAsyncUdpSocketError.loopShutDown) }

@@ -1,16 +1,18 @@
 import EpollLoop
 import FoundationEssentials
 
-/// The delegate behind an ``AsyncUDPSocket``: turns GCDAsyncUdpSocket's callbacks (inline on the loop) into
-/// resumed continuations, and holds received datagrams until the task asks for them.
+/// The socket behind an ``AsyncUDPSocket``: a ``GCDAsyncUdpSocket`` whose sink, the engine's route for what
+/// happened (`sinkDidReceive` and `sinkDidSend`, the hot ones, and `sinkReport`), resumes continuations on the
+/// loop instead of calling a delegate, and holds received datagrams until the task asks for them. A delegate
+/// set on it is never called.
 ///
-/// Loop-confined: every member is touched on the socket's loop only (hence `@unchecked Sendable`).
+/// Loop-confined: every member it adds is touched on the socket's loop only (hence `@unchecked Sendable`).
 ///
 /// Bounded: at most ``limit`` received items wait here. Reaching the bound pauses receiving, so a task that
 /// stops asking leaves further datagrams in the kernel's socket buffer (which drops what does not fit), not
 /// in memory; receiving resumes when the task has taken half of them. A pause in the middle of a `recvmmsg`
 /// batch holds the rest of that batch in the socket (at most 64 datagrams more).
-final class AsyncUDPSocketHandler: GCDAsyncUdpSocketDelegate, @unchecked Sendable {
+final class AsyncUDPSocketHandler: GCDAsyncUdpSocket, @unchecked Sendable {
     typealias Datagram = AsyncUDPSocket.Datagram
 
     /// A received datagram, or an error reported in its place (an ICMP error, an over-long datagram).
@@ -36,8 +38,9 @@ final class AsyncUDPSocketHandler: GCDAsyncUdpSocketDelegate, @unchecked Sendabl
     private(set) var closed = false
     private(set) var closeError: GCDAsyncUdpSocketError?
 
-    init(limit: Int) {
+    init(limit: Int, loop: EventLoop?, group: EventLoopGroup?) {
         self.limit = max(1, limit)
+        super.init(delegate: nil, delegateQueue: nil, loop: loop, group: group)
     }
 
     var bufferedCount: Int { items.count - itemsStart }
@@ -47,7 +50,7 @@ final class AsyncUDPSocketHandler: GCDAsyncUdpSocketDelegate, @unchecked Sendabl
     // MARK: Receiving
 
     /// The next waiting item, if any; resumes receiving when enough have been taken.
-    func takeBuffered(_ socket: GCDAsyncUdpSocket) -> Item? {
+    func takeBuffered() -> Item? {
         guard itemsStart < items.count else { return nil }
         let item = items[itemsStart]
         itemsStart += 1
@@ -60,16 +63,15 @@ final class AsyncUDPSocketHandler: GCDAsyncUdpSocketDelegate, @unchecked Sendabl
         }
         if paused && bufferedCount <= limit / 2 && !closed {
             paused = false
-            try? socket.beginReceiving()
+            try? startReceiving(.continuous)
         }
         return item
     }
 
     /// Completes `continuation` now (a waiting item, or the end after a close) or keeps it until one comes.
-    func waitForDatagram(_ continuation: UnsafeContinuation<Datagram?, any Error>, _ socket: GCDAsyncUdpSocket,
-                         _ cancellation: PendingCancellation<UInt64>) {
+    func waitForDatagram(_ continuation: UnsafeContinuation<Datagram?, any Error>, _ cancellation: PendingCancellation<UInt64>) {
         if cancellation.cancelled { return continuation.handOff(throwing: CancellationError()) }
-        if let item = takeBuffered(socket) { return Self.resume(continuation, with: item) }
+        if let item = takeBuffered() { return Self.resume(continuation, with: item) }
         if closed { return Self.resumeAtEnd(continuation, closeError) }
         guard receiver == nil else {
             return continuation.handOff(throwing: GCDAsyncUdpSocketError(.badConfigError,
@@ -87,7 +89,7 @@ final class AsyncUDPSocketHandler: GCDAsyncUdpSocketDelegate, @unchecked Sendabl
         receiver.continuation.handOff(throwing: CancellationError())
     }
 
-    private func arrived(_ item: Item, on socket: GCDAsyncUdpSocket) {
+    private func arrived(_ item: Item) {
         if let receiver {
             self.receiver = nil
             return Self.resume(receiver.continuation, with: item)
@@ -98,7 +100,7 @@ final class AsyncUDPSocketHandler: GCDAsyncUdpSocketDelegate, @unchecked Sendabl
         items.append(item)
         if bufferedCount >= limit && !paused {
             paused = true
-            socket.pauseReceiving()
+            stopReceiving()
         }
     }
 
@@ -182,38 +184,35 @@ final class AsyncUDPSocketHandler: GCDAsyncUdpSocketDelegate, @unchecked Sendabl
         for continuation in closeWaiters { continuation.handOff() }
     }
 
-    // MARK: GCDAsyncUdpSocketDelegate
-
-    func udpSocket(_ sock: GCDAsyncUdpSocket, didReceive data: Data, fromAddress address: Data, withFilterContext filterContext: Any?) {
-        arrived(.datagram(Datagram(data: data, sender: address)), on: sock)
-    }
-
-    func udpSocket(_ sock: GCDAsyncUdpSocket, didNotReceiveDataDueToError error: any Error) {
-        let error = error as? GCDAsyncUdpSocketError ?? GCDAsyncUdpSocketError(.otherError, "\(error)")
-        arrived(.failure(error), on: sock)
-    }
-
-    func udpSocket(_ sock: GCDAsyncUdpSocket, didSendDataWithTag tag: Int) {
-        senders.removeValue(forKey: tag)?.handOff()
-    }
-
-    func udpSocket(_ sock: GCDAsyncUdpSocket, didNotSendDataWithTag tag: Int, dueToError error: (any Error)?) {
-        let error = error as? GCDAsyncUdpSocketError ?? GCDAsyncUdpSocketError(.otherError, error.map { "\($0)" } ?? "Send failed")
-        senders.removeValue(forKey: tag)?.handOff(throwing: error)
-    }
-
-    func udpSocket(_ sock: GCDAsyncUdpSocket, didConnectToAddress address: Data) {
-        connectWaiter?.handOff()
-        connectWaiter = nil
-    }
-
-    func udpSocket(_ sock: GCDAsyncUdpSocket, didNotConnect error: (any Error)?) {
-        let error = error as? GCDAsyncUdpSocketError ?? GCDAsyncUdpSocketError(.otherError, error.map { "\($0)" } ?? "Connect failed")
+    /// A connect that could not start (refused at once): fails the task waiting for it.
+    func connectFailed(_ error: GCDAsyncUdpSocketError) {
         connectWaiter?.handOff(throwing: error)
         connectWaiter = nil
     }
 
-    func udpSocketDidClose(_ sock: GCDAsyncUdpSocket, withError error: (any Error)?) {
-        finish(error.map { $0 as? GCDAsyncUdpSocketError ?? GCDAsyncUdpSocketError(.otherError, "\($0)") })
+    // MARK: The sink (see DatagramEngine): the engine's events, to the waiting tasks.
+
+    override func sinkDidReceive(_ data: Data, from address: Data, context: Any?) {
+        arrived(.datagram(Datagram(data: data, sender: address)))
+    }
+
+    override func sinkDidSend(tag: Int) {
+        senders.removeValue(forKey: tag)?.handOff()
+    }
+
+    override func sinkReport(_ event: DatagramEvent) {
+        switch event {
+        case .didNotSend(let tag, let failure):
+            senders.removeValue(forKey: tag)?.handOff(throwing: GCDAsyncUdpSocketError(failure))
+        case .didNotReceive(let failure):
+            arrived(.failure(GCDAsyncUdpSocketError(failure)))
+        case .connected:
+            connectWaiter?.handOff()
+            connectWaiter = nil
+        case .didNotConnect(let failure):
+            connectFailed(GCDAsyncUdpSocketError(failure))
+        case .closed(let failure):
+            finish(failure.map(GCDAsyncUdpSocketError.init))
+        }
     }
 }

@@ -23,7 +23,7 @@ extension GCDAsyncUdpSocket {
     ///
     /// - Throws: as ``bind(toPort:)``, and `badParamError` for an unknown interface.
     public func bind(toPort port: UInt16, interface: String?) throws {
-        try throwingOnLoop("bind(toPort:interface:)") { () throws(GCDAsyncUdpSocketError) in
+        try throwingOnLoop("bind(toPort:interface:)") { () throws(DatagramError) in
             try checkCanBind()
             let configuration = loopConfiguration
             var options = GCDAsyncSocket.Configuration()
@@ -33,7 +33,7 @@ extension GCDAsyncUdpSocket {
             do {
                 addresses = try GCDAsyncSocket.listenAddresses(interface: interface, port: port, options)
             } catch {
-                throw GCDAsyncUdpSocketError(.badParamError, "Unknown interface, or no address of an enabled family: \(interface ?? "any")")
+                throw .unknownBindInterface(interface)
             }
             let v4 = addresses.first(where: \.isIPv4)
             let v6 = addresses.first(where: \.isIPv6)
@@ -45,14 +45,14 @@ extension GCDAsyncUdpSocket {
     ///
     /// - Throws: as ``bind(toPort:)``, and `badParamError` for a malformed address or one of a disabled family.
     public func bind(toAddress localAddr: Data) throws {
-        try throwingOnLoop("bind(toAddress:)") { () throws(GCDAsyncUdpSocketError) in
+        try throwingOnLoop("bind(toAddress:)") { () throws(DatagramError) in
             try checkCanBind()
             guard let address = SocketAddress(bytes: localAddr), address.isIPv4 || address.isIPv6 else {
-                throw GCDAsyncUdpSocketError(.badParamError, "A valid IPv4 or IPv6 address was not given")
+                throw .invalidAddress
             }
             let configuration = loopConfiguration
             guard address.isIPv4 ? configuration.ipv4Enabled : configuration.ipv6Enabled else {
-                throw GCDAsyncUdpSocketError(.badParamError, "The address's family (IPv\(address.isIPv4 ? 4 : 6)) is disabled")
+                throw .familyDisabled(ipv4: address.isIPv4)
             }
             try bindChannels([address])
         }
@@ -69,9 +69,9 @@ extension GCDAsyncUdpSocket {
     ///   doing nothing, if waiting for the socket's loop would deadlock (see ``GCDAsyncUdpSocket``);
     ///   `badParamError` for an empty host.
     public func connect(toHost host: String, onPort port: UInt16) throws {
-        try throwingOnLoop("connect(toHost:onPort:)") { () throws(GCDAsyncUdpSocketError) in
+        try throwingOnLoop("connect(toHost:onPort:)") { () throws(DatagramError) in
             try checkFamiliesEnabled()
-            guard !host.isEmpty else { throw GCDAsyncUdpSocketError(.badParamError, "The host param is not valid.") }
+            guard !host.isEmpty else { throw .invalidHost }
             try connect(to: .host(host, port))
         }
     }
@@ -81,10 +81,10 @@ extension GCDAsyncUdpSocket {
     /// - Throws: `badConfigError` if already connecting or connected, or, doing nothing, if waiting for the
     ///   socket's loop would deadlock (see ``GCDAsyncUdpSocket``); `badParamError` for a malformed address.
     public func connect(toAddress remoteAddr: Data) throws {
-        try throwingOnLoop("connect(toAddress:)") { () throws(GCDAsyncUdpSocketError) in
+        try throwingOnLoop("connect(toAddress:)") { () throws(DatagramError) in
             try checkFamiliesEnabled()
             guard let address = SocketAddress(bytes: remoteAddr), address.isIPv4 || address.isIPv6 else {
-                throw GCDAsyncUdpSocketError(.badParamError, "A valid IPv4 or IPv6 address was not given")
+                throw .invalidAddress
             }
             try connect(to: .addresses([address]))
         }

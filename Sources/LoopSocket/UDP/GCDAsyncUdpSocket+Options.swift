@@ -8,7 +8,7 @@ extension GCDAsyncUdpSocket {
     ///
     /// - Throws: `badConfigError` if IPv4 is disabled; `otherError` if `setsockopt` fails.
     public func enableBroadcast(_ flag: Bool) throws {
-        try throwingOnLoop("enableBroadcast(_:)") { () throws(GCDAsyncUdpSocketError) in
+        try throwingOnLoop("enableBroadcast(_:)") { () throws(DatagramError) in
             try setBroadcast(flag)
         }
     }
@@ -16,7 +16,7 @@ extension GCDAsyncUdpSocket {
     /// Lets other sockets bind the same address and port (`SO_REUSEPORT`; call before binding, on each of
     /// them). The kernel then spreads incoming datagrams over them by flow.
     public func enableReusePort(_ flag: Bool) throws {
-        try throwingOnLoop("enableReusePort(_:)") { () throws(GCDAsyncUdpSocketError) in
+        try throwingOnLoop("enableReusePort(_:)") { () throws(DatagramError) in
             try setReusePort(flag)
         }
     }
@@ -47,20 +47,20 @@ extension GCDAsyncUdpSocket {
 
     /// The interface IPv4 multicast datagrams leave from (`IP_MULTICAST_IF`): a name or an IPv4 address.
     public func sendIPv4Multicast(onInterface interface: String) throws {
-        try throwingOnLoop("sendIPv4Multicast(onInterface:)") { () throws(GCDAsyncUdpSocketError) in
+        try throwingOnLoop("sendIPv4Multicast(onInterface:)") { () throws(DatagramError) in
             try setMulticastInterface4(interface)
         }
     }
 
     /// The interface IPv6 multicast datagrams leave from (`IPV6_MULTICAST_IF`): a name or an IPv6 address.
     public func sendIPv6Multicast(onInterface interface: String) throws {
-        try throwingOnLoop("sendIPv6Multicast(onInterface:)") { () throws(GCDAsyncUdpSocketError) in
+        try throwingOnLoop("sendIPv6Multicast(onInterface:)") { () throws(DatagramError) in
             try setMulticastInterface6(interface)
         }
     }
 
     private func multicast(join: Bool, _ group: String, _ interface: String?) throws {
-        try throwingOnLoop(join ? "joinMulticastGroup(_:onInterface:)" : "leaveMulticastGroup(_:onInterface:)") { () throws(GCDAsyncUdpSocketError) in
+        try throwingOnLoop(join ? "joinMulticastGroup(_:onInterface:)" : "leaveMulticastGroup(_:onInterface:)") { () throws(DatagramError) in
             try changeMembership(join: join, group, interface)
         }
     }

@@ -11,7 +11,7 @@ extension GCDAsyncUdpSocket {
     /// - Throws: `badConfigError` if the socket has no descriptor yet: bind it, connect it or send first;
     ///   `badConfigError`, doing nothing, if waiting for the socket's loop would deadlock (see ``GCDAsyncUdpSocket``).
     public func receiveOnce() throws {
-        try throwingOnLoop("receiveOnce()") { () throws(GCDAsyncUdpSocketError) in try startReceiving(.once) }
+        try throwingOnLoop("receiveOnce()") { () throws(DatagramError) in try startReceiving(.once) }
     }
 
     /// Receives every datagram until ``pauseReceiving()`` or close.
@@ -19,7 +19,7 @@ extension GCDAsyncUdpSocket {
     /// - Throws: `badConfigError` if the socket has no descriptor yet: bind it, connect it or send first;
     ///   `badConfigError`, doing nothing, if waiting for the socket's loop would deadlock (see ``GCDAsyncUdpSocket``).
     public func beginReceiving() throws {
-        try throwingOnLoop("beginReceiving()") { () throws(GCDAsyncUdpSocketError) in try startReceiving(.continuous) }
+        try throwingOnLoop("beginReceiving()") { () throws(DatagramError) in try startReceiving(.continuous) }
     }
 
     /// Stops receiving. Datagrams wait in the kernel's buffer (which drops what does not fit) until

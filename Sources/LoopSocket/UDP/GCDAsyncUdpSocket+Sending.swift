@@ -23,7 +23,7 @@ extension GCDAsyncUdpSocket {
         if let immediate = Resolver.immediate(host, port: port) {
             enqueue(data, immediate.count == 1 ? .address(immediate[0]) : .candidates(immediate), timeout: timeout, tag: tag)
         } else if host.isEmpty {
-            enqueue(data, .invalid(GCDAsyncUdpSocketError(.badParamError, "The host param is not valid.")), timeout: timeout, tag: tag)
+            enqueue(data, .invalid(.invalidHost), timeout: timeout, tag: tag)
         } else {
             enqueue(data, .resolving, timeout: timeout, tag: tag, resolve: (host, port))
         }
@@ -35,7 +35,7 @@ extension GCDAsyncUdpSocket {
         if let address = SocketAddress(bytes: remoteAddr), address.isIPv4 || address.isIPv6 {
             destination = .address(address)
         } else {
-            destination = .invalid(GCDAsyncUdpSocketError(.badParamError, "A valid IPv4 or IPv6 address was not given"))
+            destination = .invalid(.invalidAddress)
         }
         enqueue(data, destination, timeout: timeout, tag: tag)
     }

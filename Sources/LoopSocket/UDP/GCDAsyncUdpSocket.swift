@@ -69,11 +69,19 @@ open class GCDAsyncUdpSocket: DatagramEngine, @unchecked Sendable {
 
     override func sinkReport(_ event: DatagramEvent) {
         switch event {
-        case .didNotSend(let tag, let error): notify { $0.udpSocket($1, didNotSendDataWithTag: tag, dueToError: error) }
-        case .didNotReceive(let error): notify { $0.udpSocket($1, didNotReceiveDataDueToError: error) }
+        case .didNotSend(let tag, let failure):
+            let error = GCDAsyncUdpSocketError(failure)
+            notify { $0.udpSocket($1, didNotSendDataWithTag: tag, dueToError: error) }
+        case .didNotReceive(let failure):
+            let error = GCDAsyncUdpSocketError(failure)
+            notify { $0.udpSocket($1, didNotReceiveDataDueToError: error) }
         case .connected(let address): notify { $0.udpSocket($1, didConnectToAddress: address) }
-        case .didNotConnect(let error): notify { $0.udpSocket($1, didNotConnect: error) }
-        case .closed(let error): notify { $0.udpSocketDidClose($1, withError: error) }
+        case .didNotConnect(let failure):
+            let error = GCDAsyncUdpSocketError(failure)
+            notify { $0.udpSocket($1, didNotConnect: error) }
+        case .closed(let failure):
+            let error = failure.map(GCDAsyncUdpSocketError.init)
+            notify { $0.udpSocketDidClose($1, withError: error) }
         }
     }
 
@@ -98,14 +106,14 @@ open class GCDAsyncUdpSocket: DatagramEngine, @unchecked Sendable {
     ///
     /// Except when that wait could deadlock: called on loop A's thread while this socket's loop waits, itself
     /// or through other loops, for A (see `LoopWaits`), it does nothing and throws `badConfigError` at once.
-    func throwingOnLoop(_ call: String, _ body: () throws(GCDAsyncUdpSocketError) -> Void) throws(GCDAsyncUdpSocketError) {
-        let outcome = waitForLoop { () -> GCDAsyncUdpSocketError? in
-            do throws(GCDAsyncUdpSocketError) { try body() } catch { return error }
+    func throwingOnLoop(_ call: String, _ body: () throws(DatagramError) -> Void) throws(GCDAsyncUdpSocketError) {
+        let outcome = waitForLoop { () -> DatagramError? in
+            do throws(DatagramError) { try body() } catch { return error }
             return nil
         }
         switch outcome {
         case .ran(nil): return
-        case .ran(let error?): throw error
+        case .ran(let error?): throw GCDAsyncUdpSocketError(error)
         case .loopShutDown: throw GCDAsyncUdpSocketError.loopShutDown
         case .wouldDeadlock(let caller): throw GCDAsyncUdpSocketError.wouldDeadlock(call, caller: caller, socketLoop: eventLoop)
         }

@@ -87,20 +87,6 @@ public struct GCDAsyncUdpSocketError: Error, Hashable, Sendable, CustomStringCon
     /// ``Code/otherError``.
     public static var otherError: Code { .otherError }
 
-    /// A call the socket's state refuses (``DatagramState/Refusal``), in GCDAsyncUdpSocket's words.
-    init(_ refusal: DatagramState.Refusal) {
-        switch refusal {
-        case .alreadyBound: self.init(.badConfigError, "Cannot bind a socket more than once.")
-        case .bindAfterConnect: self.init(.badConfigError, "Cannot bind after connecting. If needed, bind first, then connect.")
-        case .alreadyConnected: self.init(.badConfigError, "Cannot connect a socket more than once.")
-        case .noDescriptor:
-            self.init(.badConfigError,
-                "Must bind socket before you can receive data. You can do this explicitly via bind, or implicitly via connect or by sending data.")
-        case .multicastUnbound: self.init(.badConfigError, "Must bind a socket before joining a multicast group.")
-        case .multicastConnected: self.init(.badConfigError, "Cannot join a multicast group if connected.")
-        }
-    }
-
     static let sendTimeout = GCDAsyncUdpSocketError(.sendTimeoutError, "Send operation timed out")
     static let closed = GCDAsyncUdpSocketError(.closedError, "Socket closed")
     static let loopShutDown = GCDAsyncUdpSocketError(.badConfigError, "The socket's event loop is shut down")

@@ -1,17 +1,24 @@
 import Foundation
 import XCTest
 
-/// The engine (Sources/LoopSocket/Engine) knows no face, and the faces (the `GCDAsyncSocket` files and
-/// Async/) change the engine's state only through the engine's methods. Read from the source, code only.
+/// The engines (Sources/LoopSocket/Engine, UDP/Engine) and what they share with the faces (Internal/) know
+/// no face, and the faces (the `GCDAsyncSocket` files and Async/) change the engine's state only through the
+/// engine's methods. Read from the source, code only.
 final class EngineBoundaryTests: XCTestCase {
-    /// A face type's name: `GCDAsyncSocket…` (its error, delegate, …), `AsyncSocket…`, `AsyncListener…`.
-    static let faceType = #"\b(GCDAsyncSocket|AsyncSocket|AsyncListener)\w*\b"#
+    /// A face's name: `GCDAsyncSocket…` and `GCDAsyncUdpSocket…` (their errors, error domains, delegates,
+    /// filter blocks, …), `AsyncSocket…`, `AsyncUDPSocket…` (their handlers), `AsyncListener…`.
+    static let faceType = #"\b(GCDAsyncSocket|GCDAsyncUdpSocket|AsyncSocket|AsyncUDPSocket|AsyncListener)\w*\b"#
+
+    /// The folders that must name no face, every file in them and below.
+    static let engineFolders = ["Engine", "UDP/Engine", "Internal"]
 
     func testNoEngineFileNamesAFaceType() throws {
-        let engine = try SourceScanner.files(in: "Engine")
-        XCTAssertGreaterThan(engine.count, 10, "the engine's files were not found")
-        let found = try SourceScanner.matches(of: Self.faceType, in: engine)
-        XCTAssertEqual(found, [], "the engine names a face type")
+        for folder in Self.engineFolders {
+            let files = try SourceScanner.filesRecursively(in: folder)
+            XCTAssertGreaterThan(files.count, 5, "the files of \(folder) were not found")
+            let found = try SourceScanner.matches(of: Self.faceType, in: files)
+            XCTAssertEqual(found, [], "\(folder) names a face")
+        }
     }
 
     /// The engine's stored state: the loop-confined fields of `ConnectionEngine` and the fields of its
@@ -69,6 +76,19 @@ final class EngineBoundaryTests: XCTestCase {
         let face = try NSRegularExpression(pattern: Self.faceType)
         let faceHits = lines.indices.filter { face.firstMatch(in: lines[$0], range: NSRange(lines[$0].startIndex..., in: lines[$0])) != nil }
         XCTAssertEqual(faceHits, [1], "only the interpolation names a type: \(lines)")
+        let faceNames = ["GCDAsyncSocketError", "GCDAsyncUdpSocketError", "GCDAsyncUdpSocketDelegate", "GCDAsyncSocketDelegate",
+                         "GCDAsyncUdpSocketSendFilterBlock", "GCDAsyncUdpSocketErrorDomain", "AsyncSocket", "AsyncUDPSocket",
+                         "AsyncUDPSocketHandler", "AsyncListener"]
+        for name in faceNames {
+            let line = "let x: \(name)? = nil"
+            XCTAssertNotNil(face.firstMatch(in: line, range: NSRange(line.startIndex..., in: line)), "\(name) is a face's name")
+        }
+        for name in ["DatagramError", "ConnectionError", "ResolverError", "TLSError", "UDPAsyncSocketX"] {
+            let line = "let x: \(name)? = nil"
+            XCTAssertNil(face.firstMatch(in: line, range: NSRange(line.startIndex..., in: line)), "\(name) is not a face's name")
+        }
+        let nested = try SourceScanner.filesRecursively(in: "UDP")
+        XCTAssertTrue(nested.contains { $0.path.hasSuffix("UDP/Engine/DatagramEngine.swift") }, "the walk goes into folders")
         let assign = try NSRegularExpression(pattern: Self.assignmentPattern(["lifecycle", "status", "readiness", "fd"]))
         let assignHits = lines.indices.filter { assign.firstMatch(in: lines[$0], range: NSRange(lines[$0].startIndex..., in: lines[$0])) != nil }
         XCTAssertEqual(assignHits, [2, 3, 4, 5])

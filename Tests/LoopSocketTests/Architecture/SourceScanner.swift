@@ -22,6 +22,16 @@ enum SourceScanner {
             .map { directory.appendingPathComponent($0) }
     }
 
+    /// The `.swift` files in `folder` (relative to `Sources/LoopSocket`) and in every folder below it.
+    static func filesRecursively(in folder: String) throws -> [URL] {
+        let directory = loopSocketSources.appendingPathComponent(folder)
+        guard let walker = FileManager.default.enumerator(atPath: directory.path) else { return [] }
+        return walker.compactMap { $0 as? String }
+            .filter { $0.hasSuffix(".swift") }
+            .sorted()
+            .map { directory.appendingPathComponent($0) }
+    }
+
     /// `source`'s lines with comments and the contents of string literals replaced by spaces (line numbers and
     /// columns kept). Enough of Swift's lexical rules for this code base: `//` and `/* */` comments, `"…"`
     /// strings with escapes and `\(…)` interpolations left as code, and `"""` blocks.

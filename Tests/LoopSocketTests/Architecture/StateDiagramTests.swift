@@ -13,7 +13,11 @@ final class StateDiagramTests: XCTestCase {
     /// The transition tables the code makes, by the type name a diagram's marker gives: each edge as
     /// `from --> to: event`.
     static var transitionTables: [String: [String]] {
-        ["Lifecycle": ConnectionState.lifecycleTransitions.map { "\($0.from) --> \($0.to): \($0.event)" }]
+        var tables = ["Lifecycle": ConnectionState.lifecycleTransitions.map { "\($0.from) --> \($0.to): \($0.event)" }]
+        for part in DatagramState.Part.allCases {
+            tables[part.rawValue] = DatagramState.transitions(of: part).map { "\($0.from) --> \($0.to): \($0.event)" }
+        }
+        return tables
     }
 
     struct Diagram {
@@ -103,6 +107,9 @@ final class StateDiagramTests: XCTestCase {
         let markdown = try String(contentsOf: Self.packageRoot.appendingPathComponent("docs/architecture.md"), encoding: .utf8)
         let diagrams = try Self.diagrams(in: markdown)
         XCTAssertTrue(diagrams.contains { $0.typeName == "Lifecycle" }, "the TCP engine's diagram is missing")
+        for part in DatagramState.Part.allCases {
+            XCTAssertTrue(diagrams.contains { $0.typeName == part.rawValue }, "the UDP engine's \(part.rawValue) diagram is missing")
+        }
         for diagram in diagrams {
             let where_ = "docs/architecture.md:\(diagram.line) (\(diagram.typeName))"
             let source = try String(contentsOf: Self.packageRoot.appendingPathComponent(diagram.path), encoding: .utf8)
@@ -141,5 +148,10 @@ final class StateDiagramTests: XCTestCase {
         XCTAssertFalse(Set(diagram.edges).isSubset(of: Set(table)))
         let source = try String(contentsOf: Self.packageRoot.appendingPathComponent("Sources/LoopSocket/Engine/ConnectionState.swift"), encoding: .utf8)
         XCTAssertEqual(Self.caseNames(ofEnum: "Lifecycle", in: source), ["idle", "connecting", "listening", "starting", "open"])
+        // UDP's tables: the edges the code makes, and not one where the case stays what it was.
+        let udp = try XCTUnwrap(Self.transitionTables["DatagramState.Lifecycle"])
+        XCTAssertTrue(udp.contains("connecting --> bound: connectFailed") && udp.contains("connecting --> idle: connectFailed"))
+        XCTAssertFalse(udp.contains("closed --> closed: closed"))
+        XCTAssertEqual(Self.transitionTables["DatagramState.Ending"].map(Set.init), ["none --> afterSends: closeAfterSendsAsked", "afterSends --> none: closed"])
     }
 }

@@ -91,6 +91,30 @@ final class AsyncUDPSocketTests: SocketTestCase {
         }
     }
 
+    /// The socket's events come to the task by the engine's sink, not through a delegate: one set on the
+    /// underlying socket is never called, and the task still gets its datagrams, its sends and its close.
+    func testADelegateSetOnTheUnderlyingSocketNeitherSeesNorStealsItsEvents() async throws {
+        let loops = group.loops
+        try await withDeadline {
+            let socket = try await AsyncUDPSocket.bind(host: "127.0.0.1", port: 0, loop: loops[0])
+            let sender = try await AsyncUDPSocket.bind(host: "127.0.0.1", port: 0, loop: loops[1])
+            XCTAssertNil(socket.socket.delegate(), "the task's socket has no delegate")
+            let recorder = UDPRecorder()
+            socket.socket.synchronouslySetDelegate(recorder, delegateQueue: nil)
+            try await sender.send(Data("ping".utf8), toHost: "127.0.0.1", port: socket.localPort)
+            let received = try await socket.receive()
+            XCTAssertEqual(received?.data, Data("ping".utf8))
+            try await socket.send(Data("pong".utf8), to: try XCTUnwrap(received).sender)
+            let reply = try await sender.receive()
+            XCTAssertEqual(reply?.data, Data("pong".utf8))
+            await socket.close()
+            let afterClose = try await socket.receive()
+            XCTAssertNil(afterClose, "the close ended the datagrams")
+            XCTAssertTrue(recorder.events.isEmpty, "the delegate was called: \(recorder.events)")
+            await sender.close()
+        }
+    }
+
     func testAConnectedSocketSendsToItsPeerAndReportsAClosedPort() async throws {
         let loops = group.loops
         try await withDeadline {

@@ -50,6 +50,6 @@ final class DatagramChannel: OwnedDescriptor {
 
 extension DatagramEngine: DescriptorOwner {
     func loopWillShutDown() {
-        closeWithError(GCDAsyncUdpSocketError.loopShutDown)
+        closeWithError(.loopShutDown)
     }
 }

@@ -4,24 +4,22 @@ import EpollLoop
 import FoundationEssentials
 import Glibc
 
-/// Descriptors, binding and connecting: the lifecycle's transitions (``DatagramState/Lifecycle``).
+/// Descriptors, binding and connecting: the lifecycle's events (``DatagramState/Lifecycle``).
 extension DatagramEngine {
-    /// Whether an explicit bind may go ahead (``DatagramState/bindAsked()``). Loop only.
-    func checkCanBind() throws(GCDAsyncUdpSocketError) {
-        if let refusal = state.bindAsked() { throw GCDAsyncUdpSocketError(refusal) }
+    /// Whether an explicit bind may go ahead (the event `bindAsked`). Loop only.
+    func checkCanBind() throws(DatagramError) {
+        if case .refuse(let refusal) = state.handle(.bindAsked) { throw .refused(refusal) }
         try checkFamiliesEnabled()
     }
 
-    func checkFamiliesEnabled() throws(GCDAsyncUdpSocketError) {
+    func checkFamiliesEnabled() throws(DatagramError) {
         let configuration = loopConfiguration
-        guard configuration.ipv4Enabled || configuration.ipv6Enabled else {
-            throw GCDAsyncUdpSocketError(.badConfigError, "Both IPv4 and IPv6 have been disabled. Must enable at least one protocol first.")
-        }
+        guard configuration.ipv4Enabled || configuration.ipv6Enabled else { throw .noFamilyEnabled }
     }
 
     /// Binds one descriptor per address (one per family), closing descriptors of a family not bound. With
     /// port 0, the second family takes the port the kernel chose for the first.
-    func bindChannels(_ addresses: [SocketAddress]) throws(GCDAsyncUdpSocketError) {
+    func bindChannels(_ addresses: [SocketAddress]) throws(DatagramError) {
         if !addresses.contains(where: \.isIPv4) { closeChannel(family: AF_INET) }
         if !addresses.contains(where: \.isIPv6) { closeChannel(family: AF_INET6) }
         var chosenPort: UInt16 = 0
@@ -34,9 +32,9 @@ extension DatagramEngine {
             }
         } catch {
             closeChannels()
-            throw GCDAsyncUdpSocketError(error)
+            throw .systemCall(error)
         }
-        state.bound()
+        _ = state.handle(.bound)  // nothing else to do: the descriptors are bound
     }
 
     // MARK: Descriptors
@@ -70,7 +68,7 @@ extension DatagramEngine {
 
     /// Creates the descriptors of every enabled family that has none (GCDAsyncUdpSocket's `createSockets`),
     /// for the calls that need one before a bind: options, sends, receives.
-    func createChannelsIfNeeded() throws(GCDAsyncUdpSocketError) {
+    func createChannelsIfNeeded() throws(DatagramError) {
         guard !hasChannels else { return }
         try checkFamiliesEnabled()
         let configuration = loopConfiguration
@@ -79,7 +77,7 @@ extension DatagramEngine {
             if configuration.ipv6Enabled { _ = try channel(for: AF_INET6) }
         } catch {
             closeChannels()
-            throw GCDAsyncUdpSocketError(error)
+            throw .systemCall(error)
         }
     }
 
@@ -110,10 +108,10 @@ extension DatagramEngine {
         case addresses([SocketAddress])
     }
 
-    /// Starts a connect (``DatagramState/connectAsked()``): its outcome arrives in a later loop iteration,
-    /// never inside the caller's call. Loop only.
-    func connect(to target: ConnectTarget) throws(GCDAsyncUdpSocketError) {
-        if let refusal = state.connectAsked() { throw GCDAsyncUdpSocketError(refusal) }
+    /// Starts a connect (the event `connectAsked`): its outcome arrives in a later loop iteration, never
+    /// inside the caller's call. Loop only.
+    func connect(to target: ConnectTarget) throws(DatagramError) {
+        if case .refuse(let refusal) = state.handle(.connectAsked) { throw .refused(refusal) }
         switch target {
         case .addresses(let addresses):
             executeIfStillCurrent { [self] in finishConnect(.success(addresses)) }
@@ -122,42 +120,51 @@ extension DatagramEngine {
                 executeIfStillCurrent { [self] in finishConnect(.success(immediate)) }
                 return
             }
-            offLoop({ Resolver.resolve(host, port: port).mapError { GCDAsyncUdpSocketError(.badParamError, $0.message) } }) { [self] resolved in
+            offLoop({ Resolver.resolve(host, port: port).mapError(DatagramError.unresolved) }) { [self] resolved in
                 finishConnect(resolved)
             }
         }
     }
 
-    private func finishConnect(_ resolved: Result<[SocketAddress], GCDAsyncUdpSocketError>) {
-        guard state.isConnecting else { return }
-        do throws(GCDAsyncUdpSocketError) {
-            let address = try pickAddress(from: resolved.get())
-            // A bound socket connects the descriptor of the address's family; it must have one.
-            if case .connecting(fromBound: true) = state.lifecycle, channel(to: address) == nil {
-                throw GCDAsyncUdpSocketError(.badConfigError, "The socket is bound to no address of the peer's family (IPv\(address.isIPv4 ? 4 : 6))")
-            }
-            closeChannel(family: address.isIPv4 ? AF_INET6 : AF_INET)
-            do throws(SyscallError) {
-                let channel = try channel(for: address.family)
-                _ = try address.withSockAddr { sa, length throws(SyscallError) in try Syscall.connect(channel.fd, sa, length) }
-            } catch {
-                throw GCDAsyncUdpSocketError(error)
-            }
+    /// The connect's host resolved (or did not): connects the descriptor, and reports the outcome the state
+    /// gives (none once a close came first).
+    private func finishConnect(_ resolved: Result<[SocketAddress], DatagramError>) {
+        let outcome = Result { () throws(DatagramError) in try connectDescriptor(to: resolved.get()) }
+        switch outcome {
+        case .success(let address):
+            guard case .reportConnected = state.handle(.connected) else { return }
             peerAddress = address
-            _ = state.connectFinished(true)
             publishStatus()
             sinkReport(.connected(address: address.data))
             updateInterest()
-        } catch {
-            _ = state.connectFinished(false)
+        case .failure(let error):
+            guard case .reportConnectFailed = state.handle(.connectFailed) else { return }
             sinkReport(.didNotConnect(error))
         }
         pump()
     }
 
+    /// Connects the descriptor of the preferred address's family (closing the other family's) and returns
+    /// the address.
+    private func connectDescriptor(to addresses: [SocketAddress]) throws(DatagramError) -> SocketAddress {
+        let address = try pickAddress(from: addresses)
+        // A bound socket connects the descriptor of the address's family; it must have one.
+        if case .connecting(fromBound: true) = state.lifecycle, channel(to: address) == nil {
+            throw .peerFamilyNotBound(ipv4: address.isIPv4)
+        }
+        closeChannel(family: address.isIPv4 ? AF_INET6 : AF_INET)
+        do throws(SyscallError) {
+            let channel = try channel(for: address.family)
+            _ = try address.withSockAddr { sa, length throws(SyscallError) in try Syscall.connect(channel.fd, sa, length) }
+        } catch {
+            throw .systemCall(error)
+        }
+        return address
+    }
+
     /// The address to use out of a resolver's list: the preferred family first, only enabled families
     /// (GCDAsyncUdpSocket's `getAddress:error:fromAddresses:`).
-    func pickAddress(from addresses: [SocketAddress]) throws(GCDAsyncUdpSocketError) -> SocketAddress {
+    func pickAddress(from addresses: [SocketAddress]) throws(DatagramError) -> SocketAddress {
         let configuration = loopConfiguration
         let usable = addresses.filter { $0.isIPv4 ? configuration.ipv4Enabled : ($0.isIPv6 && configuration.ipv6Enabled) }
         let preferred: SocketAddress?
@@ -167,7 +174,7 @@ extension DatagramEngine {
         case .neutral: preferred = usable.first
         }
         guard let preferred else {
-            throw GCDAsyncUdpSocketError(.badConfigError, "The host has no address of an enabled family (IPv4 enabled: \(configuration.ipv4Enabled), IPv6 enabled: \(configuration.ipv6Enabled))")
+            throw .noEnabledAddress(ipv4Enabled: configuration.ipv4Enabled, ipv6Enabled: configuration.ipv6Enabled)
         }
         return preferred
     }

@@ -6,26 +6,26 @@ import Glibc
 
 /// Receiving: `recvmmsg` batches into the loop's scratch slots, one `Data` per delivered datagram.
 extension DatagramEngine {
-    /// Starts receiving once or continuously (``DatagramState/receiveAsked(_:hasDescriptor:)``). Loop only.
-    func startReceiving(_ mode: DatagramState.Receiving) throws(GCDAsyncUdpSocketError) {
-        switch state.receiveAsked(mode, hasDescriptor: hasChannels) {
-        case .unchanged:
-            return
+    /// Starts receiving once or continuously (the event `receiveAsked`). Loop only.
+    func startReceiving(_ mode: DatagramState.ReceiveMode) throws(DatagramError) {
+        switch state.handle(.receiveAsked(mode, hasDescriptor: hasChannels)) {
         case .refuse(let refusal):
-            throw GCDAsyncUdpSocketError(refusal)
-        case .start:
+            throw .refused(refusal)
+        case .startReceiving:
             if !held.isEmpty { requestPump() }
             updateInterest()
+        default:
+            return  // already receiving so
         }
     }
 
-    /// Stops receiving (``DatagramState/pauseAsked()``). Loop only.
+    /// Stops receiving (the event `pauseAsked`). Loop only.
     func stopReceiving() {
-        if state.pauseAsked() { updateInterest() }
+        if case .stopReceiving = state.handle(.pauseAsked) { updateInterest() }
     }
 
     /// Sets (or, with nil, removes) the receive filter. Loop only.
-    func installReceiveFilter(_ filter: FilterSlot<GCDAsyncUdpSocketReceiveFilterBlock>?) {
+    func installReceiveFilter(_ filter: FilterSlot<ReceiveFilter>?) {
         receiveFilter = filter
     }
 
@@ -53,14 +53,14 @@ extension DatagramEngine {
                 try eventLoop.setInterest(interest, fd: channel.fd)
                 channel.interest = interest
             } catch {
-                closeWithError(GCDAsyncUdpSocketError(error))
+                closeWithError(.loop(error))
                 return
             }
         }
     }
 
     func handleIO(_ events: IOEvents, on channel: DatagramChannel) {
-        if events.contains(.writable) && state.sendWaitEnded(.writable) {
+        if events.contains(.writable), case .pump = state.handle(.sendWaitEnded(.writable)) {
             pump()
         }
         guard channel === channel4 || channel === channel6 else { return }  // closed by a callback
@@ -77,7 +77,7 @@ extension DatagramEngine {
 
     private func reportPendingError(on channel: DatagramChannel) {
         guard let code = try? Syscall.option(channel.fd, level: SOL_SOCKET, name: SO_ERROR), code != 0 else { return }
-        sinkReport(.didNotReceive(GCDAsyncUdpSocketError(SyscallError(.recvmmsg, errno: Errno(rawValue: code)))))
+        sinkReport(.didNotReceive(.systemCall(SyscallError(.recvmmsg, errno: Errno(rawValue: code)))))
     }
 
     // MARK: Receiving a batch
@@ -101,9 +101,9 @@ extension DatagramEngine {
             countReceived(count, scratch: scratch)
             deliverBatch(count, scratch: scratch, limit: limit, generation: generation)
         case .failure(let error) where Self.isTransient(error.errno):
-            sinkReport(.didNotReceive(GCDAsyncUdpSocketError(error)))
+            sinkReport(.didNotReceive(.systemCall(error)))
         case .failure(let error):
-            closeWithError(GCDAsyncUdpSocketError(error))
+            closeWithError(.systemCall(error))
         }
         pumpState.release(wasPumping)
         guard generation == self.generation else { return pumpAfterClose() }
@@ -152,8 +152,7 @@ extension DatagramEngine {
                 if !holding && !state.isReceiving { holding = true }
                 if truncated || length > limit {
                     if !holding {
-                        sinkReport(.didNotReceive(GCDAsyncUdpSocketError(.otherError,
-                            "Datagram longer than the maximum receive size (\(limit) bytes) dropped", errno: Errno(rawValue: EMSGSIZE))))
+                        sinkReport(.didNotReceive(.datagramTooLong(limit: limit)))
                     }
                 } else if holding {
                     // Paused by a callback mid-batch: keep the rest for when receiving resumes.
@@ -207,7 +206,7 @@ extension DatagramEngine {
 
     @inline(__always)
     private func complete(_ data: Data, from address: Data, context: Any?) {
-        state.delivered()
+        _ = state.handle(.delivered)  // a single receive ends: the interest is set after the batch or the pump
         sinkDidReceive(data, from: address, context: context)
     }
 }

@@ -27,7 +27,7 @@ extension DatagramEngine {
         case candidates([SocketAddress])
         /// A host name being resolved off the loop; the result lands in `resolutions[id]`.
         case resolving
-        case invalid(GCDAsyncUdpSocketError)
+        case invalid(DatagramError)
 
         var address: SocketAddress? {
             if case .address(let address) = self { return address }
@@ -56,13 +56,11 @@ extension DatagramEngine {
     /// in the next loop iteration (or by a close before it, which stays the last event) without holding the data.
     func enqueueOnLoop(_ data: Data, _ destination: Destination, deadline: UInt64, tag: Int, resolve: (String, UInt16)?) -> Bool {
         let configuration = loopConfiguration
-        var failure: GCDAsyncUdpSocketError?
+        var failure: DatagramError?
         if data.count > Int(configuration.maxSend) {
-            failure = GCDAsyncUdpSocketError(.badParamError, "Datagram of \(data.count) bytes is larger than maxSendBufferSize (\(configuration.maxSend))")
+            failure = .datagramTooLarge(bytes: data.count, limit: Int(configuration.maxSend))
         } else if !sends.isEmpty && queuedSendBytes + data.count > configuration.maxQueuedSendBytes {
-            failure = GCDAsyncUdpSocketError(.otherError,
-                "Send queue full: \(queuedSendBytes) bytes queued, bound \(configuration.maxQueuedSendBytes) (maxQueuedSendBytes)",
-                errno: .noBufferSpace)
+            failure = .sendQueueFull(queued: queuedSendBytes, limit: configuration.maxQueuedSendBytes)
         }
         if let failure {
             if failedAtOnce.isEmpty { eventLoop.executeOnLoop { [self] in reportFailedAtOnce() } }
@@ -86,14 +84,14 @@ extension DatagramEngine {
     }
 
     private func startResolving(_ host: String, port: UInt16, id: UInt32) {
-        offLoop({ Resolver.resolve(host, port: port).mapError { GCDAsyncUdpSocketError(.badParamError, $0.message) } }) { [self] result in
+        offLoop({ Resolver.resolve(host, port: port).mapError(DatagramError.unresolved) }) { [self] result in
             resolutions[id] = result
             pump()
         }
     }
 
     /// Sets (or, with nil, removes) the send filter. Loop only.
-    func installSendFilter(_ filter: FilterSlot<GCDAsyncUdpSocketSendFilterBlock>?) {
+    func installSendFilter(_ filter: FilterSlot<SendFilter>?) {
         sendFilter = filter
     }
 
@@ -116,7 +114,7 @@ extension DatagramEngine {
         } while generation == self.generation && pumpState.goAgain()
         pumpState.end()
         guard generation == self.generation else { return pumpAfterClose() }
-        if state.pumpEnded(sendsQueued: !sends.isEmpty) {
+        if case .close = state.handle(.pumpEnded(sendsQueued: !sends.isEmpty)) {
             closeWithError(nil)
             return
         }
@@ -154,7 +152,7 @@ extension DatagramEngine {
     private enum FrontState {
         case ready(DatagramChannel)
         case wait
-        case failed(GCDAsyncUdpSocketError)
+        case failed(DatagramError)
     }
 
     /// Settles the front send's destination (picks among candidates, takes a resolution) and checks it
@@ -168,17 +166,16 @@ extension DatagramEngine {
         let (isConnected, address) = sends.front { op in (op.destination.isConnected, op.destination.address) }!
         if state.isConnected {
             guard isConnected, let peerAddress, let channel = channel(to: peerAddress) else {
-                return .failed(GCDAsyncUdpSocketError(.badConfigError, "Cannot specify destination of packet for connected socket"))
+                return .failed(.destinationWhenConnected)
             }
             return .ready(channel)
         }
         guard let address else {
-            return .failed(GCDAsyncUdpSocketError(.badConfigError, "You must specify destination of packet for a non-connected socket"))
+            return .failed(.noDestination)
         }
         do { try createChannelsIfNeeded() } catch { return .failed(error) }
         guard let channel = channel(to: address) else {
-            return .failed(GCDAsyncUdpSocketError(.badConfigError,
-                "The socket has no IPv\(address.isIPv4 ? 4 : 6) descriptor: that family is disabled, or the socket is bound to the other one"))
+            return .failed(.noDescriptorToSend(ipv4: address.isIPv4))
         }
         return .ready(channel)
     }
@@ -207,7 +204,7 @@ extension DatagramEngine {
         return nil
     }
 
-    private func failFront(_ error: GCDAsyncUdpSocketError) {
+    private func failFront(_ error: DatagramError) {
         let op = sends.removeFirst()
         queuedSendBytes -= op.data.count
         sinkReport(.didNotSend(tag: op.tag, error))
@@ -234,25 +231,25 @@ extension DatagramEngine {
             && !state.segmentationRefused
         scratch.beginSend()
         let outcome = transmit(from: 0, count: count, scratch: scratch, fd: target.fd, segmenting: segmenting)
-        state.bound()  // the kernel bound it to an ephemeral port if it was not
+        _ = state.handle(.bound)  // the kernel bound it to an ephemeral port if it was not
         switch outcome {
         case .success(.processed(let sent)):
             countSent(sent)
             completeFront(sent)
         case .success(.wouldBlock):
-            state.sendWaits(for: .writable)
+            _ = state.handle(.sendWaits(.writable))  // the pump's end asks for EPOLLOUT
         case .failure(let error) where scratch.isSegmented(0) && Self.refusesSegmentation(error.errno):
             // The route cannot take GSO (no checksum offload, a segment above its MTU): nothing left, so
             // the same datagrams go again one per message, as they would have without offload.
-            state.segmentationWasRefused()
+            _ = state.handle(.segmentationRefused)
         case .failure(let error) where error.errno == .noBufferSpace:
-            state.sendWaits(for: .noBuffers)
+            guard case .proceed = state.handle(.sendWaits(.noBuffers)) else { return }
             retryTimer = scheduleIfStillCurrent(at: Deadline.now().uptimeNanoseconds &+ Self.noBufferRetryNanoseconds) { [self] in
                 retryTimer = .invalid
-                if state.sendWaitEnded(.noBuffers) { pump() }
+                if case .pump = state.handle(.sendWaitEnded(.noBuffers)) { pump() }
             }
         case .failure(let error):
-            failFront(GCDAsyncUdpSocketError(error))
+            failFront(.systemCall(error))
         }
     }
 
@@ -310,7 +307,7 @@ extension DatagramEngine {
     }
 
     /// Runs the send filter on the front datagram, inline or on its queue, then sends or drops it.
-    private func filterFront(_ filter: FilterSlot<GCDAsyncUdpSocketSendFilterBlock>, channel: DatagramChannel) {
+    private func filterFront(_ filter: FilterSlot<SendFilter>, channel: DatagramChannel) {
         let (data, tag, destination) = sends.front { ($0.data, $0.tag, $0.destination) }!
         let address = (destination.address ?? peerAddress)?.data ?? Data()
         guard let queue = filter.queue else {
@@ -322,12 +319,12 @@ extension DatagramEngine {
             }
             return
         }
-        state.sendWaits(for: .filter)
+        guard case .proceed = state.handle(.sendWaits(.filter)) else { return }
         let generation = self.generation
         let block = UncheckedSendable(filter.block)
         queue.async { [self] in
             onLoop(ifStill: generation, passing: block.value(data, address, tag)) { [self] allowed in
-                guard state.sendWaitEnded(.filter) else { return }
+                guard case .pump = state.handle(.sendWaitEnded(.filter)) else { return }
                 if allowed {
                     sends.withFirst { $0.filtered = true }
                 } else {
@@ -359,7 +356,7 @@ extension DatagramEngine {
         let now = Deadline.now().uptimeNanoseconds
         let generation = self.generation
         while let deadline = sends.front({ $0.deadline }), deadline != 0, deadline <= now, generation == self.generation {
-            failFront(GCDAsyncUdpSocketError.sendTimeout)
+            failFront(.sendTimeout)
         }
         guard generation == self.generation else { return }
         pump()

@@ -39,13 +39,13 @@ open class DatagramEngine: @unchecked Sendable {
     @exclusivity(unchecked) var queuedSendBytes = 0
     @exclusivity(unchecked) var nextSendID: UInt32 = 0
     /// Sends that failed before they were queued (too large, queue full), to report in the next iteration.
-    @exclusivity(unchecked) var failedAtOnce: [(tag: Int, error: GCDAsyncUdpSocketError)] = []
+    @exclusivity(unchecked) var failedAtOnce: [(tag: Int, error: DatagramError)] = []
     /// Host names resolved for queued sends, by send id.
-    @exclusivity(unchecked) var resolutions: [UInt32: Result<[SocketAddress], GCDAsyncUdpSocketError>] = [:]
+    @exclusivity(unchecked) var resolutions: [UInt32: Result<[SocketAddress], DatagramError>] = [:]
     @exclusivity(unchecked) var sendTimer = TimerID.invalid
     @exclusivity(unchecked) var retryTimer = TimerID.invalid
-    @exclusivity(unchecked) var sendFilter: FilterSlot<GCDAsyncUdpSocketSendFilterBlock>?
-    @exclusivity(unchecked) var receiveFilter: FilterSlot<GCDAsyncUdpSocketReceiveFilterBlock>?
+    @exclusivity(unchecked) var sendFilter: FilterSlot<SendFilter>?
+    @exclusivity(unchecked) var receiveFilter: FilterSlot<ReceiveFilter>?
     /// Receive-filter calls out on their queue.
     @exclusivity(unchecked) var pendingFilterOperations = 0
     /// Datagrams received in a batch after receiving was paused mid-batch: delivered first when it resumes.
@@ -94,12 +94,12 @@ open class DatagramEngine: @unchecked Sendable {
 
 /// What the engine tells its sink besides received and sent datagrams.
 enum DatagramEvent {
-    case didNotSend(tag: Int, GCDAsyncUdpSocketError)
-    case didNotReceive(GCDAsyncUdpSocketError)
+    case didNotSend(tag: Int, DatagramError)
+    case didNotReceive(DatagramError)
     case connected(address: Data)
-    case didNotConnect(GCDAsyncUdpSocketError)
+    case didNotConnect(DatagramError)
     /// The socket closed (reported only if it had a descriptor): the last event of its descriptors.
-    case closed(GCDAsyncUdpSocketError?)
+    case closed(DatagramError?)
 }
 
 // MARK: - State shared with other threads
@@ -179,6 +179,15 @@ extension DatagramEngine {
 }
 
 extension DatagramEngine: PumpScheduled, GenerationChecked {}
+
+extension DatagramEngine {
+    /// The send filter's shape (the face's public `GCDAsyncUdpSocketSendFilterBlock` is the same type):
+    /// false drops the datagram, which is then reported as sent.
+    typealias SendFilter = (_ data: Data, _ address: Data, _ tag: Int) -> Bool
+    /// The receive filter's shape (the face's `GCDAsyncUdpSocketReceiveFilterBlock`): false drops the
+    /// datagram; what it stores in `context` is delivered with it.
+    typealias ReceiveFilter = (_ data: Data, _ address: Data, _ context: UnsafeMutablePointer<AnyObject?>) -> Bool
+}
 
 /// A filter with where it runs: inline on the loop (`queue == nil`) or on a queue.
 struct FilterSlot<Block> {

@@ -1,6 +1,7 @@
-/// A UDP socket's state on its loop: four small enums, each changed only by the transitions below, which
-/// return what the engine must do (an action) rather than doing it. What is a fact of the descriptors (whether
-/// any exists) is read from them and not stored here; how the pump is scheduled is ``PumpState``'s.
+/// A UDP socket's state on its loop: four small enums and a flag, changed only by ``handle(_:)`` (its events
+/// and actions are in DatagramState+Transitions.swift), which returns what the engine must do (an ``Action``) rather than
+/// doing it. What is a fact of the descriptors (whether any exists) is read from them and not stored here;
+/// how the pump is scheduled is ``PumpState``'s.
 ///
 /// Unlike TCP's there is no stream to track: a datagram socket is bound or connected, receives or not, and
 /// waits for the kernel on sends one way at a time.
@@ -49,7 +50,7 @@ struct DatagramState: Equatable {
     }
 
     /// Why a call was refused; the face words it as GCDAsyncUdpSocket does.
-    enum Refusal: Equatable {
+    enum Refusal: Equatable, CaseIterable {
         case alreadyBound
         case bindAfterConnect
         case alreadyConnected
@@ -58,12 +59,23 @@ struct DatagramState: Equatable {
         case multicastConnected
     }
 
-    var lifecycle = Lifecycle.idle
-    var receiving = Receiving.off
-    var ending = Ending.none
-    var sendWait = SendWait.none
+    private(set) var lifecycle = Lifecycle.idle
+    private(set) var receiving = Receiving.off
+    private(set) var ending = Ending.none
+    private(set) var sendWait = SendWait.none
     /// A `UDP_SEGMENT` send was refused by the route: one datagram per message from now on (until closed).
-    var segmentationRefused = false
+    private(set) var segmentationRefused = false
+
+    /// A socket in this state (a new one with the defaults; the transition tests and the diagram's table
+    /// start from the others).
+    init(lifecycle: Lifecycle = .idle, receiving: Receiving = .off, ending: Ending = .none, sendWait: SendWait = .none,
+         segmentationRefused: Bool = false) {
+        self.lifecycle = lifecycle
+        self.receiving = receiving
+        self.ending = ending
+        self.sendWait = sendWait
+        self.segmentationRefused = segmentationRefused
+    }
 
     // MARK: Queries
 
@@ -78,131 +90,80 @@ struct DatagramState: Equatable {
     /// The timers for the front send's deadline run only while it waits for the kernel.
     var sendWaitsForKernel: Bool { sendWait == .writable || sendWait == .noBuffers }
 
-    // MARK: Lifecycle transitions
+    // MARK: The transitions
 
-    /// An explicit bind is asked: `nil` to go ahead (then ``bound()`` once it succeeded), or why not.
-    func bindAsked() -> Refusal? {
-        switch lifecycle {
-        case .idle, .closed: return nil
-        case .bound: return .alreadyBound
-        case .connecting, .connected: return .bindAfterConnect
+    /// Handles `event`: the state moves on, and the engine does what the action says.
+    @inline(__always)
+    mutating func handle(_ event: Event) -> Action {
+        switch event {
+        case .bindAsked:
+            switch lifecycle {
+            case .idle, .closed: return .proceed
+            case .bound: return .refuse(.alreadyBound)
+            case .connecting, .connected: return .refuse(.bindAfterConnect)
+            }
+        case .bound:
+            switch lifecycle {
+            case .idle, .closed: lifecycle = .bound
+            case .connecting(fromBound: false): lifecycle = .connecting(fromBound: true)
+            case .bound, .connecting, .connected: return .none
+            }
+            return .proceed
+        case .connectAsked:
+            switch lifecycle {
+            case .idle, .closed: lifecycle = .connecting(fromBound: false)
+            case .bound: lifecycle = .connecting(fromBound: true)
+            case .connecting, .connected: return .refuse(.alreadyConnected)
+            }
+            return .proceed
+        case .connected:
+            guard case .connecting = lifecycle else { return .none }
+            lifecycle = .connected
+            return .reportConnected
+        case .connectFailed:
+            guard case .connecting(let fromBound) = lifecycle else { return .none }
+            lifecycle = fromBound ? .bound : .idle
+            return .reportConnectFailed
+        case .multicastAsked:
+            switch lifecycle {
+            case .bound: return .proceed
+            case .idle, .closed: return .refuse(.multicastUnbound)
+            case .connecting, .connected: return .refuse(.multicastConnected)
+            }
+        case .receiveAsked(let mode, let hasDescriptor):
+            let wanted: Receiving = mode == .once ? .once : .continuous
+            if receiving == wanted { return .none }
+            guard hasDescriptor else { return .refuse(.noDescriptor) }
+            receiving = wanted
+            return .startReceiving
+        case .pauseAsked:
+            guard isReceiving else { return .none }
+            receiving = .paused
+            return .stopReceiving
+        case .delivered:
+            guard receiving == .once else { return .none }
+            receiving = .off
+            return .proceed
+        case .sendWaits(let wait):
+            guard sendWait == .none, wait != .none else { return .none }
+            sendWait = wait
+            return .proceed
+        case .sendWaitEnded(let wait):
+            guard sendWait == wait, wait != .none else { return .none }
+            sendWait = .none
+            return .pump
+        case .segmentationRefused:
+            guard !segmentationRefused else { return .none }
+            segmentationRefused = true
+            return .proceed
+        case .closeAfterSendsAsked(let sendsQueued, let pumping):
+            ending = .afterSends
+            return sendsQueued || pumping ? .proceed : .close
+        case .pumpEnded(let sendsQueued):
+            return ending == .afterSends && !sendsQueued ? .close : .none
+        case .closed:
+            self = DatagramState(lifecycle: .closed)
+            return .tearDown
         }
-    }
-
-    /// A bind succeeded, or a send or a connect bound the socket implicitly.
-    mutating func bound() {
-        switch lifecycle {
-        case .idle, .closed: lifecycle = .bound
-        case .connecting(fromBound: false): lifecycle = .connecting(fromBound: true)
-        case .bound, .connecting, .connected: break
-        }
-    }
-
-    /// A connect is asked: `nil` when it starts (resolve the host, then ``connectFinished(_:)``), or why not.
-    mutating func connectAsked() -> Refusal? {
-        switch lifecycle {
-        case .idle, .closed: lifecycle = .connecting(fromBound: false)
-        case .bound: lifecycle = .connecting(fromBound: true)
-        case .connecting, .connected: return .alreadyConnected
-        }
-        return nil
-    }
-
-    /// What a finished connect leads to.
-    enum ConnectOutcome: Equatable {
-        /// Report success (and pump the sends that waited).
-        case connected
-        /// Report the failure (and pump the sends that waited, which then fail or leave unconnected).
-        case failed
-        /// No connect is in progress (a close came first): nothing to report.
-        case stale
-    }
-
-    /// The connect's outcome arrived.
-    mutating func connectFinished(_ succeeded: Bool) -> ConnectOutcome {
-        guard case .connecting(let fromBound) = lifecycle else { return .stale }
-        lifecycle = succeeded ? .connected : (fromBound ? .bound : .idle)
-        return succeeded ? .connected : .failed
-    }
-
-    /// A multicast join or leave is asked: `nil` to go ahead, or why not.
-    func multicastAsked() -> Refusal? {
-        switch lifecycle {
-        case .bound: return nil
-        case .idle, .closed: return .multicastUnbound
-        case .connecting, .connected: return .multicastConnected
-        }
-    }
-
-    /// The socket closes: everything of it goes at once (one assignment).
-    mutating func close() {
-        self = DatagramState(lifecycle: .closed)
-    }
-
-    // MARK: Receiving transitions
-
-    /// What asking to receive leads to.
-    enum ReceiveAction: Equatable {
-        /// Already receiving so: nothing changes.
-        case unchanged
-        /// Update the interest, and deliver any datagrams held back by a pause.
-        case start
-        case refuse(Refusal)
-    }
-
-    /// ``GCDAsyncUdpSocket/receiveOnce()`` (`.once`) or ``GCDAsyncUdpSocket/beginReceiving()`` (`.continuous`);
-    /// `hasDescriptor`: the socket has one to read (bound, connected, or created by a send or an option).
-    mutating func receiveAsked(_ mode: Receiving, hasDescriptor: Bool) -> ReceiveAction {
-        precondition(mode == .once || mode == .continuous)
-        if receiving == mode { return .unchanged }
-        guard hasDescriptor else { return .refuse(.noDescriptor) }
-        receiving = mode
-        return .start
-    }
-
-    /// ``GCDAsyncUdpSocket/pauseReceiving()``: true if it stopped anything (update the interest).
-    mutating func pauseAsked() -> Bool {
-        guard isReceiving else { return false }
-        receiving = .paused
-        return true
-    }
-
-    /// A datagram was delivered: a single receive is done.
-    mutating func delivered() {
-        if receiving == .once { receiving = .off }
-    }
-
-    // MARK: Send transitions
-
-    /// The front send hit `EAGAIN` (`.writable`), `ENOBUFS` (`.noBuffers`) or went to the filter's queue (`.filter`).
-    mutating func sendWaits(for wait: SendWait) {
-        precondition(sendWait == .none && wait != .none)
-        sendWait = wait
-    }
-
-    /// What the send waited for came (EPOLLOUT, the retry timer, the filter's answer): true if the send
-    /// was waiting for exactly that (pump).
-    mutating func sendWaitEnded(_ wait: SendWait) -> Bool {
-        guard sendWait == wait, wait != .none else { return false }
-        sendWait = .none
-        return true
-    }
-
-    /// A `UDP_SEGMENT` send was refused: send one datagram per message from now on.
-    mutating func segmentationWasRefused() {
-        segmentationRefused = true
-    }
-
-    // MARK: Ending transitions
-
-    /// ``GCDAsyncUdpSocket/closeAfterSending()``: true to close now (nothing queued and no pump running).
-    mutating func closeAfterSendsAsked(sendsQueued: Bool, pumping: Bool) -> Bool {
-        ending = .afterSends
-        return !sendsQueued && !pumping
-    }
-
-    /// The pump ended: true to close now (the queue a `closeAfterSending()` waits for is empty).
-    func pumpEnded(sendsQueued: Bool) -> Bool {
-        ending == .afterSends && !sendsQueued
     }
 }
