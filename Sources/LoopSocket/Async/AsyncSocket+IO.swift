@@ -109,7 +109,8 @@ extension AsyncSocket {
         let task = Self.currentTask()
         if let task, swiftTaskIsCancelled(task) { throw CancellationError() }
         if eventLoop.inEventLoop {
-            if let data = try socket.readImmediately(kind, maxLength: maxLength) { return data }
+            // Nothing buffered (a request/response peer waits for the reply) is asked here, without a call.
+            if socket.pendingCount > 0, let data = try socket.readImmediately(kind, maxLength: maxLength) { return data }
             return try await readOnLoop(kind, maxLength: maxLength, task: task)
         }
         return try await readFromOtherThread(kind, maxLength: maxLength)
