@@ -22,11 +22,17 @@ extension GCDAsyncSocket {
     func useAsyncHandler(_ handler: AsyncSocketHandler) {
         withLock {
             // Not a `GCDAsyncSocketDelegate`, so the getter reads nil; but a connect finds someone to tell.
-            reportedDelegate = handler
+            // One object for every socket: a weak reference to each connection's handler would cost each its
+            // own side-table allocation, part of every idle async connection.
+            reportedDelegate = Self.asyncStandIn
             reportedDelegateQueue = nil
         }
         if eventLoop.inEventLoop { setAsyncHandler(handler) } else { onLoop { [self] in setAsyncHandler(handler) } }
     }
+
+    /// What the lock-guarded delegate of a socket with an async handler reads as (never called: the handler
+    /// itself is in ``recipient``).
+    private static let asyncStandIn = AsyncSocketHandler()
 
     private func setAsyncHandler(_ handler: AsyncSocketHandler) {
         loopDelegate = nil

@@ -104,10 +104,14 @@ extension AsyncSocket {
     /// One read: from the buffered bytes without suspending when they suffice (on the loop), else queued
     /// with a continuation that the read operation resumes.
     @inline(__always) nonisolated(nonsending) func read(_ kind: ReadOp.Kind, maxLength: Int) async throws -> Data {
-        try Task.checkCancellation()
+        // The running task, looked up once: whether it is cancelled (what `Task.checkCancellation()` asks,
+        // looking it up again), and whether it is the read scope's.
+        let task = Self.currentTask()
+        if let task, swiftTaskIsCancelled(task) { throw CancellationError() }
         if eventLoop.inEventLoop {
-            if let data = try socket.readImmediately(kind, maxLength: maxLength) { return data }
-            return try await readOnLoop(kind, maxLength: maxLength)
+            // Nothing buffered (a request/response peer waits for the reply) is asked here, without a call.
+            if socket.pendingCount > 0, let data = try socket.readImmediately(kind, maxLength: maxLength) { return data }
+            return try await readOnLoop(kind, maxLength: maxLength, task: task)
         }
         return try await readFromOtherThread(kind, maxLength: maxLength)
     }
@@ -118,14 +122,17 @@ extension AsyncSocket {
     /// and finds the read by its operation id, reserved here: through the read's own cancellation handler,
     /// or, for the task running an `executeThenClose` body, through that scope's one handler, which finds
     /// the id recorded in the scope.
-    @inline(__always) nonisolated(nonsending) private func readOnLoop(_ kind: ReadOp.Kind, maxLength: Int) async throws -> Data {
+    @inline(__always) nonisolated(nonsending) private func readOnLoop(_ kind: ReadOp.Kind, maxLength: Int, task: UnsafeRawPointer?) async throws -> Data {
         let socket = self.socket
         let id = socket.reserveOpID()
-        if inReadScope {
+        if isReadScope(task) {
             let handler = self.handler
             handler.scopeReadID = id
             defer { handler.scopeReadID = nil }
-            return try await queueReadAndWait(kind, maxLength: maxLength, id: id)
+            // No second look at cancellation once queued: the scope's handler always reaches the read
+            // through the loop (inline only when the canceller runs on the loop, and so not while this task
+            // does), so a cancellation after the check above finds the read queued under `scopeReadID`.
+            return try await queueReadAndWait(kind, maxLength: maxLength, id: id, checkCancelled: false)
         }
         return try await readWithOwnCancellation(kind, maxLength: maxLength, id: id)
     }
@@ -135,20 +142,23 @@ extension AsyncSocket {
     @inline(never) nonisolated(nonsending) private func readWithOwnCancellation(_ kind: ReadOp.Kind, maxLength: Int, id: UInt32) async throws -> Data {
         let socket = self.socket
         return try await withCancellationHandler {
-            try await queueReadAndWait(kind, maxLength: maxLength, id: id)
+            // The handler runs at once, before the read is queued, if the task was cancelled since the check
+            // in `read`: it finds no read, so the queueing looks again.
+            try await queueReadAndWait(kind, maxLength: maxLength, id: id, checkCancelled: true)
         } onCancel: {
             socket.onLoop { socket.cancelRead(id: id) }
         }
     }
 
-    /// Queues the read with id `id` and suspends until its operation resumes it.
+    /// Queues the read with id `id` and suspends until its operation resumes it; with `checkCancelled`, a
+    /// cancellation that came before the read was queued fails it at once.
     ///
     /// No ``HandOff/received()`` after it: the loop resumes this task on its own thread (the task runs on the
     /// loop), so the sanitizer sees the ordering without help.
-    @inline(__always) nonisolated(nonsending) private func queueReadAndWait(_ kind: ReadOp.Kind, maxLength: Int, id: UInt32) async throws -> Data {
+    @inline(__always) nonisolated(nonsending) private func queueReadAndWait(_ kind: ReadOp.Kind, maxLength: Int, id: UInt32, checkCancelled: Bool) async throws -> Data {
         let socket = self.socket
         return try await _unsafeInheritExecutor_withUnsafeThrowingContinuation { (continuation: ReadContinuation) in
-            socket.queueAsyncRead(kind, maxLength: maxLength, id: id, continuation: continuation)
+            socket.queueAsyncRead(kind, maxLength: maxLength, id: id, continuation: continuation, checkCancelled: checkCancelled)
         }
     }
 

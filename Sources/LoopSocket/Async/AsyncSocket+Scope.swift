@@ -86,10 +86,10 @@ extension AsyncSocket {
         handler.scopeReadID = nil
     }
 
-    /// Whether the calling code runs in the task of the open read scope. Loop only.
-    var inReadScope: Bool {
-        guard let task = handler.scopeTask else { return false }
-        return Self.currentTask() == task
+    /// Whether `task` (the running task, ``currentTask()``) is the one of the open read scope. Loop only.
+    func isReadScope(_ task: UnsafeRawPointer?) -> Bool {
+        guard let scopeTask = handler.scopeTask else { return false }
+        return task == scopeTask
     }
 
     /// The current task's address (identity only: never dereferenced, and compared only while the scope's

@@ -8,9 +8,10 @@ import FoundationEssentials
 // allocator's first 1 KiB slab into a second one (see docs/benchmarks.md, idle memory of the async server).
 extension ConnectionEngine {
     /// Queues a read for a task that is on the loop, or posts it to the loop if the task left it on the way
-    /// here (a caller isolated to an actor that is not the loop's). `async` reads only.
+    /// here (a caller isolated to an actor that is not the loop's). `async` reads only. `checkCancelled`:
+    /// whether a cancellation handler may already have run and missed the read (see the callers).
     @inline(never)
-    func queueAsyncRead(_ kind: consuming ReadOp.Kind, maxLength: Int, id: UInt32, continuation: ReadContinuation) {
+    func queueAsyncRead(_ kind: consuming ReadOp.Kind, maxLength: Int, id: UInt32, continuation: ReadContinuation, checkCancelled: Bool) {
         guard eventLoop.inEventLoop else {
             return postQueuedAsyncRead(kind, maxLength: maxLength, id: id, continuation: continuation)
         }
@@ -18,7 +19,7 @@ extension ConnectionEngine {
         enqueueAsyncRead(ReadOp(kind: kind, maxLength: maxLength, tag: 0, timeout: -1, id: id, continuation: continuation))
         // A cancellation that arrived before the read was queued (its handler ran and found no read) is seen
         // here. A later one finds the read by its id.
-        if Task.isCancelled { cancelRead(id: id) }
+        if checkCancelled && Task.isCancelled { cancelRead(id: id) }
     }
 
     /// `queueAsyncRead` from a task that left the loop on the way: both posts come from this thread, so a

@@ -14,6 +14,7 @@ final class TaskRuntimeTests: XCTestCase {
     /// Every entry point TaskRuntime.swift reaches through CEpollShim's forwarders.
     static let entryPoints = [
         "swift_task_addCancellationHandler", "swift_task_removeCancellationHandler", "swift_task_getCurrent",
+        "swift_task_isCancelled",
     ]
 
     /// Each entry point is still exported by the runtime this process runs on (the forwarders would otherwise
@@ -114,6 +115,29 @@ final class TaskRuntimeTests: XCTestCase {
             removedCalls.load(ordering: .relaxed), 0,
             "swift_task_removeCancellationHandler: a removed record's handler ran when the task was cancelled")
         XCTAssertEqual(keptCalls.load(ordering: .relaxed), 1)
+    }
+
+    // MARK: swift_task_isCancelled
+
+    /// A running task is not cancelled until it is, from another task, while it waits; then it is, as
+    /// `Task.isCancelled` says. Every `AsyncSocket` read asks this before it reads.
+    func testIsCancelledFollowsTheTasksCancellation() async {
+        let (suspended, suspendedGate) = AsyncStream<Void>.makeStream()
+        let release = Latch()
+        let task = Task { () -> (before: Bool?, after: Bool?, library: Bool) in
+            let before = swiftTaskGetCurrent().map { swiftTaskIsCancelled($0) }
+            suspendedGate.finish()
+            await release.wait()
+            return (before, swiftTaskGetCurrent().map { swiftTaskIsCancelled($0) }, Task.isCancelled)
+        }
+        defer { release.open() }
+        guard await finishes(suspended) else { return XCTFail("the task never suspended") }
+        task.cancel()
+        release.open()
+        let seen = await task.value
+        XCTAssertEqual(seen.before, false, "swift_task_isCancelled: a running task that nobody cancelled reads as cancelled")
+        XCTAssertEqual(seen.after, true, "swift_task_isCancelled: a cancelled task reads as not cancelled")
+        XCTAssertTrue(seen.library, "Task.isCancelled disagrees: the test did not cancel the task")
     }
 
     // MARK: swift_task_getCurrent
