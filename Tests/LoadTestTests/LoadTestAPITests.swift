@@ -135,6 +135,51 @@ final class LoadTestAPITests: XCTestCase {
         XCTAssertEqual(seen.all, report.timeline)
     }
 
+    /// A LoadProtocol's option given in `arguments` reaches the run: each request is the word, echoed back.
+    func testAProtocolRunsWithItsOwnOptions() async throws {
+        let server = try EchoServer()
+        defer { try? server.stop() }
+        var configuration = short(server.port)
+        configuration.mode = .custom(Word())
+        configuration.arguments = ["--word", "HELLO!"]
+        let report = try await LoadTest.run(configuration)
+        XCTAssertEqual(report.mode, "word")
+        XCTAssertEqual(report.errors.total, 0, report.text)
+        XCTAssertGreaterThan(report.requests, 0)
+        XCTAssertEqual(report.bytes, report.requests * 6, "six bytes a reply: the word given, not the default")
+    }
+
+    /// On a group the caller owns (here the server's), the run leaves the loops running: a second run on them
+    /// works, and so does the server.
+    func testARunOnTheCallersGroupLeavesItRunning() async throws {
+        let server = try EchoServer()
+        defer { try? server.stop() }
+        var configuration = short(server.port)
+        configuration.group = server.group
+        configuration.loops = 64  // ignored: the group's loops are used
+        for _ in 0..<2 {
+            let report = try await LoadTest.run(configuration)
+            XCTAssertEqual(report.errors.total, 0, report.text)
+            XCTAssertGreaterThan(report.requests, 0)
+            XCTAssertEqual(report.result.loops, 1)
+        }
+    }
+
+    /// The modes without a reply to time run too: connect (churn) and idle.
+    func testConnectAndIdleModesRun() async throws {
+        let server = try EchoServer()
+        defer { try? server.stop() }
+        for mode in [LoadTest.Mode.connect, .idle] {
+            var configuration = short(server.port)
+            configuration.mode = mode
+            let report = try await LoadTest.run(configuration)
+            XCTAssertEqual(report.mode, mode.name)
+            XCTAssertEqual(report.errors.total, 0, report.text)
+            if mode == .connect { XCTAssertGreaterThan(report.requests, 0, "connections made") }
+            if mode == .idle { XCTAssertEqual(report.connectionsEstablished, 2) }
+        }
+    }
+
     /// What `--json` writes is the report's JSON, byte for byte; a report read back writes it again.
     func testTheReportsJSONIsTheCommandLinesFile() async throws {
         let server = try EchoServer()
