@@ -42,7 +42,7 @@ extension LoadTest {
         /// The name.
         public var description: String { mode.name }
 
-        /// Modes are equal when their names are.
+        /// Modes are equal when their names are, and both are loadtest's or both a ``LoadProtocol``'s.
         public static func == (a: Mode, b: Mode) -> Bool { a.mode == b.mode && a.isCustom == b.isCustom }
     }
 }
