@@ -180,6 +180,37 @@ final class LoadTestAPITests: XCTestCase {
         }
     }
 
+    /// tcp mode's requests and framing, and stream mode, through `arguments` and the mode values.
+    func testTCPAndStreamModesRun() async throws {
+        let server = try EchoServer()
+        defer { try? server.stop() }
+        var tcp = short(server.port)
+        tcp.mode = .tcp
+        tcp.arguments = ["--send", "PING\\r\\n", "--reply-until", "\\r\\n"]
+        let report = try await LoadTest.run(tcp)
+        XCTAssertEqual(report.mode, "tcp")
+        XCTAssertEqual(report.errors.total, 0, report.text)
+        XCTAssertEqual(report.bytes, report.requests * 6)
+        var stream = short(server.port)
+        stream.mode = .stream
+        let streamed = try await LoadTest.run(stream)
+        XCTAssertEqual(streamed.mode, "stream")
+        XCTAssertGreaterThan(streamed.bytes, 0, streamed.text)
+    }
+
+    /// A threshold the run misses is reported as missed, with the figure it was judged on.
+    func testAMissedThresholdIsReported() async throws {
+        let server = try EchoServer()
+        defer { try? server.stop() }
+        var configuration = short(server.port)
+        configuration.thresholds = ["errors==0", "requests>=1000000000"]
+        let report = try await LoadTest.run(configuration)
+        XCTAssertFalse(report.thresholdsMet)
+        XCTAssertEqual(report.thresholds.map(\.passed), [true, false])
+        XCTAssertEqual(report.thresholds[1].value, Double(report.requests))
+        XCTAssertEqual(report.thresholds[1].limit, 1e9)
+    }
+
     /// What `--json` writes is the report's JSON, byte for byte; a report read back writes it again.
     func testTheReportsJSONIsTheCommandLinesFile() async throws {
         let server = try EchoServer()
