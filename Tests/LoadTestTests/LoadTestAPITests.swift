@@ -198,6 +198,18 @@ final class LoadTestAPITests: XCTestCase {
         XCTAssertGreaterThan(streamed.bytes, 0, streamed.text)
     }
 
+    /// udp mode: the datagrams' fates are in the report's JSON, as the command line writes them.
+    func testUDPModeRuns() async throws {
+        let server = try UDPTestEchoServer(policy: .echo)
+        defer { server.stop() }
+        let report = try await LoadTest.run(short(server.port).with { $0.mode = .udp })
+        XCTAssertEqual(report.mode, "udp")
+        XCTAssertEqual(report.errors.total, 0, report.text)
+        XCTAssertGreaterThan(report.requests, 0)
+        XCTAssertEqual(report.result.datagrams?.lost, 0)
+        XCTAssertTrue(String(decoding: try report.json(), as: UTF8.self).contains("\"datagrams\""))
+    }
+
     /// A threshold the run misses is reported as missed, with the figure it was judged on.
     func testAMissedThresholdIsReported() async throws {
         let server = try EchoServer()
@@ -285,6 +297,15 @@ final class LoadTestAPITests: XCTestCase {
         XCTAssertEqual(comparison.changes.first { $0.figure == "throughput" }?.change ?? .nan, 0, accuracy: 1e-9)
         XCTAssertThrowsError(try LoadTest.compare(base: [], new: [report]))
         XCTAssertThrowsError(try LoadTest.compare(base: [report], new: [report], confidence: 2))
+    }
+}
+
+extension LoadTest.Configuration {
+    /// This configuration changed by `change`.
+    fileprivate func with(_ change: (inout Self) -> Void) -> Self {
+        var copy = self
+        change(&copy)
+        return copy
     }
 }
 
