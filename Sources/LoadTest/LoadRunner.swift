@@ -33,6 +33,7 @@ package final class LoadRunner: Sendable {
     private let output: @Sendable (String) -> Void
     private let signals = RunSignals()
     private let interrupted = Atomic<Bool>(false)
+
     /// Called with each second's sample as it is taken (on the coordinating thread).
     private let progress: (@Sendable (RunResult.Sample) -> Void)?
     /// The loops to run on, owned by the caller (shared with a server, say); nil: the run's own group.
