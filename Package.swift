@@ -133,6 +133,12 @@ let package = Package(
             name: "LoadTestTests",
             dependencies: ["LoadTest", "EpollLoop", "LoopSocket", "SharedTestSupport", "HTTPHello"]
         ),
+        // A perf-test suite to copy: echo-server's and http-hello's servers started in the test, loaded through
+        // LoadTest's public API (no @testable import), XCTest and Swift Testing cases.
+        .testTarget(
+            name: "PerfTestExamples",
+            dependencies: ["LoadTest", "EpollLoop", "LoopSocket", "HTTPHello"]
+        ),
         // Allocations per operation of the example servers and loadtest, counted by a malloc hook the test
         // compiles and preloads into them (not linked here: the sanitizer builds intercept malloc themselves),
         // against the limits in allocation-limits.json.

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# build-docs.sh: the API reference of EpollLoop and LoopSocket, built with the toolchain's own DocC from the
-# catalogs in Sources/<Module>/<Module>.docc and the symbol graphs of a `swift build`, as static sites in
+# build-docs.sh: the API reference of EpollLoop, LoopSocket and LoadTest, built with the toolchain's own DocC
+# from the catalogs in Sources/<Module>/<Module>.docc and the symbol graphs of a `swift build`, as static sites in
 # .build-docs/<Module>.doccarchive (git-ignored). No package plugin: the root package depends on nothing.
 #
 #     scripts/build-docs.sh
@@ -11,7 +11,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=.build-docs
-MODULES=(EpollLoop LoopSocket)
+MODULES=(EpollLoop LoopSocket LoadTest)
 
 DOCC=$(command -v docc || true)
 [ -n "$DOCC" ] || DOCC="$(dirname "$(readlink -f "$(command -v swift)")")/docc"

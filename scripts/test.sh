@@ -11,8 +11,8 @@
 # where it needs no password; websockets into a virtual environment of the suite's own, .build/test-venv
 # (never into the system's Python), whose bin directory is then put first on PATH so that the tests'
 # `python3` is the venv's. One line says what was installed, or what to run where nothing could be.
-# Then `swift test --disable-swift-testing`: the tests are XCTest's, and --disable-swift-testing keeps
-# SwiftPM from also starting the Swift Testing runner, which finds no tests and prints a second summary.
+# Then `swift test`: XCTest's cases, then Swift Testing's (Tests/PerfTestExamples has both kinds, as a suite a
+# user copies may), each runner with its own summary.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mkdir -p .build
@@ -106,4 +106,4 @@ elif [ ${#installed[@]} -gt 0 ]; then
 else
     echo "scripts/test.sh: every peer the tests need is installed"
 fi
-exec swift test --disable-swift-testing "$@"
+exec swift test "$@"

@@ -34,10 +34,19 @@ package final class LoadRunner: Sendable {
     private let signals = RunSignals()
     private let interrupted = Atomic<Bool>(false)
 
-    /// A runner for `config`, printing progress and notices through `output` (default: standard output).
-    package init(config: LoadConfig, output: @escaping @Sendable (String) -> Void = LoadRunner.printLine) {
+    /// Called with each second's sample as it is taken (on the coordinating thread).
+    private let progress: (@Sendable (RunResult.Sample) -> Void)?
+    /// The loops to run on, owned by the caller (shared with a server, say); nil: the run's own group.
+    private let sharedGroup: EventLoopGroup?
+
+    /// A runner for `config`, printing progress and notices through `output` (default: standard output), handing
+    /// each second's sample to `progress`, on the loops of `group` (left running) or of a group of its own.
+    package init(config: LoadConfig, output: @escaping @Sendable (String) -> Void = LoadRunner.printLine,
+                 progress: (@Sendable (RunResult.Sample) -> Void)? = nil, group: EventLoopGroup? = nil) {
         self.config = config
         self.output = output
+        self.progress = progress
+        self.sharedGroup = group
     }
 
     /// Writes a line to standard output and flushes it.
@@ -96,10 +105,11 @@ package final class LoadRunner: Sendable {
 
         let group: EventLoopGroup
         do {
-            group = try EventLoopGroup(numberOfLoops: config.loops, name: "loadtest")
+            group = try sharedGroup ?? EventLoopGroup(numberOfLoops: config.loops, name: "loadtest")
         } catch {
             throw LoadTestError("cannot start \(config.loops) event loop(s): \(error)")
         }
+        config.loops = group.loops.count
         var workers: [LoopWorker] = []
         var first = 0
         for (i, loop) in group.loops.enumerated() {
@@ -109,8 +119,12 @@ package final class LoadRunner: Sendable {
             first += share
         }
         defer {
-            try? group.shutdownGracefully(timeout: .seconds(10))
-            for worker in workers { worker.release() }
+            if sharedGroup == nil {
+                try? group.shutdownGracefully(timeout: .seconds(10))
+                for worker in workers { worker.release() }
+            } else {
+                _ = gather(workers) { $0.release() }  // on their loops, which go on running
+            }
         }
         let extras = try RunExtras(config: config, loop: group.loops[0], output: output)
         defer { extras.close() }
@@ -240,6 +254,7 @@ package final class LoadRunner: Sendable {
             sample.targetRate = config.targetRate(from: Double(previousTime - loadStart) / 1e9,
                                                   to: Double(now - loadStart) / 1e9)
             timeline.append(sample)
+            progress?(sample)
             if let stageRecorder, stageRecorder.stageEnded(by: min(now, windowEnd)) {
                 stageRecorder.take(at: min(now, windowEnd), totals: current, histogram: mergedHistogram(workers))
             }
