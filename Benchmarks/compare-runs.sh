@@ -2,8 +2,8 @@
 # Did a change make the server slower? Runs ROUNDS alternating rounds of one loadtest workload against two
 # servers, BASE and NEW, keeps each run's JSON report, then `loadtest compare BASE NEW` over them and prints its
 # verdict per figure (faster, slower or no detectable change, with the confidence interval). Each run starts
-# its server on a fresh port pinned to core 0 (taskset) and loadtest on core 1 with one loop; within a round
-# the two sides take turns going first, so that a drift of the machine falls on both alike.
+# its server on a fresh port pinned to core 0 (taskset) and loadtest on core 1 with one loop; which side runs
+# first alternates from round to round, so that a drift of the machine falls on both alike.
 #
 #     Benchmarks/compare-runs.sh ref main              # main's echo-server (base) against the working tree's (new)
 #     Benchmarks/compare-runs.sh peer c                # the C echo_server (base) against our echo-server (new)
