@@ -17,40 +17,42 @@ final class HTTPConnection: GCDAsyncSocketDelegate, PacedConnection, SweptConnec
     unowned(unsafe) let worker: LoopWorker
     /// The loop's requests and per-URL counts.
     unowned(unsafe) let shared: HTTPLoop
-    private var socket: GCDAsyncSocket?
+    // The state is loop-confined and never accessed across a call that could re-enter it, so it opts out of
+    // dynamic exclusivity checks (as EchoConnection's does): each costs more than what it guards.
+    @exclusivity(unchecked) private var socket: GCDAsyncSocket?
     private let requests: [Data]
-    private var nextRequest: Int
+    @exclusivity(unchecked) private var nextRequest: Int
     private let openLoop: Bool
-    private var times: SendTimes
+    @exclusivity(unchecked) private var times: SendTimes
     /// Open loop: when each request actually went out (`times` holds when it was meant to), for service time.
-    private var sentTimes: SendTimes
+    @exclusivity(unchecked) private var sentTimes: SendTimes
     /// The head's size while its body is read (the bytes received count both).
-    private var pendingHeadBytes = 0
-    private var nextSend: UInt64 = 0
-    private var nextReceive: UInt64 = 0
+    @exclusivity(unchecked) private var pendingHeadBytes = 0
+    @exclusivity(unchecked) private var nextSend: UInt64 = 0
+    @exclusivity(unchecked) private var nextReceive: UInt64 = 0
     /// A chunked body's bytes so far (size lines, chunks, trailers), counted as received.
-    private var chunkedBytes = 0
+    @exclusivity(unchecked) private var chunkedBytes = 0
     /// A body that comes in pieces (chunks, or a long one by `Content-Length`) counted and checked as it
     /// arrives (``ResponseChecks/BodyScan``).
-    private var bodyScan = ResponseChecks.BodyScan()
+    @exclusivity(unchecked) private var bodyScan = ResponseChecks.BodyScan()
     /// The body bytes still to read: of a `Content-Length` body, or of the current chunk.
-    private var bodyLeft = 0
+    @exclusivity(unchecked) private var bodyLeft = 0
     /// The trailer bytes so far after a chunked body (nil before them), bounded by `--max-head`.
-    private var trailerBytes: Int?
+    @exclusivity(unchecked) private var trailerBytes: Int?
     /// How much of a response is read (`--max-head`, `--max-body`).
     private let limits: HTTPResponseLimits
     /// A head (tag 1) or body (tag 2; chunked: tags 3 to 6) read is queued.
-    private var readQueued = false
-    private var pendingHead: HTTPResponseHead?
-    private var state = ConnectionState.idle
+    @exclusivity(unchecked) private var readQueued = false
+    @exclusivity(unchecked) private var pendingHead: HTTPResponseHead?
+    @exclusivity(unchecked) private var state = ConnectionState.idle
     /// Set when the server said it closes: the close that follows is expected, and the slot reconnects.
-    private var reconnecting = false
+    @exclusivity(unchecked) private var reconnecting = false
     /// What a response must be (status, body) to count as a success; whether its body is looked at.
     private let checks: ResponseChecks
     private let inspectsBody: Bool
     /// Several URLs: the index of the one the next response answers (responses come in the order sent).
     private let perURL: Bool
-    private var receiveURL = 0
+    @exclusivity(unchecked) private var receiveURL = 0
     /// One URL, statuses 2xx, no body check: a response is judged by two comparisons, as it always was.
     private let plain: Bool
 

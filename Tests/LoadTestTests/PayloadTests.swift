@@ -47,6 +47,22 @@ final class PayloadTests: XCTestCase {
         XCTAssertNil(parse(""))
     }
 
+    /// Lines end at CRLF only: a lone CR is part of its line, a colon counts only within its own line, and a
+    /// head cut after a CR has no last line end.
+    func testHTTPResponseHeadLineEnds() {
+        func parse(_ text: String) -> HTTPResponseHead? {
+            Array(text.utf8).withUnsafeBytes { HTTPResponseHead.parse($0) }
+        }
+        XCTAssertEqual(parse("HTTP/1.1 200 OK\r\nX-A: a\rb\r\nContent-Length: 3\r\n\r\n")?.contentLength, 3)
+        XCTAssertEqual(parse("HTTP/1.1 200 OK\r\r\nContent-Length: 4\r\n\r\n")?.contentLength, 4)
+        XCTAssertNil(parse("HTTP/1.1 200 OK\r\nContent-Length: 5\r\rX: y\r\n\r\n"))
+        XCTAssertNil(parse("HTTP/1.1 200 OK\r\nno colon\r\nX: y\r\n\r\n"))
+        XCTAssertNil(parse("HTTP/1.1 200 OK\r\nContent-Length: 7\r"))
+        XCTAssertEqual(parse("HTTP/1.1 200 OK\r\nContent-Length: 8\r\n")?.contentLength, 8)
+        XCTAssertEqual(parse("HTTP/1.1 200 OK\r\nCONTENT-LENGTH: 000000000000000009\r\n\r\n")?.contentLength, 9)
+        XCTAssertNil(parse("HTTP/1.1 200 OK\r\nContent-Length: 0000000000000000010\r\n\r\n"))
+    }
+
     func testErrorClassification() {
         XCTAssertEqual(ErrorKind.classify(errno: .connectionRefused), .refused)
         XCTAssertEqual(ErrorKind.classify(errno: .connectionReset), .reset)
