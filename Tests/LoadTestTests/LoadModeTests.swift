@@ -36,7 +36,7 @@ final class LoadModeTests: XCTestCase {
     }
 
     func testTheRunnerAndTheWorkerCompareNoModes() throws {
-        for file in ["LoadRunner.swift", "LoopWorker.swift"] {
+        for file in ["Core/LoadRunner.swift", "Core/LoopWorker.swift"] {
             let text = try String(contentsOf: Self.sources.appendingPathComponent(file), encoding: .utf8)
             XCTAssertNil(text.range(of: #"mode\s*[=!]=|case \.(echo|demo|stream|connect|idle|http|udp)\b"#,
                                     options: .regularExpression), "\(file) tests the mode")

@@ -3,13 +3,13 @@ import XCTest
 
 /// tcp mode's framings, fed every split of their replies, and its command line.
 final class ReplyFormatTests: XCTestCase {
-    private func frame(_ format: ReplyFormat, _ bytes: [UInt8]) -> ReplyFraming {
+    private func frame(_ format: TCPReplyFormat, _ bytes: [UInt8]) -> ReplyFraming {
         bytes.withUnsafeBytes { format.frame($0) }
     }
 
     /// Every prefix of `reply + extra` shorter than `reply` needs more; from `reply`'s length on, it frames as
     /// `expected`.
-    private func assertFrames(_ format: ReplyFormat, _ reply: String, extra: String = "+NEXT\r\n",
+    private func assertFrames(_ format: TCPReplyFormat, _ reply: String, extra: String = "+NEXT\r\n",
                               _ expected: ReplyFraming, line: UInt = #line) {
         let bytes = Array(reply.utf8), all = bytes + Array(extra.utf8)
         for cut in 0..<bytes.count {

@@ -15,8 +15,9 @@ extension LoopWorker {
     /// A connection ended in `previous` state: true when its slot is to connect again now (it was open and
     /// is being replaced); otherwise the connection's end is counted (a failed connect settled, unless it was
     /// a replacement's) along with its `error`, if any.
-    func replaceableConnectionEnded(from previous: ConnectionState, replacing: inout Bool, error: (any Error)?) -> Bool
-    {
+    func replaceableConnectionEnded(
+        from previous: LoadConnectionState, replacing: inout Bool, error: (any Error)?
+    ) -> Bool {
         if previous == .open { connectionClosed() }
         if previous == .open && replacing && !stopping { return true }
         if previous == .connecting {

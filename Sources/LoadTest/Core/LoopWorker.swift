@@ -352,7 +352,7 @@ final class LoopWorker: @unchecked Sendable {
 
     /// A GCDAsyncSocket connection ended in `previous` state: a connect that failed, or an open connection
     /// gone; its error, if any, counted.
-    func connectionEnded(from previous: ConnectionState, error: (any Error)?) {
+    func connectionEnded(from previous: LoadConnectionState, error: (any Error)?) {
         if previous == .connecting {
             connectionSettled(ok: false)
         } else if previous == .open {

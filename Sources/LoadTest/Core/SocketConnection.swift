@@ -5,7 +5,7 @@ import LoopSocket
 protocol SocketConnection: GCDAsyncSocketDelegate, LoadConnection {
     var worker: LoopWorker { get }
     var socket: GCDAsyncSocket? { get set }
-    var state: ConnectionState { get set }
+    var state: LoadConnectionState { get set }
 }
 
 extension SocketConnection {

@@ -29,7 +29,7 @@ final class EchoConnection: LoopIOHandler, PacedConnection, SweptConnection {
     private let phase: UInt32
     private let size: Int
     private let openLoop: Bool
-    @exclusivity(unchecked) private var state = ConnectionState.idle
+    @exclusivity(unchecked) private var state = LoadConnectionState.idle
     @exclusivity(unchecked) private var fd: Int32 = -1
     /// Whether EPOLLOUT is in the interest set: only while a send is waiting for room in the kernel.
     @exclusivity(unchecked) private var writableArmed = false

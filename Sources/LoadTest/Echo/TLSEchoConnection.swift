@@ -12,7 +12,7 @@ final class TLSEchoConnection: SocketConnection {
     private let size: Int
     private let timeout: Double
     var socket: GCDAsyncSocket?
-    var state = ConnectionState.idle
+    var state = LoadConnectionState.idle
     private var nextSend: UInt64 = 0
     private var nextReply: UInt64 = 0
     /// When each message in flight was sent, oldest first (at most `pipeline`).

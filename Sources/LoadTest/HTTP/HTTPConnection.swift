@@ -42,7 +42,7 @@ final class HTTPConnection: GCDAsyncSocketDelegate, PacedConnection, SweptConnec
     /// A head (tag 1) or body (tag 2; chunked: tags 3 to 6) read is queued.
     private var readQueued = false
     private var pendingHead: HTTPResponseHead?
-    private var state = ConnectionState.idle
+    private var state = LoadConnectionState.idle
     /// Set when the server said it closes: the close that follows is expected, and the slot reconnects.
     private var reconnecting = false
     /// What a response must be (status, body) to count as a success; whether its body is looked at.

@@ -10,15 +10,15 @@ import LoopSocket
 /// Open loop (`--rate`): a slot starts a cycle when the worker's schedule says so and is free again when it
 /// ends; latency counts from the cycle's intended start, service time from its actual start. A failed cycle is
 /// counted and not retried (the schedule goes on).
-final class ChurnSlot: GCDAsyncSocketDelegate, PacedConnection {
+final class ConnectSlot: GCDAsyncSocketDelegate, PacedConnection {
     static let messageSize = 64
 
     unowned(unsafe) let worker: LoopWorker
     private var socket: GCDAsyncSocket?
-    private var message = Data(count: ChurnSlot.messageSize)
+    private var message = Data(count: ConnectSlot.messageSize)
     private var phase: UInt32 = 0
     private var startedAt: UInt64 = 0
-    private var state = ConnectionState.idle
+    private var state = LoadConnectionState.idle
     private var closingOnPurpose = false
     private let openLoop: Bool
     /// Open loop: when the current cycle was meant to start.

@@ -24,7 +24,7 @@ final class FramedConnection<P: LoadProtocol>: SocketConnection, PacedConnection
     @exclusivity(unchecked) var socket: GCDAsyncSocket?
     // The mutable state is loop-confined and never accessed across a call that could re-enter it, so it opts
     // out of dynamic exclusivity checks (as EchoConnection's does): each costs more than what it guards.
-    @exclusivity(unchecked) var state = ConnectionState.idle
+    @exclusivity(unchecked) var state = LoadConnectionState.idle
     /// Connected, greeting sent, its answer not yet framed (the connection is not settled until it is).
     @exclusivity(unchecked) private var greeting = false
     /// A failure is closing the connection (the disconnect's callback may come later).

@@ -7,7 +7,7 @@ import LoopSocket
 final class IdleConnection: SocketConnection {
     unowned(unsafe) let worker: LoopWorker
     var socket: GCDAsyncSocket?
-    var state = ConnectionState.idle
+    var state = LoadConnectionState.idle
 
     init(worker: LoopWorker) {
         self.worker = worker

@@ -1,10 +1,10 @@
 extension LoadMode {
-    /// Connection churn (``ChurnSlot``): connect, one 64-byte echo, close, again; connections/s. Its slots open
+    /// Connection churn (``ConnectSlot``): connect, one 64-byte echo, close, again; connections/s. Its slots open
     /// and close all the time, so the opening phase waits for none of them, and no reply means no early stop.
     package static let connect: LoadMode = {
         var mode = LoadMode(name: "connect",
                             summary: "  connect   connection churn: connect, one 64-byte echo, close; connections/s") {
-            worker in ConnectionFactory(worker) { worker, _ in ChurnSlot(worker: worker) }
+            worker in ConnectionFactory(worker) { worker, _ in ConnectSlot(worker: worker) }
         }
         mode.unit = "churn slot"
         mode.defaultConnections = 16

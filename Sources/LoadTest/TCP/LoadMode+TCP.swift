@@ -1,6 +1,6 @@
 extension LoadMode {
     /// Any request/response protocol over TCP (or TLS): the requests from `--send`, `--send-file` or
-    /// `--send-hex` in rotation, each reply framed by a ``ReplyFormat`` and checked by `--expect-body`; closed
+    /// `--send-hex` in rotation, each reply framed by a ``TCPReplyFormat`` and checked by `--expect-body`; closed
     /// loop with `--pipeline`, open loop with `--rate`. Driven by the same connection as a user's
     /// ``LoadProtocol`` (``FramedConnection``), with ``TCPProtocol`` as the protocol.
     package static let tcp: LoadMode = {
@@ -65,7 +65,7 @@ package struct TCPSettings: Sendable, Equatable {
     /// The requests, each sent in turn (request `n` is `requests[n % count]`).
     package var requests: [[UInt8]] = []
     /// Where a reply ends: one for every reply, or one per request in rotation.
-    package var formats: [ReplyFormat] = []
+    package var formats: [TCPReplyFormat] = []
     /// `--reply-prefix-inclusive`: a length prefix counts its own bytes.
     package var prefixInclusive = false
     /// The most bytes a reply may take before it is framed (`--reply-max`): beyond, a `reply_too_large` error.
@@ -81,7 +81,7 @@ struct TCPProtocol: LoadProtocol {
     /// array per request, as an array of arrays would.
     let joined: [UInt8]
     let ranges: [Range<Int>]
-    let formats: [ReplyFormat]
+    let formats: [TCPReplyFormat]
 
     init(_ settings: TCPSettings) {
         joined = settings.requests.flatMap { $0 }
@@ -153,7 +153,7 @@ extension ModeOptions {
             config.tcp.formats.append(.length(try CommandLineParser.bytes(flag, try value(), range: 1...(1 << 30))))
         case "--reply-length-prefix":
             let text = try value()
-            guard let prefix = ReplyFormat.LengthPrefix(rawValue: text) else {
+            guard let prefix = TCPReplyFormat.LengthPrefix(rawValue: text) else {
                 throw ArgumentError("--reply-length-prefix takes u8, u16be, u32be or u32le, not '\(text)'")
             }
             config.tcp.formats.append(.lengthPrefix(prefix, inclusive: false))

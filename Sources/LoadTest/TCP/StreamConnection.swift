@@ -18,7 +18,7 @@ final class StreamConnection: SocketConnection, PacedConnection, SweptConnection
     private let phase: UInt32
     private var sent: UInt64 = 0
     private var received: UInt64 = 0
-    var state = ConnectionState.idle
+    var state = LoadConnectionState.idle
     // Open loop: the chunks in flight, by sequence number.
     private let openLoop: Bool
     private let size: UInt64

@@ -1,7 +1,7 @@
 /// How tcp mode finds where a reply ends in the bytes received: at a delimiter (`--reply-until`), after a
 /// fixed length (`--reply-length`), after the length a binary prefix gives (`--reply-length-prefix`), or where
 /// a Redis RESP2 value ends (`--reply resp`). Pure functions of the bytes so far, testable with any split.
-package enum ReplyFormat: Sendable, Equatable {
+package enum TCPReplyFormat: Sendable, Equatable {
     /// Up to and including the first occurrence of these bytes.
     case until([UInt8])
     /// Exactly this many bytes.

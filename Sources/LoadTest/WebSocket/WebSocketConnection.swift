@@ -36,7 +36,7 @@ final class WebSocketConnection: PacedConnection, SweptConnection {
     @exclusivity(unchecked) private var session: WebSocketSession
     /// The masking keys of the echo messages (the session has its own for the frames it writes).
     @exclusivity(unchecked) private var maskKeys = WebSocketMaskKeys()
-    @exclusivity(unchecked) private var state = ConnectionState.idle
+    @exclusivity(unchecked) private var state = LoadConnectionState.idle
     private let phase: UInt32
     private let size: Int
     private let openLoop: Bool

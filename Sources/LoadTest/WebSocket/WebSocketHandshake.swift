@@ -27,7 +27,7 @@ package struct WebSocketHandshake {
 
     /// What the server must answer in `Sec-WebSocket-Accept`: base64(SHA-1(key + GUID)).
     package static func accept(for key: String) -> String {
-        Data(SHA1.digest(Array((key + guid).utf8))).base64EncodedString()
+        Data(WebSocketSHA1.digest(Array((key + guid).utf8))).base64EncodedString()
     }
 
     /// The upgrade request: `GET path`, `Host` (`hostHeader`), the upgrade headers, the offered subprotocols,

@@ -143,7 +143,7 @@ package struct WebSocketParser {
         if opcode.isControl { return try controlEvent(opcode, payload) }
         let text = (messageOpcode ?? opcode) == .text
         messageOpcode = nil
-        if text { guard UTF8Validation.isValid(payload) else { throw .invalidUTF8 } }
+        if text { guard WebSocketUTF8Validation.isValid(payload) else { throw .invalidUTF8 } }
         return .message(text: text, payload: payload)
     }
 
@@ -249,7 +249,7 @@ package struct WebSocketParser {
             let code = UInt16(payload[0]) << 8 | UInt16(payload[1])
             guard Self.maySend(closeCode: code) else { throw .badClose(code) }
             let reason = UnsafeRawBufferPointer(rebasing: payload[2...])
-            guard UTF8Validation.isValid(reason) else { throw .invalidUTF8 }
+            guard WebSocketUTF8Validation.isValid(reason) else { throw .invalidUTF8 }
             return .close(code: code, reason: reason)
         }
     }

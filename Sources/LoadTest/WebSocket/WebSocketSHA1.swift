@@ -3,7 +3,7 @@
 /// a plain implementation serves; nothing here relies on SHA-1 for security (the handshake only proves that
 /// the server speaks WebSocket). Kept in Swift rather than taken from OpenSSL so that the LoadTest module
 /// needs no C dependency of its own for it.
-enum SHA1 {
+enum WebSocketSHA1 {
     /// The 20-byte digest of `message`.
     static func digest(_ message: some Collection<UInt8>) -> [UInt8] {
         var h: (UInt32, UInt32, UInt32, UInt32, UInt32) = (

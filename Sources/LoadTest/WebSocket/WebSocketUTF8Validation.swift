@@ -1,6 +1,6 @@
 /// Whether bytes are well-formed UTF-8 (no overlong forms, no surrogates, nothing past U+10FFFF), as a
 /// WebSocket text message and a close reason must be (RFC 6455 sections 5.6 and 8.1).
-package enum UTF8Validation {
+package enum WebSocketUTF8Validation {
     package static func isValid(_ bytes: UnsafeRawBufferPointer) -> Bool {
         // ASCII 8 bytes at a time; the standard library's validating decoder from the first byte that is not.
         var i = 0
