@@ -43,6 +43,15 @@ final class LoadModeTests: XCTestCase {
         }
     }
 
+    /// The program's exit statuses are ``ExitStatus``'s, never a number written where it returns.
+    func testTheProgramReturnsNoLiteralExitStatus() throws {
+        for file in ["CLI/LoadTestMain.swift", "Compare/CompareCommand.swift"] {
+            let text = try String(contentsOf: Self.sources.appendingPathComponent(file), encoding: .utf8)
+            XCTAssertNil(text.range(of: #"(return|exit\()\s*[0-9]"#, options: .regularExpression),
+                         "\(file) returns a literal exit status")
+        }
+    }
+
     func testNoLineInLoadTestIsLongerThan120Characters() throws {
         let files = try XCTUnwrap(FileManager.default.enumerator(atPath: Self.sources.path)).compactMap { $0 as? String }
         XCTAssertGreaterThan(files.count, 30)

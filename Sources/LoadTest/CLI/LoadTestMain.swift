@@ -51,20 +51,20 @@ package enum LoadTestMain {
             command = try CommandLineParser.parse(arguments, mode: mode)
         } catch {
             complain("\(error)")
-            return 2
+            return ExitStatus.couldNotRun
         }
         switch command {
         case .help:
             LoadRunner.printLine(mode.map(CommandLineParser.usage(for:)) ?? CommandLineParser.usage)
-            return 0
+            return ExitStatus.success
 
         case .modeHelp(let named):
             LoadRunner.printLine(CommandLineParser.usage(of: named))
-            return 0
+            return ExitStatus.success
 
         case .version:
             LoadRunner.printLine("\(mode?.name ?? "loadtest") \(EpollLoopVersion.current)")
-            return 0
+            return ExitStatus.success
 
         case .merge(let inputs, let json, let svg, let quiet, let mixed, let thresholds):
             checkOutputPaths([json, svg])
@@ -75,13 +75,13 @@ package enum LoadTestMain {
                     bytes = try FileIO.read(path)
                 } catch {
                     complain("\(error)")
-                    return 2
+                    return ExitStatus.couldNotRun
                 }
                 do {
                     results.append(try RunResult.decode(Data(bytes)))
                 } catch {
                     complain("\(path) is not a loadtest JSON result (\(RunResult.describeDecodingError(error)))")
-                    return 2
+                    return ExitStatus.couldNotRun
                 }
             }
             var merged: RunResult
@@ -89,7 +89,7 @@ package enum LoadTestMain {
                 merged = try RunResult.merge(results, allowMixed: mixed)
             } catch {
                 complain("\(error)")
-                return 2
+                return ExitStatus.couldNotRun
             }
             merged.checkThresholds(Threshold.forMerge(given: thresholds, results: results))
             if json == "-" || svg == "-" {
@@ -112,7 +112,7 @@ package enum LoadTestMain {
                 result = try runner.run()
             } catch {
                 complain("\(error)")
-                return 2
+                return ExitStatus.couldNotRun
             }
             withExtendedLifetime(sources) {}
             if outputTaken {
@@ -179,7 +179,7 @@ package enum LoadTestMain {
         for path in paths.compactMap({ $0 }) {
             if let problem = FileIO.problemWriting(path) {
                 complain(problem)
-                exit(2)
+                exit(ExitStatus.couldNotRun)
             }
         }
     }
