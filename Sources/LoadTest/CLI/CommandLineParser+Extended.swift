@@ -41,7 +41,7 @@ extension CommandLineParser {
     /// `--url`: the first sets the server, the path and the Host header; each further one (the same server)
     /// adds a path to the rotation.
     static func addURL(_ text: String, to config: inout LoadConfig) throws(ArgumentError) {
-        let url = try parseURL(text, schemes: config.mode == .ws ? ("ws", "wss") : ("http", "https"))
+        let url = try parseURL(text, schemes: config.mode.urlSchemes)
         guard config.http.paths.isEmpty else {
             // Several URLs rotate over one server's connections, as paths.
             guard url.host == config.host && url.port == config.port && url.secure == config.tls.enabled else {

@@ -41,7 +41,7 @@ extension CommandLineParser {
 
     /// The modes in which a common option means something, for those that do not apply to every mode.
     private static let commonOptionModes: [String: @Sendable (LoadMode) -> Bool] = [
-        "--size": { $0.isEchoLike || $0 == .stream },
+        "--size": { $0.takesSize },
         "--pipeline": { $0.pipelines },
         "--rate": { $0.supportsOpenLoop },
         "--stages": { $0.supportsOpenLoop },

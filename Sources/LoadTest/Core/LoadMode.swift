@@ -32,6 +32,12 @@ package struct LoadMode: Sendable {
     package internal(set) var startsServer = false
     /// Fixed-size messages checked byte for byte: the report gives `--size` and `--pipeline`.
     package internal(set) var isEchoLike = false
+    /// Its load is chunks of `--size` bytes that are not checked one by one as messages (stream).
+    package internal(set) var sendsSizedChunks = false
+    /// `--size` sets what it sends: its messages (echo-like modes) or its chunks (stream).
+    var takesSize: Bool { isEchoLike || sendsSizedChunks }
+    /// The schemes its `--url` takes: plaintext and TLS (`http`/`https`; `ws`/`wss` for WebSocket).
+    package internal(set) var urlSchemes = (plain: "http", secure: "https")
     /// Requests in flight per connection (`--pipeline`) mean something here, and the report gives it.
     package internal(set) var pipelines = false
     /// `--rate` and `--stages` run it open loop.
@@ -48,6 +54,15 @@ package struct LoadMode: Sendable {
     package internal(set) var resolvesAddress = false
     /// `--tls` applies.
     package internal(set) var supportsTLS = true
+    /// What its throughput counts: requests (the default), connections (churn) or bytes (a stream).
+    package internal(set) var throughputUnit = ThroughputUnit.requests
+    /// A run may measure no latency at all (a closed-loop stream): the chart then has no latency panel.
+    package internal(set) var latencyIsOptional = false
+    /// Its chart shows the connections held over time instead of latency and throughput (idle).
+    package internal(set) var chartsConnectionsOnly = false
+    /// Its results' target names a path after the address (`127.0.0.1:8080/api`), so a run of one URL is that
+    /// URL's run (a `url:` threshold judges it whole; merged parts aimed at other paths differ in a setting).
+    package internal(set) var targetHasPath = false
     /// The protocol the server must speak, for the hint when nothing connects (`echo`, `HTTP/1.1`).
     package internal(set) var speaks = "echo"
     /// What the results say the run was aimed at (`127.0.0.1:9000`; http adds the path).
@@ -106,6 +121,13 @@ package struct LoadMode: Sendable {
         all.first { $0.resultName == resultName }
     }
 
+    /// The mode whose results are called `resultName`, or, for one no built-in mode reports (a
+    /// ``LoadProtocol``'s), a request/response mode of that name: what reports, charts, thresholds, merges and
+    /// comparisons ask about a result read back, instead of comparing its mode's name.
+    static func traits(ofResults resultName: String) -> LoadMode {
+        reporting(resultName) ?? .requestResponse(name: resultName, summary: "") { _ in TCPProtocol(TCPSettings()) }
+    }
+
     /// The loops a run uses unless `--loops` says: one per core, less the in-process server's.
     var defaultLoops: Int {
         let cores = EventLoopGroup.coreCount
@@ -130,6 +152,16 @@ extension LoadMode: Equatable, Hashable, CustomStringConvertible {
     package func hash(into hasher: inout Hasher) { hasher.combine(name) }
     /// The name.
     package var description: String { name }
+}
+
+/// What a mode's throughput counts, and so the unit its reports, charts and comparisons give it in.
+package enum ThroughputUnit: Sendable {
+    /// Requests (or messages, datagrams) per second.
+    case requests
+    /// Connections opened and closed per second.
+    case connections
+    /// MiB per second.
+    case mebibytes
 }
 
 /// What a progress line is made from: the second's sample and the open-loop target (` (target 50,000)` or

@@ -10,6 +10,7 @@ extension LoadMode {
         mode.pipelines = true
         mode.speaks = "HTTP/1.1"
         mode.target = { "\($0.host):\($0.port)\($0.path)" }
+        mode.targetHasPath = true
         mode.reportTitle = { _ in "HTTP/1.1 keep-alive" }
         mode.reportThroughput = { r in
             ["  requests/s: \(ReportText.fixed(r.requestsPerSecond, 0)) (\(ReportText.grouped(r.requests)) responses, "

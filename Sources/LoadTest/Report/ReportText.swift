@@ -81,9 +81,7 @@ package enum ReportText {
     package static func report(_ r: RunResult) -> String {
         var lines: [String] = []
         // A mode not built in (a LoadProtocol's) is reported as a request/response mode.
-        let mode =
-            LoadMode.reporting(r.mode)
-            ?? .requestResponse(name: r.mode, summary: "") { _ in TCPProtocol(TCPSettings()) }
+        let mode = LoadMode.traits(ofResults: r.mode)
         let what = mode.reportTitle(r)
         let closed = mode.supportsOpenLoop ? ", closed loop" : ""  // idle connections run no loop at all
         var loop = r.targetRate.map { ", open loop at \(fixed($0, 0))/s" } ?? closed

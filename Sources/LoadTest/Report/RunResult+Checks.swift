@@ -26,7 +26,7 @@ extension RunResult {
             differing(
                 "HTTP path",
                 {
-                    $0.mode == "http"
+                    LoadMode.traits(ofResults: $0.mode).targetHasPath
                         ? $0.target.split(separator: "/", maxSplits: 1).dropFirst().first.map(String.init) : nil
                 },
                 { $0.map { "/" + $0 } ?? "none" }),

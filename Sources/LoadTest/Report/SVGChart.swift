@@ -15,11 +15,12 @@ package enum SVGChart {
     }
 
     static func panels(_ result: RunResult) -> [Panel] {
-        var panels: [Panel] = []
-        switch result.mode {
-        case "idle": panels = [.connections]
-        case "stream": panels = result.latencyUs.count > 0 ? [.latency, .throughput] : [.throughput]
-        default: panels = [.latency, .throughput]
+        let mode = LoadMode.traits(ofResults: result.mode)
+        var panels: [Panel] = [.latency, .throughput]
+        if mode.chartsConnectionsOnly {
+            panels = [.connections]
+        } else if mode.latencyIsOptional && result.latencyUs.count == 0 {
+            panels = [.throughput]
         }
         if let points = result.latencyOverTime, !points.isEmpty, let i = panels.firstIndex(of: .latency) {
             panels.insert(.latencyOverTime, at: i + 1)
@@ -193,9 +194,13 @@ package enum SVGChart {
     }
 
     private static func throughputPlot(_ result: RunResult, top: Double) -> String {
-        let byteMode = result.mode == "stream"
-        let title = byteMode ? "Throughput over time (MiB/s)"
-            : result.mode == "connect" ? "Throughput over time (connections/s)" : "Throughput over time (requests/s)"
+        let unit = LoadMode.traits(ofResults: result.mode).throughputUnit
+        let byteMode = unit == .mebibytes
+        let title = switch unit {
+        case .mebibytes: "Throughput over time (MiB/s)"
+        case .connections: "Throughput over time (connections/s)"
+        case .requests: "Throughput over time (requests/s)"
+        }
         // Open loop (requests, not bytes): the target rate beside the achieved one, dashed.
         let target = byteMode || !result.timeline.contains(where: { $0.targetRate != nil })
             ? nil : result.timeline.map { $0.targetRate ?? 0 }

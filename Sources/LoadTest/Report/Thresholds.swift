@@ -237,8 +237,8 @@ package struct Threshold: Sendable, Equatable {
         case .url(let path)?:
             if let urls = result.urls { return urls.first { $0.url == path }.map { Judged($0.figures) } }
             // One URL: its figures are the run's.
-            return result.mode == "http" && result.target.hasSuffix(path) && !result.target.contains(",")
-                ? Judged(result) : nil
+            let onePath = LoadMode.traits(ofResults: result.mode).targetHasPath && !result.target.contains(",")
+            return onePath && result.target.hasSuffix(path) ? Judged(result) : nil
         case .stage(let n)?:
             guard let stages = result.stages, n <= stages.count else { return nil }
             return Judged(stages[n - 1].figures)

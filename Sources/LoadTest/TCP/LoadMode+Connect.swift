@@ -8,6 +8,7 @@ extension LoadMode {
         }
         mode.unit = "churn slot"
         mode.defaultConnections = 16
+        mode.throughputUnit = .connections
         mode.holdsConnections = false
         mode.expectsReplies = false
         mode.isSwept = { _ in false }

@@ -9,6 +9,7 @@ extension LoadMode {
         mode.defaultConnections = 1000
         mode.supportsOpenLoop = false
         mode.warmsUp = false
+        mode.chartsConnectionsOnly = true
         mode.expectsReplies = false
         mode.isSwept = { _ in false }
         mode.measuresLatency = { _ in false }

@@ -6,6 +6,9 @@ extension LoadMode {
             worker in ConnectionFactory(worker) { StreamConnection(worker: $0, number: $1) }
         }
         mode.defaultConnections = 10
+        mode.throughputUnit = .mebibytes
+        mode.latencyIsOptional = true
+        mode.sendsSizedChunks = true
         // Closed loop measures bytes, not requests: nothing to time out but the socket reads.
         mode.isSwept = { $0.isOpenLoop }
         mode.measuresLatency = { $0.isOpenLoop }

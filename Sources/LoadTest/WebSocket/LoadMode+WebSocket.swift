@@ -14,6 +14,7 @@ extension LoadMode {
                 """
         ) { WebSocketLoop(worker: $0) }
         mode.speaks = "WebSocket"
+        mode.urlSchemes = ("ws", "wss")
         mode.isEchoLike = true
         // ws:// connects to one address, looked up once (wss:// goes through GCDAsyncSocket, which looks up itself).
         mode.resolvesAddress = true
