@@ -120,14 +120,26 @@ package final class LoadRunner: Sendable {
 
     // MARK: Phases
 
+    /// The run, phase by phase: opening the connections, starting the load together, measuring (a warm-up,
+    /// then the window, which ``MeasurementWindow`` owns), and the result.
     private func drive(_ config: LoadConfig, _ workers: [LoopWorker], _ extras: RunExtras,
                        _ series: SeriesWriter?) throws -> RunResult {
         let t0 = Deadline.now().uptimeNanoseconds
-        let mode = config.mode
         let serverSide = config.serverPID.map { ServerProcessSampler(pid: $0) }  // before the connections
         _ = gather(workers) { $0.beginOpening() }
+        try openConnections(config, workers, since: t0)
+        var (window, opened) = startLoad(config, workers, series, openingBegan: t0)
+        let stageRecorder = config.stages.map { StageRecorder(stages: $0, loadStart: window.loadStart, start: opened) }
+        _ = serverSide?.sample(now: window.loadStart, windowBegins: window.start)
+        window.openUnlessWarmingUp()
+        let timeline = try measure(config, workers, extras, series, &window, stageRecorder, serverSide)
+        return finish(config, workers, extras, series, window, timeline, stageRecorder, serverSide)
+    }
 
-        // Opening: wait until every connection is up or has failed (churn slots need no wait).
+    /// Opening: waits until every connection is up or has failed (churn slots need no wait), then fails fast
+    /// when none could be made, waits for `--start-at`, and throws if interrupted meanwhile.
+    private func openConnections(_ config: LoadConfig, _ workers: [LoopWorker], since t0: UInt64) throws {
+        let mode = config.mode
         if mode.holdsConnections {
             let limit = t0 + Self.nanos(config.ramp + (config.timeout > 0 ? config.timeout : 30) + 1)
             var nextReport = t0 + 1_000_000_000
@@ -158,121 +170,107 @@ package final class LoadRunner: Sendable {
                 : "while opening the connections"
             throw LoadTestError("interrupted \(when), before the load began: nothing was measured")
         }
+    }
 
+    /// Starts the load on every loop at once, with the window it will be measured in; returns the window and
+    /// the connections' figures at the start.
+    private func startLoad(_ config: LoadConfig, _ workers: [LoopWorker], _ series: SeriesWriter?,
+                           openingBegan t0: UInt64) -> (MeasurementWindow, WorkerSnapshot) {
         let loadStart = Deadline.now().uptimeNanoseconds
-        let warmup = config.effectiveWarmup
-        let windowStart = loadStart + Self.nanos(warmup)
-        let plannedEnd = windowStart + Self.nanos(config.duration)
-        var windowEnd = plannedEnd
+        let pid = config.serverPID
+        let readings = MeasurementWindow.Readings(
+            clientCPU: { self.clientCPU(workers) },
+            serverCPU: { pid.flatMap { Limits.cpuSeconds(pid: $0) } },
+            serverLoops: config.serverMetrics.map { ServerLoopWindow(address: $0, timeout: Self.scrapeTimeout) },
+            beginSeries: { start in series?.begin(at: start, totals: self.seriesTotals(workers)) })
+        let planned = MeasurementWindow(loadStart: loadStart, warmup: config.effectiveWarmup,
+                                        duration: config.duration, readings: readings)
+        let (windowStart, windowEnd) = (planned.start, planned.end)
         let opened = sum(gather(workers) { worker in
-            worker.startLoad(loadStart: loadStart, windowStart: windowStart, windowEnd: plannedEnd)
+            worker.startLoad(loadStart: loadStart, windowStart: windowStart, windowEnd: windowEnd)
             return worker.snapshot
         })
-        if !config.quiet && mode.holdsConnections {
+        if !config.quiet && config.mode.holdsConnections {
             let took = ReportText.fixed(Double(loadStart - t0) / 1e9, 2)
             let failed = opened.failed > 0 ? " (\(opened.failed) failed)" : ""
             output("  \(opened.established) of \(config.connections) connections open in \(took) s\(failed)")
         }
+        return (planned, opened)
+    }
 
-        let stageRecorder = config.stages.map { StageRecorder(stages: $0, loadStart: loadStart, start: opened) }
-        _ = serverSide?.sample(now: loadStart, windowBegins: windowStart)
-
-        // Load: a progress line per second until the window closes.
+    /// The load: a sample and a progress line per second (plus a tick where the warm-up ends, so no sample
+    /// straddles it, and at each stage's end) until the window closes; returns the samples.
+    private func measure(
+        _ config: LoadConfig, _ workers: [LoopWorker], _ extras: RunExtras, _ series: SeriesWriter?,
+        _ window: inout MeasurementWindow, _ stageRecorder: StageRecorder?, _ serverSide: ServerProcessSampler?
+    ) throws -> [RunResult.Sample] {
         var timeline: [RunResult.Sample] = []
         var previous = sum(gather(workers) { $0.snapshot })
-        var previousTime = loadStart
-        var tick = loadStart
-        let pid = config.serverPID
-        var serverCPUStart = windowStart == loadStart ? pid.flatMap { Limits.cpuSeconds(pid: $0) } : nil
-        var serverCPUEnd: Double?
-        var clientCPUStart = windowStart == loadStart ? clientCPU(workers) : nil
-        if windowStart == loadStart { series?.begin(at: windowStart, totals: seriesTotals(workers)) }
-        var clientCPUEnd: Double?
-        let serverLoops = config.serverMetrics.map { ServerLoopWindow(address: $0, timeout: Self.scrapeTimeout) }
-        var serverScrapes = 0  // begun: the window's start, then its end
-        if windowStart == loadStart, let serverLoops {
-            serverLoops.begin(0)
-            serverScrapes = 1
-        }
-        while true {
-            // Once a second, plus a tick where the warm-up ends, so no sample straddles it.
+        var previousTime = window.loadStart
+        var tick = window.loadStart
+        while window.state != .closed {
             let next = tick + 1_000_000_000
-            let planned = tick < windowStart && next > windowStart ? windowStart : min(next, windowEnd)
+            let planned = tick < window.start && next > window.start ? window.start : min(next, window.end)
             tick = stageRecorder?.nextTick(after: tick, planned: planned) ?? planned  // and at each stage's end
-            sleep(until: tick, writing: series, workers, windowEnd: windowEnd)
+            sleep(until: tick, writing: series, workers, windowEnd: window.end)
             let now = Deadline.now().uptimeNanoseconds
             // Read once: an interrupt arriving later in this pass is acted on in the next, never half (a window
             // left uncut while the loop stops would report the planned length for what was measured).
             let interruptedNow = isInterrupted
-            if interruptedNow && now < windowEnd {
-                let cut = max(windowStart, now)
-                windowEnd = cut
+            if interruptedNow, let cut = window.cut(at: now) {
                 _ = gather(workers) { $0.windowEnd = cut }
             }
-            if tick == windowStart && clientCPUStart == nil {
-                clientCPUStart = clientCPU(workers)
-                series?.begin(at: windowStart, totals: seriesTotals(workers))
-                if let pid { serverCPUStart = Limits.cpuSeconds(pid: pid) }
-                if let serverLoops, serverScrapes == 0 {
-                    serverLoops.begin(0)
-                    serverScrapes = 1
-                }
-            }
-            if tick == windowEnd || interruptedNow {
-                clientCPUEnd = clientCPU(workers)
-                if let pid { serverCPUEnd = Limits.cpuSeconds(pid: pid) }
-                if let serverLoops, serverScrapes == 1 {
-                    serverLoops.begin(1)
-                    serverScrapes = 2
-                }
-            }
+            window.advance(to: tick, now: now, interrupted: interruptedNow)
             let current = sum(gather(workers) { $0.snapshot })
             let seconds = Double(now - previousTime) / 1e9
             let bytes = Double(current.receivedBytes &- previous.receivedBytes)
             var sample = RunResult.Sample(
-                t: Double(now - loadStart) / 1e9,
+                t: Double(now - window.loadStart) / 1e9,
                 requestsPerSecond: seconds > 0 ? Double(current.completed &- previous.completed) / seconds : 0,
                 mibPerSecond: seconds > 0 ? bytes / seconds / 1_048_576 : 0,
                 connections: current.open,
                 errors: current.errors,
-                warmup: tick <= windowStart && windowStart > loadStart)
-            sample.serverRSSMiB = serverSide?.sample(now: now, windowBegins: windowStart)
-            sample.targetRate = config.targetRate(from: Double(previousTime - loadStart) / 1e9,
-                                                  to: Double(now - loadStart) / 1e9)
+                warmup: tick <= window.start && window.start > window.loadStart)
+            sample.serverRSSMiB = serverSide?.sample(now: now, windowBegins: window.start)
+            sample.targetRate = config.targetRate(from: Double(previousTime - window.loadStart) / 1e9,
+                                                  to: Double(now - window.loadStart) / 1e9)
             timeline.append(sample)
-            if let stageRecorder, stageRecorder.stageEnded(by: min(now, windowEnd)) {
-                stageRecorder.take(at: min(now, windowEnd), totals: current, histogram: mergedHistogram(workers))
+            if let stageRecorder, stageRecorder.stageEnded(by: min(now, window.end)) {
+                stageRecorder.take(at: min(now, window.end), totals: current, histogram: mergedHistogram(workers))
             }
-            if !mode.holdsConnections && timeline.count == 1 {
+            if !config.mode.holdsConnections && timeline.count == 1 {
                 try checkAnyConnected(config, workers, afterFirstSecond: true)
             }
             try checkAnyAlive(config, workers, current)
             if extras.isActive {
-                var histogram: Histogram?
-                if tick > windowStart {
-                    histogram = Histogram()
-                    for h in gather(workers, { $0.histogram }) { histogram!.merge(h) }
-                }
-                extras.tick(windowStart: windowStart, end: min(now, windowEnd), histogram: histogram, totals: current,
-                            errors: errorCounts(workers), targetRate: sample.targetRate)
+                let histogram = tick > window.start ? mergedHistogram(workers) : nil
+                extras.tick(windowStart: window.start, end: min(now, window.end), histogram: histogram,
+                            totals: current, errors: errorCounts(workers), targetRate: sample.targetRate)
             }
             if !config.quiet { output(progressLine(config, sample)) }
             previous = current
             previousTime = now
-            if now >= windowEnd || interruptedNow { break }
         }
+        return timeline
+    }
 
+    /// The result: the loops' final figures over the closed `window`, with everything measured beside them.
+    private func finish(
+        _ config: LoadConfig, _ workers: [LoopWorker], _ extras: RunExtras, _ series: SeriesWriter?,
+        _ window: MeasurementWindow, _ timeline: [RunResult.Sample], _ stageRecorder: StageRecorder?,
+        _ serverSide: ServerProcessSampler?
+    ) -> RunResult {
         var final = WorkerFinal()
         for part in gather(workers, { $0.finish() }) { final.add(part) }
-        let window = Double(windowEnd - min(windowStart, windowEnd)) / 1e9
-        var result = makeResult(config, final, window: window, warmup: warmup, timeline: timeline)
-        result.windowStart = Self.wallClock(at: min(windowStart, windowEnd))
-        result.windowEnd = Self.wallClock(at: windowEnd)
+        let seconds = window.seconds
+        var result = makeResult(config, final, window: seconds, warmup: config.effectiveWarmup, timeline: timeline)
+        result.windowStart = Self.wallClock(at: min(window.start, window.end))
+        result.windowEnd = Self.wallClock(at: window.end)
         result.startAt = config.startAt
         result.id = config.runID
-        final.modeFigures?.report(into: &result, config: config, window: window)
+        final.modeFigures?.report(into: &result, config: config, window: seconds)
         if let stageRecorder {
-            stageRecorder.take(at: windowEnd, totals: final.snapshot, histogram: final.histogram, cut: true)
+            stageRecorder.take(at: window.end, totals: final.snapshot, histogram: final.histogram, cut: true)
             result.stages = stageRecorder.figures
         }
         result.serverProcess = serverSide?.figures
@@ -290,25 +288,21 @@ package final class LoadRunner: Sendable {
         }
         if let series {
             let totals = SeriesTotals(completed: final.windowCompleted, histogram: final.histogram,
-                                      errors: final.errors, cpuSeconds: clientCPUEnd ?? 0)
-            if let warning = series.finish(totals, at: windowEnd) {
+                                      errors: final.errors, cpuSeconds: window.clientCPUAtEnd)
+            if let warning = series.finish(totals, at: window.end) {
                 result.warnings = (result.warnings ?? []) + [warning]
             }
             result.latencyOverTime = series.points
         }
-        if let start = clientCPUStart, let end = clientCPUEnd {
-            result.clientCPUSeconds = end - start
-            if result.requests > 0 {
-                result.clientMicrosecondsPerRequest = (end - start) * 1e6 / Double(result.requests)
-            }
+        if let cpu = window.clientCPUSeconds {
+            result.clientCPUSeconds = cpu
+            if result.requests > 0 { result.clientMicrosecondsPerRequest = cpu * 1e6 / Double(result.requests) }
         }
-        if let start = serverCPUStart, let end = serverCPUEnd {
-            result.serverCPUSeconds = end - start
-            if result.requests > 0 {
-                result.serverMicrosecondsPerRequest = (end - start) * 1e6 / Double(result.requests)
-            }
+        if let cpu = window.serverCPUSeconds {
+            result.serverCPUSeconds = cpu
+            if result.requests > 0 { result.serverMicrosecondsPerRequest = cpu * 1e6 / Double(result.requests) }
         }
-        switch serverScrapes == 2 ? serverLoops?.finish() : nil {
+        switch window.serverLoopFigures() {
         case .success(let figures): result.serverLoops = figures
         case .failure(let error): result.warnings = (result.warnings ?? []) + ["\(error)"]
         case nil: break
