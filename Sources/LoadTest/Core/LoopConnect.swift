@@ -2,7 +2,7 @@ import EpollLoop
 import Glibc
 
 /// Opening a TCP connection on a worker's loop, for the connections that talk to the kernel themselves
-/// (``EchoConnection``, ``WebSocketLoopTransport``): the steps, and the words and kinds of their failures, once.
+/// (``LoopTCPSocket``): the steps, and the words and kinds of their failures, once.
 enum LoopConnect {
     /// A nonblocking socket to `address` with `TCP_NODELAY`, connecting (or connected already), registered with
     /// `loop` for writability with `handler`. Either way epoll reports the socket writable when the connect is

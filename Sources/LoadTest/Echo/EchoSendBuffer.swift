@@ -8,7 +8,7 @@
 ///
 /// The owner frees the memory with ``deallocate()``: the buffer is a plain value with a pointer, kept in a
 /// loop-confined object, so there is no reference count to pay for on the hot path.
-struct EchoSendBuffer {
+struct EchoSendBuffer: LoopSocketOutput {
     private let base: UnsafeMutableRawPointer
     /// Bytes it can hold.
     let capacity: Int
@@ -45,6 +45,26 @@ struct EchoSendBuffer {
     /// The bytes not sent yet.
     var unsent: UnsafeRawBufferPointer {
         UnsafeRawBufferPointer(start: base + start, count: end - start)
+    }
+
+    /// How many bytes are not sent yet.
+    var count: Int { end - start }
+
+    /// The bytes not sent yet (``unsent``).
+    var bytes: UnsafeRawBufferPointer {
+        @inline(__always) get { unsent }
+    }
+
+    /// Appends a copy of `bytes`. There must be room (``hasRoom(for:)``).
+    mutating func append(_ bytes: UnsafeRawBufferPointer) {
+        guard let source = bytes.baseAddress, bytes.count > 0 else { return }
+        append(bytes.count) { $0.baseAddress!.copyMemory(from: source, byteCount: bytes.count) }
+    }
+
+    /// Drops every byte not sent yet.
+    mutating func removeAll() {
+        start = 0
+        end = 0
     }
 
     /// Marks the first `count` unsent bytes as sent.

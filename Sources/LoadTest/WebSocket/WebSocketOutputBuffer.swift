@@ -8,7 +8,7 @@
 ///
 /// The owner frees the memory with ``deallocate()``: a plain value with a pointer, kept in a loop-confined
 /// object, so the hot path pays no reference count.
-struct WebSocketOutputBuffer {
+struct WebSocketOutputBuffer: LoopSocketOutput {
     private var base: UnsafeMutableRawPointer
     private var capacity: Int
     private var start = 0
