@@ -22,7 +22,12 @@ protocol LoopSocketOutput {
 }
 
 /// What a ``LoopTCPSocket`` reports to, on the loop. The socket does not retain it: the owner holds the socket.
-protocol LoopTCPSocketOwner: AnyObject {
+///
+/// The owner is what the loop calls: its `handleIO(_:)` and `loopWillShutDown()` hand over to the socket's
+/// ``LoopTCPSocket/handle(_:)`` and ``LoopTCPSocket/loopWillShutDown()``. The loop sees only the existential,
+/// so a generic socket registered itself would run unspecialized (looking up its owner's types at every
+/// event); called from its concrete owner it is specialized and inlined.
+protocol LoopTCPSocketOwner: LoopIOHandler {
     /// Where the owner's unsent bytes wait.
     associatedtype Output: LoopSocketOutput
     /// The connect is done: the socket is open.
@@ -53,9 +58,9 @@ enum LoopTCPSocketEnd {
 
 /// A TCP connection on a worker's loop that talks to the kernel itself, for the connections whose own cost
 /// must stay out of the measurement (``EchoConnection``, ``WebSocketLoopTransport``): a nonblocking socket
-/// registered with the loop, read with one `recv` into the loop's scratch buffer (handed to the owner in
-/// place), written with one `send`. Nothing is allocated per message and no timer is armed per read. The
-/// connect, the reads, the back-pressure and the close are written here once.
+/// registered with the loop (through its owner), read with one `recv` into the loop's scratch buffer (handed
+/// to the owner in place), written with one `send`. Nothing is allocated per message and no timer is armed
+/// per read. The connect, the reads, the back-pressure and the close are written here once.
 ///
 /// Back-pressure: EPOLLOUT is armed only while bytes wait for the kernel. Reads go on meanwhile (an echo server
 /// that stops reading while its own replies wait would otherwise deadlock with this side), unless more than
@@ -65,7 +70,7 @@ enum LoopTCPSocketEnd {
 /// The connect has the worker's connect timeout to finish; a close that waits for its bytes to go
 /// (``close(afterWriting:)``) waits as long at most. Every descriptor is closed through the loop, exactly once,
 /// and the owner told once.
-final class LoopTCPSocket<Owner: LoopTCPSocketOwner>: LoopIOHandler {
+final class LoopTCPSocket<Owner: LoopTCPSocketOwner> {
     /// Where the socket is in its life.
     enum State {
         case idle
@@ -136,7 +141,7 @@ final class LoopTCPSocket<Owner: LoopTCPSocketOwner>: LoopIOHandler {
             return close(failing: ConnectionFailure(.other, "connect: no resolved address for \(worker.config.host)"))
         }
         do {
-            fd = try LoopConnect.start(address, loop: loop, handler: self)
+            fd = try LoopConnect.start(address, loop: loop, handler: owner)
         } catch {
             return close(failing: error)
         }
@@ -160,9 +165,11 @@ final class LoopTCPSocket<Owner: LoopTCPSocketOwner>: LoopIOHandler {
         owner._withUnsafeGuaranteedRef { $0.socketConnected() }
     }
 
-    // MARK: LoopIOHandler
+    // MARK: Events
 
-    func handleIO(_ events: IOEvents) {
+    /// What epoll reported for the socket (the owner's `handleIO(_:)`).
+    @inline(__always)
+    func handle(_ events: IOEvents) {
         switch state {
         case .open:
             // Hang-ups and errors are read too: recv reports them (0 or the error) in order after the data.
@@ -185,6 +192,7 @@ final class LoopTCPSocket<Owner: LoopTCPSocketOwner>: LoopIOHandler {
         }
     }
 
+    /// The loop is going away with the run (the owner's `loopWillShutDown()`).
     func loopWillShutDown() {
         close(.loopShutDown)
     }

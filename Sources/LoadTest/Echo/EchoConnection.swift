@@ -72,6 +72,14 @@ final class EchoConnection: LoopTCPSocketOwner, PacedConnection, SweptConnection
         socket.flush()
     }
 
+    func handleIO(_ events: IOEvents) {
+        socket.handle(events)
+    }
+
+    func loopWillShutDown() {
+        socket.loopWillShutDown()
+    }
+
     // MARK: LoadConnection
 
     func stop() {

@@ -53,6 +53,14 @@ final class WebSocketLoopTransport: WebSocketTransport, LoopTCPSocketOwner {
 
     // MARK: LoopTCPSocketOwner
 
+    func handleIO(_ events: IOEvents) {
+        socket.handle(events)
+    }
+
+    func loopWillShutDown() {
+        socket.loopWillShutDown()
+    }
+
     func socketConnected() {
         owner._withUnsafeGuaranteedRef { $0.transportConnected() }
     }
