@@ -98,7 +98,11 @@ final class LoopTCPSocket<Owner: LoopTCPSocketOwner> {
     /// Whether EPOLLOUT is in the interest set: exactly while bytes wait.
     @exclusivity(unchecked) private(set) var isBackedUp = false
     /// More than ``outputLimit`` bytes wait: reads pause until they drain.
-    @exclusivity(unchecked) private var readsPaused = false
+    private var readsPaused: Bool { readEvents == 0 }
+    /// The epoll bits that call for a read: readable, hang-up and error (recv reports the last two, in order
+    /// after the data); none while reads pause. (One mask rather than a flag beside the bits: the test on every
+    /// event is one `and`.)
+    @exclusivity(unchecked) private var readEvents = CEPOLL_IN | CEPOLL_HUP | CEPOLL_ERR
     /// Bytes handed to the kernel since the socket was made.
     @exclusivity(unchecked) private(set) var sentBytes: UInt64 = 0
     private let outputLimit: Int
@@ -172,9 +176,8 @@ final class LoopTCPSocket<Owner: LoopTCPSocketOwner> {
     func handle(_ events: IOEvents) {
         switch state {
         case .open:
-            // Hang-ups and errors are read too: recv reports them (0 or the error) in order after the data.
             // (The epoll bits themselves: IOEvents' static members are globals of another module, each read a call.)
-            if events.rawValue & (CEPOLL_IN | CEPOLL_HUP | CEPOLL_ERR) != 0 && !readsPaused {
+            if events.rawValue & readEvents != 0 {
                 receive()
             }
             if isBackedUp && state == .open && events.rawValue & (CEPOLL_OUT | CEPOLL_HUP | CEPOLL_ERR) != 0 {
@@ -278,7 +281,7 @@ final class LoopTCPSocket<Owner: LoopTCPSocketOwner> {
         do {
             try loop.setInterest(interest, fd: fd)
             isBackedUp = backedUp
-            self.readsPaused = readsPaused
+            readEvents = readsPaused ? 0 : CEPOLL_IN | CEPOLL_HUP | CEPOLL_ERR
         } catch {
             close(failing: ConnectionFailure(ErrorKind.classify(error), "epoll: \(error)"))
         }
@@ -325,7 +328,7 @@ final class LoopTCPSocket<Owner: LoopTCPSocketOwner> {
         }
         output.removeAll()
         isBackedUp = false
-        readsPaused = false
+        readEvents = CEPOLL_IN | CEPOLL_HUP | CEPOLL_ERR
         owner._withUnsafeGuaranteedRef { $0.socketClosed(end, wasOpen: wasOpen) }
     }
 
