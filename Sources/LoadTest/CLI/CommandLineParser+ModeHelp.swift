@@ -1,16 +1,16 @@
 import EpollLoop
 
 /// `loadtest MODE --help` (and `loadtest help MODE`): one mode's options, the common ones that mean something
-/// in it, its defaults and an example. Everything but the example comes from what the parser and the mode
-/// already hold (``LoadMode/options``, ``LoadConfig/init(mode:)``), so a flag added to a mode's
+/// in it, its defaults and its example. It all comes from what the parser and the mode already hold
+/// (``LoadMode/options``, ``LoadMode/example``, ``LoadConfig/init(mode:)``), so a flag added to a mode's
 /// ``ModeOptions`` is in the mode's help with no further line.
 extension CommandLineParser {
     /// The help text of `mode` as `loadtest` runs it.
     package static func usage(of mode: LoadMode) -> String {
         let target = mode.takes("--url") ? "--url URL" : "--port P"
         var text = "usage: loadtest \(mode.name) \(target) [OPTIONS]\n\n" + mode.summary + "\n"
-        if let example = examples[mode.name] {
-            text += "\nExample:\n  loadtest \(mode.name) " + example.map(shellQuoted).joined(separator: " ") + "\n"
+        if !mode.example.isEmpty {
+            text += "\nExample:\n  loadtest \(mode.name) " + mode.example.map(shellQuoted).joined(separator: " ") + "\n"
         }
         return text + optionsHelp(of: mode) + "\n\nAll modes and merge: loadtest --help\n\n" + usageTail
     }
@@ -21,23 +21,6 @@ extension CommandLineParser {
         return (own.isEmpty ? "" : "\n\(title ?? "Options of \(mode.name) mode:")\n" + own + "\n") + "\n"
             + commonOptionsHelp(for: mode) + "\n\n" + defaults(of: mode)
     }
-
-    /// One command line per mode, shown under "Example:" (after `loadtest MODE`); a test runs each through
-    /// the parser.
-    static let examples: [String: [String]] = [
-        "echo": ["--port", "9000", "-c", "100", "--pipeline", "4", "-d", "30s"],
-        "stream": ["--port", "9000", "-c", "10", "--size", "64k", "-d", "30s"],
-        "connect": ["--port", "9000", "-c", "16", "--rate", "5k", "--close", "fin", "-d", "30s"],
-        "idle": ["--port", "9000", "-c", "10k", "--ramp", "10s", "-d", "60s"],
-        "http": [
-            "--url", "http://127.0.0.1:8080/", "-c", "100", "--rate", "20k", "-d", "30s", "--threshold", "p99<10ms",
-        ],
-        "udp": ["--port", "9001", "-c", "8", "--size", "512", "--rate", "50k", "-d", "30s"],
-        "tcp": [
-            "--port", "6379", "--send", "PING\\r\\n", "--reply", "resp", "-c", "50", "--pipeline", "8", "-d", "30s",
-        ],
-        "ws": ["--url", "ws://127.0.0.1:8080/", "-c", "100", "--size", "1k", "-d", "30s"],
-    ]
 
     /// The modes in which a common option means something, for those that do not apply to every mode.
     private static let commonOptionModes: [String: @Sendable (LoadMode) -> Bool] = [

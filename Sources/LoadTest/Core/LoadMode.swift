@@ -87,6 +87,9 @@ package struct LoadMode: Sendable {
         ["  requests/s: \(ReportText.fixed(r.requestsPerSecond, 0)) (\(ReportText.grouped(r.requests)) requests, "
             + "\(ReportText.fixed(r.mibPerSecond, 2)) MiB/s received)"]
     }
+    /// A command line that runs it, after `loadtest NAME`, shown under "Example:" in its `--help` (a test runs
+    /// each through the parser).
+    package internal(set) var example: [String] = []
     /// The option sets it takes beyond the common ones (parsed whatever the mode; refused when given to a mode
     /// that does not list them).
     package internal(set) var options: [ModeOptions] = []

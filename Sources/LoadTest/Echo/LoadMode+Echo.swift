@@ -2,9 +2,13 @@ extension LoadMode {
     /// Ping-pong of fixed-size messages (closed loop, `--pipeline` in flight), or at a fixed rate with `--rate`
     /// (open loop); every reply checked byte for byte. Plaintext connections talk to the kernel themselves
     /// (``EchoConnection``); TLS ones go through GCDAsyncSocket (``TLSEchoConnection``, closed loop only).
-    package static let echo = echoLike(
-        name: "echo",
-        summary: "  echo      closed-loop ping-pong of --size bytes (--pipeline K in flight per connection)")
+    package static let echo: LoadMode = {
+        var mode = echoLike(
+            name: "echo",
+            summary: "  echo      closed-loop ping-pong of --size bytes (--pipeline K in flight per connection)")
+        mode.example = ["--port", "9000", "-c", "100", "--pipeline", "4", "-d", "30s"]
+        return mode
+    }()
 
     /// No arguments: an in-process echo server driven by 1,000 ping-pong connections (reported as echo).
     package static let demo: LoadMode = {

@@ -24,6 +24,9 @@ extension LoadMode {
             if config.checks.bodies.count > 1 { throw ArgumentError("http mode takes one --expect-body") }
             if config.hostHeader.isEmpty { config.hostHeader = "\(config.host):\(config.port)" }
         }
+        mode.example = [
+            "--url", "http://127.0.0.1:8080/", "-c", "100", "--rate", "20k", "-d", "30s", "--threshold", "p99<10ms",
+        ]
         return mode
     }()
 }

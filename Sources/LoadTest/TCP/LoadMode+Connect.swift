@@ -21,6 +21,7 @@ extension LoadMode {
                 + "in the window)"]
         }
         mode.options = [.close]
+        mode.example = ["--port", "9000", "-c", "16", "--rate", "5k", "--close", "fin", "-d", "30s"]
         return mode
     }()
 }

@@ -19,6 +19,7 @@ extension LoadMode {
             ["  kept: \(r.connectionsOpen) of \(r.connections) connections held for "
                 + "\(ReportText.fixed(r.durationSeconds, 1)) s"]
         }
+        mode.example = ["--port", "9000", "-c", "10k", "--ramp", "10s", "-d", "60s"]
         return mode
     }()
 }

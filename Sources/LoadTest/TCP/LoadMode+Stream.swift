@@ -24,6 +24,7 @@ extension LoadMode {
             try requirePort(config, given)
             if config.isOpenLoop && !given.contains("--size") { config.size = StreamConnection.chunk }
         }
+        mode.example = ["--port", "9000", "-c", "10", "--size", "64k", "-d", "30s"]
         return mode
     }()
 }

@@ -35,6 +35,9 @@ extension LoadMode {
                 return .lengthPrefix(prefix, inclusive: tcp.prefixInclusive)
             }
         }
+        mode.example = [
+            "--port", "6379", "--send", "PING\\r\\n", "--reply", "resp", "-c", "50", "--pipeline", "8", "-d", "30s",
+        ]
         return mode
     }()
 

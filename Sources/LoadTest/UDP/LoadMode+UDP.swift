@@ -46,6 +46,7 @@ extension LoadMode {
                 throw ArgumentError("udp mode sends datagrams of 8 to 65,507 bytes (--size), not \(config.size)")
             }
         }
+        mode.example = ["--port", "9001", "-c", "8", "--size", "512", "--rate", "50k", "-d", "30s"]
         return mode
     }()
 }

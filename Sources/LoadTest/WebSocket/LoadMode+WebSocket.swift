@@ -85,6 +85,7 @@ extension LoadMode {
                 }
             }
         }
+        mode.example = ["--url", "ws://127.0.0.1:8080/", "-c", "100", "--size", "1k", "-d", "30s"]
         return mode
     }()
 }
