@@ -153,21 +153,27 @@ def quoted_cases(path):
     return quoted_cases_text(path.read_text(encoding="utf-8"))
 
 
+def mode_files():
+    """Each loadtest mode's file, `LoadMode+X.swift`, wherever its protocol's folder is."""
+    return sorted((ROOT / "Sources" / "LoadTest").rglob("LoadMode+*.swift"), key=lambda p: p.name)
+
+
 def accepted_flags():
     src = ROOT / "Sources"
-    parsers = [src / "LoadTest" / name for name in os.listdir(src / "LoadTest")
-               if name.startswith("CommandLineParser") or name == "LoadConfig+TLS.swift"]
-    parsers += [src / "LoadTest" / "Modes" / name for name in os.listdir(src / "LoadTest" / "Modes")]
+    # The parser's files, and each mode's (`LoadMode+X.swift`, in its protocol's folder).
+    parsers = sorted((src / "LoadTest" / "CLI").glob("CommandLineParser*.swift"))
+    parsers += [src / "LoadTest" / "Core" / "LoadConfig+TLS.swift"]
+    parsers += mode_files()
     loadtest = set().union(*(quoted_cases(p) for p in parsers))
     # Each mode's own options: the `flags: [...]` of its ModeOptions.
-    for mode in (src / "LoadTest" / "Modes").glob("*.swift"):
+    for mode in mode_files():
         for group in re.findall(r"flags:\s*\[([^\]]*)\]", mode.read_text(encoding="utf-8")):
             loadtest |= set(re.findall(r'"(-[^"]*)"', group))
     # The short spellings: the keys of CommandLineParser.aliases.
-    parser_source = (src / "LoadTest" / "CommandLineParser.swift").read_text(encoding="utf-8")
+    parser_source = (src / "LoadTest" / "CLI" / "CommandLineParser.swift").read_text(encoding="utf-8")
     aliases = parser_source[parser_source.index("static let aliases"):].split("]")[0]
     loadtest |= set(re.findall(r'"(-[A-Za-z])"\s*:', aliases))
-    merge_source = (src / "LoadTest" / "CommandLineParser.swift").read_text(encoding="utf-8")
+    merge_source = (src / "LoadTest" / "CLI" / "CommandLineParser.swift").read_text(encoding="utf-8")
     merge_body = merge_source[merge_source.index("func parseMerge"):]
     merge = quoted_cases_text(merge_body)
     # merge's short spellings: the aliases its ArgumentScanner is given (the first list after parseMerge).
@@ -253,7 +259,7 @@ def usage_text():
     """loadtest's --help text, from the sources it is put together from: the parser's multi-line strings and
     each mode's (its summary and its options' lines)."""
     loadtest = ROOT / "Sources" / "LoadTest"
-    files = [loadtest / "CommandLineParser.swift"] + sorted((loadtest / "Modes").glob("*.swift"))
+    files = [loadtest / "CLI" / "CommandLineParser.swift"] + mode_files()
     return "\n".join("\n".join(f.read_text(encoding="utf-8").split('"""')[1::2]) for f in files)
 
 
@@ -263,7 +269,7 @@ def check_flags():
     usage = usage_text()
     for flag in sorted(loadtest | merge):
         if not re.search(r"(?<![\w-])" + re.escape(flag) + r"(?![\w-])", usage):
-            problems.append(f"Sources/LoadTest/CommandLineParser.swift: loadtest --help does not name {flag}")
+            problems.append(f"Sources/LoadTest/CLI/CommandLineParser.swift: loadtest --help does not name {flag}")
     for doc in doc_files():
         mentions = commands(doc)
         if doc.name == "loadtest.md":

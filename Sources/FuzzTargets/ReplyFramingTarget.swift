@@ -1,6 +1,6 @@
 import LoadTest
 
-/// loadtest tcp's reply framing, `ReplyFormat.frame(_:)` (`--reply resp`, `--reply-length-prefix`,
+/// loadtest tcp's reply framing, `TCPReplyFormat.frame(_:)` (`--reply resp`, `--reply-length-prefix`,
 /// `--reply-until`, `--reply-length`), and the loop FramedConnection runs it in: the bytes not framed yet are
 /// kept between reads, up to `--reply-max`. FramedConnection is a socket delegate; its loop is replayed here
 /// with the same rules.
@@ -40,11 +40,11 @@ enum ReplyFramingTarget {
         let parameter = Int(input.byte())
         let replyMax = replyMaxes[Int(input.byte()) % replyMaxes.count]
         let seeds = [input.uint16(), input.uint16(), input.uint16()]
-        let format: ReplyFormat
+        let format: TCPReplyFormat
         switch selector % 7 {
         case 0: format = .resp
         case 1, 2, 3, 4:
-            let prefix = ReplyFormat.LengthPrefix.allCases[selector % 7 - 1]
+            let prefix = TCPReplyFormat.LengthPrefix.allCases[selector % 7 - 1]
             format = .lengthPrefix(prefix, inclusive: selector & 0x80 != 0)
         case 5: format = .until((0..<(1 + parameter % 4)).map { _ in input.byte() })
         default: format = .length(1 + parameter)
@@ -80,7 +80,7 @@ enum ReplyFramingTarget {
 
     /// FramedConnection's loop over `reads` (every request in flight): frames what it can, keeps the rest.
     static func stream(
-        _ reads: [UnsafeRawBufferPointer], _ format: ReplyFormat, replyMax: Int
+        _ reads: [UnsafeRawBufferPointer], _ format: TCPReplyFormat, replyMax: Int
     ) throws(PropertyFailure) -> Outcome {
         var outcome = Outcome()
         var kept: [UInt8] = []

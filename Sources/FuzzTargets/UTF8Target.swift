@@ -1,6 +1,6 @@
 import LoadTest
 
-/// loadtest's UTF-8 validation (WebSocket text messages and close reasons), `UTF8Validation.isValid(_:)`,
+/// loadtest's UTF-8 validation (WebSocket text messages and close reasons), `WebSocketUTF8Validation.isValid(_:)`,
 /// against the standard library's two ways of judging the same bytes.
 ///
 /// Input: the bytes. Properties: valid exactly when `String(validating:as:)` makes a string of them, and
@@ -11,7 +11,7 @@ enum UTF8Target {
         var start = 0
         while start <= data.count {
             let bytes = data.bytes(from: start)
-            let valid = UTF8Validation.isValid(bytes)
+            let valid = WebSocketUTF8Validation.isValid(bytes)
             let validating = String(validating: bytes, as: UTF8.self) != nil
             try check(valid == validating, "isValid \(valid), String(validating:) \(validating), from byte \(start)")
             let decoded = String(decoding: bytes, as: UTF8.self)

@@ -8,7 +8,7 @@ final class FramedConnectionTests: XCTestCase {
     /// Requests of 8 bytes in rotation; an echo server answers each with itself.
     private static let requests = ["abcdefg\n", "hijklmn\n", "opqrstu\n"].map { Array($0.utf8) }
 
-    private func run(_ behavior: RawTestServer.Behavior, pipeline: Int, format: ReplyFormat) throws -> RunResult {
+    private func run(_ behavior: RawTestServer.Behavior, pipeline: Int, format: TCPReplyFormat) throws -> RunResult {
         let server = try RawTestServer(behavior)
         defer { server.stop() }
         return try shortRun(.tcp, port: server.port, connections: 3, duration: 0.5) { config in

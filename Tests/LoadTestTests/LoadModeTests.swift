@@ -36,10 +36,35 @@ final class LoadModeTests: XCTestCase {
     }
 
     func testTheRunnerAndTheWorkerCompareNoModes() throws {
-        for file in ["LoadRunner.swift", "LoopWorker.swift"] {
+        for file in ["Core/LoadRunner.swift", "Core/LoopWorker.swift"] {
             let text = try String(contentsOf: Self.sources.appendingPathComponent(file), encoding: .utf8)
             XCTAssertNil(text.range(of: #"mode\s*[=!]=|case \.(echo|demo|stream|connect|idle|http|udp)\b"#,
                                     options: .regularExpression), "\(file) tests the mode")
+        }
+    }
+
+    /// Reports, charts, thresholds, merges, comparisons and the parser ask a mode's traits: no file but a
+    /// mode's own (`LoadMode+X.swift`) compares a mode, or a result's mode, with a name.
+    func testNoFileButAModesOwnComparesModeNames() throws {
+        let files = try XCTUnwrap(FileManager.default.enumerator(atPath: Self.sources.path))
+            .compactMap { $0 as? String }
+        let modes = "echo|demo|stream|connect|idle|http|udp|tcp|ws"
+        let pattern = #"mode\s*[=!]=\s*("|\.("# + modes + #")\b)|\$0\s*[=!]=\s*\.("# + modes + #")\b"#
+            + #"|switch \w+\.mode\b"#
+        for file in files where file.hasSuffix(".swift") && !file.contains("LoadMode+") {
+            let text = try String(contentsOf: Self.sources.appendingPathComponent(file), encoding: .utf8)
+            if let range = text.range(of: pattern, options: .regularExpression) {
+                XCTFail("\(file) compares a mode by name: \(text[range])")
+            }
+        }
+    }
+
+    /// The program's exit statuses are ``ExitStatus``'s, never a number written where it returns.
+    func testTheProgramReturnsNoLiteralExitStatus() throws {
+        for file in ["CLI/LoadTestMain.swift", "Compare/CompareCommand.swift"] {
+            let text = try String(contentsOf: Self.sources.appendingPathComponent(file), encoding: .utf8)
+            XCTAssertNil(text.range(of: #"(return|exit\()\s*[0-9]"#, options: .regularExpression),
+                         "\(file) returns a literal exit status")
         }
     }
 

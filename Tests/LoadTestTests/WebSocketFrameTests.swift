@@ -219,7 +219,7 @@ final class WebSocketFrameTests: XCTestCase {
             if length % 3 == 0 { bytes = bytes.map { $0 & 0x7F } }  // ASCII runs
             if length % 5 == 0 { bytes = Array(String(decoding: bytes, as: UTF8.self).utf8) }  // repaired: valid
             let expected = String(validating: bytes, as: UTF8.self) != nil
-            XCTAssertEqual(bytes.withUnsafeBytes { UTF8Validation.isValid($0) }, expected, "\(bytes)")
+            XCTAssertEqual(bytes.withUnsafeBytes { WebSocketUTF8Validation.isValid($0) }, expected, "\(bytes)")
         }
     }
 

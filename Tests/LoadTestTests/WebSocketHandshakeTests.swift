@@ -5,7 +5,7 @@ import XCTest
 /// The opening handshake: the request, and each check on the response (RFC 6455 section 4.1).
 final class WebSocketHandshakeTests: XCTestCase {
     func testSHA1KnownAnswers() {
-        func hex(_ s: String) -> String { SHA1.digest(Array(s.utf8)).map { String(format: "%02x", $0) }.joined() }
+        func hex(_ s: String) -> String { WebSocketSHA1.digest(Array(s.utf8)).map { String(format: "%02x", $0) }.joined() }
         XCTAssertEqual(hex(""), "da39a3ee5e6b4b0d3255bfef95601890afd80709")
         XCTAssertEqual(hex("abc"), "a9993e364706816aba3e25717850c26c9cd0d89d")
         XCTAssertEqual(hex("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq"), "84983e441c3bd26ebaae4aa1f95129e5e54670f1")

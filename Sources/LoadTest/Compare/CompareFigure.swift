@@ -22,7 +22,7 @@ enum CompareFigure: String, CaseIterable, Sendable, Codable {
         func positive(_ v: Double) -> Double? { v > 0 && v.isFinite ? v : nil }
         let latency = run.latencyUs
         switch self {
-        case .throughput: return positive(run.mode == "stream" ? run.mibPerSecond : run.requestsPerSecond)
+        case .throughput: return positive(run.inMebibytes ? run.mibPerSecond : run.requestsPerSecond)
         case .p50: return latency.count > 0 ? positive(latency.p50) : nil
         case .p90: return latency.count > 0 ? positive(latency.p90) : nil
         case .p99: return latency.count > 0 ? positive(latency.p99) : nil
@@ -62,4 +62,9 @@ enum CompareFigure: String, CaseIterable, Sendable, Codable {
         default: ReportText.latency(us: value)
         }
     }
+}
+
+extension RunResult {
+    /// Whether its throughput is in MiB/s (a stream run's) rather than requests/s.
+    var inMebibytes: Bool { LoadMode.traits(ofResults: mode).throughputUnit == .mebibytes }
 }

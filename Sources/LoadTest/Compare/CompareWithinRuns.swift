@@ -48,7 +48,7 @@ extension RunComparison {
     static func perSecondThroughput(_ base: RunResult, _ new: RunResult, confidence: Double) -> Change {
         let method = "per-second-welch-log-ratio"
         func rates(_ run: RunResult) -> [Double] {
-            run.timeline.filter { !$0.warmup }.map { run.mode == "stream" ? $0.mibPerSecond : $0.requestsPerSecond }
+            run.timeline.filter { !$0.warmup }.map { run.inMebibytes ? $0.mibPerSecond : $0.requestsPerSecond }
                 .filter { $0 > 0 && $0.isFinite }
         }
         let b = rates(base), n = rates(new)

@@ -69,7 +69,7 @@ public struct RunComparison: Sendable {
     /// The reports' mode (`echo`, `http`, …).
     let mode: String
     /// Whether throughput is in MiB/s (stream runs) rather than requests/s.
-    var stream: Bool { mode == "stream" }
+    var stream: Bool { LoadMode.traits(ofResults: mode).throughputUnit == .mebibytes }
 
     /// The figures that got worse beyond the noise.
     public var regressions: [String] { changes.filter { $0.verdict == .regressed }.map(\.figure) }

@@ -1,4 +1,0 @@
-/// Where a client connection is in its life.
-enum ConnectionState {
-    case idle, connecting, open, closed
-}
