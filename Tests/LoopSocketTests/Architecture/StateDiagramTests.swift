@@ -13,7 +13,8 @@ final class StateDiagramTests: XCTestCase {
     /// The transition tables the code makes, by the type name a diagram's marker gives: each edge as
     /// `from --> to: event`.
     static var transitionTables: [String: [String]] {
-        ["Lifecycle": ConnectionState.lifecycleTransitions.map { "\($0.from) --> \($0.to): \($0.event)" }]
+        ["Lifecycle": ConnectionState.lifecycleTransitions.map { "\($0.from) --> \($0.to): \($0.event)" },
+         "TLSPhase": ConnectionState.tlsTransitions.map { "\($0.from) --> \($0.to): \($0.event)" }]
     }
 
     struct Diagram {
@@ -103,6 +104,7 @@ final class StateDiagramTests: XCTestCase {
         let markdown = try String(contentsOf: Self.packageRoot.appendingPathComponent("docs/architecture.md"), encoding: .utf8)
         let diagrams = try Self.diagrams(in: markdown)
         XCTAssertTrue(diagrams.contains { $0.typeName == "Lifecycle" }, "the TCP engine's diagram is missing")
+        XCTAssertTrue(diagrams.contains { $0.typeName == "TLSPhase" }, "the TCP engine's TLS diagram is missing")
         for diagram in diagrams {
             let where_ = "docs/architecture.md:\(diagram.line) (\(diagram.typeName))"
             let source = try String(contentsOf: Self.packageRoot.appendingPathComponent(diagram.path), encoding: .utf8)
