@@ -41,7 +41,10 @@ extension GCDAsyncSocket {
         delegateTarget.deliver(to: self, event)
     }
 
-    /// The delegate callback for one of the engine's reports.
+    /// The delegate callback for one of the engine's reports. Inlined into the sink's one override, so the
+    /// report is switched on where it arrives rather than passed on (every connection has two: accepted or
+    /// connected, and the disconnect).
+    @inline(__always)
     func deliver(_ event: ConnectionReport) {
         switch event {
         case .accepted(let accepted):

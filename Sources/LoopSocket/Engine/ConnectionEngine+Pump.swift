@@ -81,7 +81,7 @@ extension ConnectionEngine: LoopIOHandler, PumpScheduled {
     func updateInterest() {
         var interest: IOEvents = []
         if readSide == .open {
-            if connectionState.tlsHoldsData {
+            if tlsLayer != nil && connectionState.tlsHoldsData {
                 // The handshake reads what it needs whatever reads are queued; while the delegate decides on
                 // trust nothing is read at all (the bytes wait in the kernel, and level-triggered EPOLLIN
                 // would only spin the loop).

@@ -32,7 +32,7 @@ extension ConnectionEngine {
     @inline(__always)
     var readsHeldByBackpressure: Bool {
         guard writability == .notWritableReadsPaused else { return false }
-        return tlsPhase != .queued
+        return !tlsQueued
     }
 
     /// Ciphertext already in the TLS layer's input, which no EPOLLIN will report.
@@ -62,7 +62,7 @@ extension ConnectionEngine {
     /// wakeup's read budget; nothing while writes back up (``SocketOptions/ReadBackpressure``).
     func readLoop() {
         while isOpen && !asking.contains(.read) && !readsHeldByBackpressure {
-            if tlsPhase == .queued, reads.front({ $0.isStartTLS }) == true {
+            if tlsQueued, reads.front({ $0.isStartTLS }) == true {
                 beginTLSIfBothQueuesReady()
                 return
             }

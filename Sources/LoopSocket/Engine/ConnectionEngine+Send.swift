@@ -12,7 +12,7 @@ extension ConnectionEngine {
     /// pass is skipped; its completion callback is too: the async handler has none for writes.
     func sendOrEnqueue(_ data: Data) {
         let count = data.count
-        guard pumpState.contains(.inline), !pumpState.contains(.pumping), isOpen, writes.isEmpty, tlsPhase == .plain,
+        guard pumpState.contains(.inline), !pumpState.contains(.pumping), isOpen, writes.isEmpty, connectionState.tlsIs(.plain),
               !readiness.contains(.writeBlocked), ending == .none, writeSide == .open,
               count <= config.options.maxQueuedWriteBytes ?? .max
         else { return enqueueWrite(data, timeout: -1, tag: 0) }
@@ -80,7 +80,7 @@ extension ConnectionEngine {
             return
         }
         while isOpen && !writes.isEmpty && !readiness.contains(.writeBlocked) && !asking.contains(.write) {
-            if tlsPhase == .queued, writes.front({ $0.isStartTLS }) == true {
+            if tlsQueued, writes.front({ $0.isStartTLS }) == true {
                 beginTLSIfBothQueuesReady()
                 return
             }
@@ -112,7 +112,7 @@ extension ConnectionEngine {
     /// Hands the first queued writes to the kernel: one `send`, or one `sendmsg` gathering up to 64.
     private func sendQueued() -> SendResult {
         var count = min(writes.count, LoopContext.maxGather)
-        if tlsPhase == .queued {
+        if tlsQueued {
             // Nothing behind startTLS's marker goes out in plaintext.
             count = (0..<count).first { i in writes.at(i) { $0.isStartTLS } } ?? count
         }

@@ -273,6 +273,12 @@ extension ConnectionState {
     @inline(__always) var continuous: Continuous { stream?.continuous ?? .off }
     @inline(__always) var tls: TLSPhase { stream?.tls ?? .plain }
 
+    /// Whether the TLS phase is `phase` (``Stream/tlsIs(_:)``; a state without a stream is `plain`).
+    @inline(__always) func tlsIs(_ phase: TLSPhase) -> Bool {
+        guard case .active(_, let stream) = self else { return phase == .plain }
+        return stream.tlsIs(phase)
+    }
+
     /// Bytes move (the pump runs, timers count): the connection is open.
     @inline(__always) var isOpen: Bool { if case .active(.open, _) = self { true } else { false } }
     /// A connect is under way.
@@ -293,6 +299,8 @@ extension ConnectionEngine {
     @inline(__always) var writability: Writability { connectionState.writability }
     @inline(__always) var continuous: Continuous { connectionState.continuous }
     @inline(__always) var tlsPhase: TLSPhase { connectionState.tls }
+    /// `startTLS`'s markers are queued (a bit test: the plaintext loops ask it on every pass).
+    @inline(__always) var tlsQueued: Bool { connectionState.tlsIs(.queued) }
     @inline(__always) var isOpen: Bool { connectionState.isOpen }
     @inline(__always) var isConnecting: Bool { connectionState.isConnecting }
     @inline(__always) var isListening: Bool { connectionState.isListening }

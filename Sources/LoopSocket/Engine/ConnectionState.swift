@@ -67,6 +67,10 @@ enum ConnectionState: Equatable {
         @inline(__always) var continuous: Continuous { get { self[9, 0b1] ?? .off } set { self[9, 0b1] = newValue } }
         @inline(__always) var tls: TLSPhase { get { self[10, 0b111] ?? .plain } set { self[10, 0b111] = newValue } }
 
+        /// Whether the TLS phase is `phase`: one compare of the packed bits, no enum made (the plaintext
+        /// read and write loops ask it on every pass).
+        @inline(__always) func tlsIs(_ phase: TLSPhase) -> Bool { bits & (0b111 &<< 10) == UInt16(phase.rawValue) &<< 10 }
+
         /// The field `mask` wide at bit `shift`, as the enum whose raw value it holds.
         @inline(__always)
         private subscript<Field: RawRepresentable<UInt8>>(shift: Int, mask: UInt16) -> Field? {
