@@ -19,7 +19,7 @@ extension GCDAsyncSocket {
     ///   families are disabled; `badParamError` for an unknown interface; `otherError` with the errno when
     ///   `socket`, `bind` or `listen` fails (for example `EADDRINUSE`).
     public func accept(onInterface interface: String?, port: UInt16) throws {
-        let configuration = try claimForStart(.accepting)
+        let configuration = try claimForStart(.listenAsked)
         let addresses: [SocketAddress]
         do {
             addresses = try Self.listenAddresses(interface: interface, port: port, configuration)
@@ -37,7 +37,7 @@ extension GCDAsyncSocket {
     /// - Throws: ``GCDAsyncSocketError`` — `badParamError` for a path too long for `sun_path`, `otherError` with
     ///   the errno if the socket cannot be created or bound.
     public func accept(on url: URL) throws {
-        let configuration = try claimForStart(.accepting)
+        let configuration = try claimForStart(.listenAsked)
         guard let address = SocketAddress(unixPath: url.path) else {
             releaseClaim()
             throw GCDAsyncSocketError(.badParamError, "Unix socket path is empty or longer than 107 bytes: \(url.path)")
@@ -49,11 +49,11 @@ extension GCDAsyncSocket {
 
     /// Claims the socket for a connect, a listen or an adoption (``ConnectionEngine/claim(for:)``), after
     /// GCDAsyncSocket's first check for a connect: a delegate to tell its outcome to.
-    func claimForStart(_ status: Status) throws -> Configuration {
-        guard status != .connecting || withLock({ reportedDelegate }) != nil else {
+    func claimForStart(_ start: ConnectionState.Event) throws -> Configuration {
+        guard start != .connectAsked || withLock({ reportedDelegate }) != nil else {
             throw GCDAsyncSocketError(.badConfigError, "Attempting to connect without a delegate. Set a delegate first.")
         }
-        return try GCDAsyncSocketError.reporting { () throws(ConnectionError) in try claim(for: status) }
+        return try GCDAsyncSocketError.reporting { () throws(ConnectionError) in try claim(for: start) }
     }
 
     /// The addresses to listen on for an interface description.

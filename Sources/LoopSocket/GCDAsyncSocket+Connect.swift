@@ -26,7 +26,7 @@ extension GCDAsyncSocket {
     ///   (unknown host, refused, timeout) arrive in `socketDidDisconnect(_:withError:)`.
     public func connect(toHost host: String, onPort port: UInt16, viaInterface interface: String?, withTimeout timeout: TimeInterval) throws {
         guard !host.isEmpty else { throw GCDAsyncSocketError(.badParamError, "Invalid host parameter (nil or \"\"). Should be a domain name or IP address string.") }
-        let configuration = try claimForStart(.connecting)
+        let configuration = try claimForStart(.connectAsked)
         let local = try localBindAddressesOrRelease(interface, configuration)
         try GCDAsyncSocketError.reporting { () throws(ConnectionError) in
             try connect(toHost: host, port: port, configuration: configuration, timeout: timeout, local: local)
@@ -48,7 +48,7 @@ extension GCDAsyncSocket {
         guard let address = SocketAddress(bytes: remoteAddr), !address.isUnix else {
             throw GCDAsyncSocketError(.badParamError, "A remote address must be a sockaddr_in or sockaddr_in6")
         }
-        let configuration = try claimForStart(.connecting)
+        let configuration = try claimForStart(.connectAsked)
         guard (address.isIPv4 && configuration.ipv4Enabled) || (address.isIPv6 && configuration.ipv6Enabled) else {
             releaseClaim()
             throw GCDAsyncSocketError(.badConfigError, "The address's IP family is disabled")
@@ -64,7 +64,7 @@ extension GCDAsyncSocket {
         guard let address = SocketAddress(unixPath: url.path) else {
             throw GCDAsyncSocketError(.badParamError, "Unix socket path is empty or longer than 107 bytes: \(url.path)")
         }
-        let configuration = try claimForStart(.connecting)
+        let configuration = try claimForStart(.connectAsked)
         try GCDAsyncSocketError.reporting { () throws(ConnectionError) in
             try connect(to: [address], configuration: configuration, timeout: timeout, local: [])
         }

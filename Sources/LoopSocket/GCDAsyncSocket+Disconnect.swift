@@ -13,7 +13,7 @@ extension GCDAsyncSocket {
             closeWithError(nil)
             return
         }
-        publish(status: .idle)
+        publish(.idle)
         onLoop { [self] in closeWithError(nil) }
     }
 

@@ -2,9 +2,9 @@ import Dispatch
 import EpollLoop
 import FoundationEssentials
 
-/// The face's sink: the engine's events (``ConnectionReport`` and the sink methods GCDAsyncSocket overrides)
-/// become delegate callbacks, inline on the loop when there is no delegate queue, else `async` onto the
-/// queue; or go to an ``AsyncSocket``'s handler, inline.
+/// The face's sink: the engine's events (a read, a write, and ``ConnectionReport`` for the rest) become
+/// delegate callbacks, inline on the loop when there is no delegate queue, else `async` onto the queue; or
+/// go to an ``AsyncSocket``'s handler (``AsyncSocketHandler/report(_:from:)``), inline.
 extension GCDAsyncSocket {
     /// Where the next delegate callback goes: nowhere for an ``AsyncSocket``'s socket, whose handler the
     /// sink methods call directly. Loop only.
@@ -47,9 +47,24 @@ extension GCDAsyncSocket {
         delegateTarget.deliver(to: self, event)
     }
 
-    /// The delegate callback for one of the engine's rarer events.
+    /// The delegate callback for one of the engine's reports. Inlined into the sink's one override, so the
+    /// report is switched on where it arrives rather than passed on (every connection has two: accepted or
+    /// connected, and the disconnect).
+    @inline(__always)
     func deliver(_ event: ConnectionReport) {
         switch event {
+        case .accepted(let accepted):
+            deliverAccept(accepted)
+        case .continuousChunk(let data):
+            deliverContinuousChunk(data)
+        case .timeoutAsked(let direction, let tag, let elapsed, let done, let answer):
+            askShouldTimeout(direction, tag: tag, elapsed: elapsed, done: done, answer: answer)
+        case .trustAsked(let trust, let decide):
+            askTrust(trust, decide: decide)
+        case .writesDropped:
+            break
+        case .disconnected(let error):
+            notifyDidDisconnect(error.map(GCDAsyncSocketError.reporting))
         case .connected(let host, let port):
             notify { $0.socket($1, didConnectToHost: host, port: port) }
         case .connectedToURL(let url):
@@ -76,12 +91,27 @@ extension GCDAsyncSocket {
         }
     }
 
-    /// `socket(_:shouldTimeoutReadWithTag:…)` or its write twin: inline, the answer; on a queue, nil, and
-    /// the answer later.
-    func askShouldTimeout(
-        _ direction: Direction, tag: Int, elapsed: TimeInterval, done: Int,
-        answer: @escaping @Sendable (TimeInterval) -> Void
-    ) -> TimeInterval? {
+    /// A chunk of continuous reads as `socket(_:didRead:withTag:)`: inline, or on the delegate queue,
+    /// where it counts as in flight until delivered (``ConnectionEngine/dispatchContinuousChunk()``).
+    private func deliverContinuousChunk(_ data: Data) {
+        switch delegateTarget {
+        case .none:
+            return
+        case .inline(let delegate):
+            delegate.socket(self, didRead: data, withTag: continuousChunkTag)
+        case .queued(let delegate, let queue):
+            let (tag, delivered) = dispatchContinuousChunk()
+            let box = UncheckedSendable(delegate)
+            queue.async { [self] in
+                box.value.socket(self, didRead: data, withTag: tag)
+                delivered()
+            }
+        }
+    }
+
+    /// `socket(_:shouldTimeoutReadWithTag:…)` or its write twin: inline, the answer now; on a queue, the
+    /// answer later; with nobody to ask, no more time.
+    private func askShouldTimeout(_ direction: Direction, tag: Int, elapsed: TimeInterval, done: Int, answer: TimeoutAnswer) {
         @Sendable func ask(_ delegate: any GCDAsyncSocketDelegate, _ socket: GCDAsyncSocket) -> TimeInterval {
             direction == .read
                 ? delegate.socket(socket, shouldTimeoutReadWithTag: tag, elapsed: elapsed, bytesDone: UInt(done))
@@ -89,41 +119,32 @@ extension GCDAsyncSocket {
         }
         switch delegateTarget {
         case .none:
-            return 0
+            answer.now = 0
         case .inline(let delegate):
-            return ask(delegate, self)
+            answer.now = ask(delegate, self)
         case .queued(let delegate, let queue):
+            answer.now = nil
             let box = UncheckedSendable(delegate)
-            queue.async { [self] in answer(ask(box.value, self)) }
-            return nil
+            queue.async { [self] in answer.later(ask(box.value, self)) }
         }
     }
 
-    /// `socket(_:didReceive:completionHandler:)`; false with no delegate to ask.
-    func askTrust(_ trust: TLSTrust, decide: @escaping @Sendable (Bool) -> Void) -> Bool {
-        if case .none = delegateTarget { return false }
+    /// `socket(_:didReceive:completionHandler:)`; not trusted with no delegate to ask.
+    private func askTrust(_ trust: TLSTrust, decide: @escaping @Sendable (Bool) -> Void) {
+        if case .none = delegateTarget { return decide(false) }
         notify { $0.socket($1, didReceive: trust, completionHandler: decide) }
-        return true
     }
 
     /// A socket for the descriptor this listener accepted, with the listener's delegate, on the queue its
     /// `newSocketQueueForConnection` chooses (else the listener's delegate queue); then
     /// `socket(_:didAcceptNewSocket:)`, and the new socket starts: right after an inline callback, from the
     /// delegate queue after a queued one.
-    func deliverAccept(_ fd: Int32, peer: SocketAddress?, isUnix: Bool, on loop: EventLoop) {
-        if case .async(let handler) = recipient {
-            // An `AsyncListener`'s listener: the handler gives the new socket a sink of its own.
-            let socket = GCDAsyncSocket(delegate: nil, delegateQueue: nil, loop: loop, group: nil)
-            setUpAccepted(socket, fd: fd, isUnix: isUnix)
-            handler.accepted(socket)
-            socket.startAdopted()
-            return
-        }
+    private func deliverAccept(_ accepted: Accepted) {
         let delegate = loopDelegate  // one weak load for the whole accept: a delegate's retains are slow
         var queue = loopDelegateQueue
-        if let delegate, let chosen = queueChosen(by: delegate, peer: peer) { queue = chosen }
-        let socket = GCDAsyncSocket(delegate: delegate, delegateQueue: queue, loop: loop, group: nil)
-        setUpAccepted(socket, fd: fd, isUnix: isUnix)
+        if let delegate, let chosen = queueChosen(by: delegate, peer: accepted.peer) { queue = chosen }
+        let socket = GCDAsyncSocket(delegate: delegate, delegateQueue: queue, loop: accepted.loop, group: nil)
+        setUpAccepted(socket, fd: accepted.fd, isUnix: accepted.isUnix)
         guard let delegate else { return socket.startAdopted() }
         guard let listenerQueue = loopDelegateQueue else {
             delegate.socket(self, didAcceptNewSocket: socket)

@@ -66,7 +66,7 @@ extension GCDAsyncSocket {
             throw GCDAsyncSocketError(SyscallError(.fcntl, errno: Errno(rawValue: errno)))
         }
         _ = fcntl(socketFD, F_SETFD, FD_CLOEXEC)
-        let configuration = try claimForStart(.connected)
+        let configuration = try claimForStart(.adopted)
         try GCDAsyncSocketError.reporting { () throws(ConnectionError) in
             try adoptConnected(socketFD, isUnix: peer.isUnix, configuration: configuration)
         }

@@ -73,8 +73,9 @@ open class GCDAsyncSocket: ConnectionEngine, @unchecked Sendable {
     /// The group sockets use when given neither a loop nor a group: one loop per core, started on first use.
     public static var defaultGroup: EventLoopGroup { fallbackGroup }
 
-    // MARK: The sink (see ConnectionEngine): the engine's events, to the delegate or the async handler.
-    // Overrides live in the class body; the longer ones call into GCDAsyncSocket+Sink.swift.
+    // MARK: The sink (see ConnectionEngine): the engine's events, to the delegate or the async handler, by
+    // one route: the hot read and write, and one report for the rest. Overrides live in the class body; the
+    // report's delivery is in GCDAsyncSocket+Sink.swift.
 
     @inline(__always)
     override func sinkDidRead(_ data: Data, tag: Int) {
@@ -103,46 +104,7 @@ open class GCDAsyncSocket: ConnectionEngine, @unchecked Sendable {
         deliver(event)
     }
 
-    override func sinkDidDisconnect(_ error: ConnectionError?) {
-        let error = error.map(GCDAsyncSocketError.reporting)
-        if case .async(let handler) = recipient { return handler.disconnected(self, error: error) }
-        notifyDidDisconnect(error)
-    }
-
     override func sinkError(_ error: ConnectionError) -> any Error { GCDAsyncSocketError.reporting(error) }
-
-    override var sinkIsQueued: Bool {
-        if case .queued = delegateTarget { return true }
-        return false
-    }
-
-    override func sinkDidRead(_ data: Data, tag: Int, then delivered: @escaping @Sendable () -> Void) {
-        guard case .queued(let delegate, let queue) = delegateTarget else { return }
-        let box = UncheckedSendable(delegate)
-        queue.async { [self] in
-            box.value.socket(self, didRead: data, withTag: tag)
-            delivered()
-        }
-    }
-
-    override func sinkShouldTimeout(
-        _ direction: Direction, tag: Int, elapsed: TimeInterval, done: Int,
-        answer: @escaping @Sendable (TimeInterval) -> Void
-    ) -> TimeInterval? {
-        askShouldTimeout(direction, tag: tag, elapsed: elapsed, done: done, answer: answer)
-    }
-
-    override func sinkEvaluateTrust(_ trust: TLSTrust, decide: @escaping @Sendable (Bool) -> Void) -> Bool {
-        askTrust(trust, decide: decide)
-    }
-
-    override func sinkAccept(_ fd: Int32, peer: SocketAddress?, isUnix: Bool, on loop: EventLoop) {
-        deliverAccept(fd, peer: peer, isUnix: isUnix, on: loop)
-    }
-
-    override func sinkDroppedWrites(_ error: ConnectionError?) {
-        if case .async(let handler) = recipient { handler.closeDroppedWrites(error.map(GCDAsyncSocketError.reporting)) }
-    }
 }
 
 extension GCDAsyncSocket: DelegatingSocket {}

@@ -1,10 +1,10 @@
 import EpollLoop
 import FoundationEssentials
 
-/// What stands behind an ``AsyncSocket`` or ``AsyncListener``: the socket's sink methods call it directly
-/// for the events `async` callers wait for (connected, secured, writability, a failed write, accepted, the
-/// disconnect), and it resumes their continuations. Reads do not come through here (their continuations
-/// ride on the read operations).
+/// What stands behind an ``AsyncSocket`` or ``AsyncListener``: the socket's sink hands it every report
+/// (``report(_:from:)``), and it resumes the continuations of the events `async` callers wait for
+/// (connected, secured, writability, a failed write, accepted, the disconnect). Reads do not come through
+/// here (their continuations ride on the read operations).
 /// Every stored property is confined to the socket's loop, where the callbacks run (no delegate queue).
 final class AsyncSocketHandler: @unchecked Sendable {
     // Every connection holds one, so it is part of an idle connection's footprint: what only a listener, a
@@ -117,10 +117,23 @@ final class AsyncSocketHandler: @unchecked Sendable {
         set { setRare(newValue, \.handshakeFailed) }
     }
 
-    /// One of the engine's rarer reports, through the socket's sink (the events the `async` face waits for;
-    /// progress and read failures have no waiter: reads resume their own continuations).
+    /// One of the engine's reports, through the socket's sink: the one route of everything but reads and
+    /// writes (progress and read failures have no waiter: reads resume their own continuations; questions
+    /// get the answer of nobody to ask).
     func report(_ event: ConnectionReport, from socket: GCDAsyncSocket) {
         switch event {
+        case .accepted(let accepted):
+            // An `AsyncListener`'s listener: the handler gives the new socket a sink of its own.
+            let newSocket = GCDAsyncSocket(delegate: nil, delegateQueue: nil, loop: accepted.loop, group: nil)
+            socket.setUpAccepted(newSocket, fd: accepted.fd, isUnix: accepted.isUnix)
+            self.accepted(newSocket)
+            newSocket.startAdopted()
+        case .disconnected(let error):
+            disconnected(socket, error: error.map(GCDAsyncSocketError.reporting))
+        case .writesDropped(let error):
+            closeDroppedWrites(error.map(GCDAsyncSocketError.reporting))
+        case .trustAsked(_, let decide):
+            decide(false)
         case .connected, .connectedToURL:
             resumeConnect(nil)
         case .acceptFailed(let error):
@@ -131,7 +144,7 @@ final class AsyncSocketHandler: @unchecked Sendable {
             writabilityChanged(writable)
         case .writeFailed(_, let error):
             if failure == nil { failure = GCDAsyncSocketError.reporting(error) }
-        case .readProgress, .readFailed, .readStreamClosed, .writeProgress:
+        case .readProgress, .readFailed, .readStreamClosed, .writeProgress, .continuousChunk, .timeoutAsked:
             break
         }
     }

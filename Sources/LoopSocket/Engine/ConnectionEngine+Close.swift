@@ -8,7 +8,9 @@ extension ConnectionEngine {
     /// fails the queued writes, drops the queued reads and the prebuffer, and calls
     /// `socketDidDisconnect(_:withError:)` last. The socket may connect or accept again afterwards.
     func closeWithError(_ error: ConnectionError?) {
-        guard case .tearDown(let wasOpen, let wasStarting, let readSideOpen) = connectionState.handle(.closed) else { return }
+        let writeShutDown = writeSide == .shutDown
+        guard case .tearDown(let wasOpen, let wasStarting, let readSideOpen, let tls) = connectionState.handle(.closed)
+        else { return }
         if wasOpen { eventLoop.countSocket(CEPOLL_STREAM_CLOSED) }
         eventLoop.cancelOnLoop(readTimer)
         eventLoop.cancelOnLoop(writeTimer)
@@ -18,7 +20,7 @@ extension ConnectionEngine {
         connectTimer = .invalid
         readTimerOp = .max
         writeTimerOp = .max
-        if case .tls(let tls) = transport { endTLS(tls, error: error) }
+        if let layer = tlsLayer { endTLS(layer, phase: tls, writeShutDown: writeShutDown, error: error) }
         if fd >= 0 {
             if error == nil && readSideOpen && !wasStarting { discardUnreadInput() }
             unpublish(fd)
@@ -38,19 +40,18 @@ extension ConnectionEngine {
         queuedWriteBytes = 0
         // Everything of the connection goes; how pumps are scheduled and where callbacks go stay.
         pumpState.remove(.again)
-        transport = .plain
         readiness = []
         asking = []
         traits = []
-        publish(status: .idle, onlyFor: config.generation)
+        publish(connectionState, onlyFor: config.generation)
         if !failedWrites.isEmpty {
-            sinkDroppedWrites(error)
+            sinkReport(.writesDropped(error))
             let writeError = error ?? ConnectionError(.writeDroppedByClose)
             for op in failedWrites {
                 sinkReport(.writeFailed(tag: op.tag, error: writeError))
             }
         }
-        sinkDidDisconnect(error)
+        sinkReport(.disconnected(error))
     }
 
     /// Reads and drops what the peer sent that nobody read, before a close the application asked for.

@@ -50,7 +50,7 @@ extension ConnectionEngine {
         if timeout >= 0 {
             connectTimer = eventLoop.scheduleOnLoop(at: Self.deadline(after: timeout)) { [self] in
                 connectTimer = .invalid
-                guard lifecycle == .connecting else { return }
+                guard isConnecting else { return }
                 closeWithError(ConnectionError(.connectTimeout))
             }
         }
@@ -60,7 +60,7 @@ extension ConnectionEngine {
     // MARK: Attempts
 
     func beginAttempts(_ addresses: [SocketAddress]) {
-        guard lifecycle == .connecting, let attempts = connecting else { return }
+        guard isConnecting, let attempts = connecting else { return }
         attempts.remaining = Resolver.happyEyeballsOrder(
             addresses, ipv4: config.ipv4Enabled || addresses.allSatisfy(\.isUnix), ipv6: config.ipv6Enabled,
             preferIPv4: config.ipv4PreferredOverIPv6)
@@ -75,7 +75,7 @@ extension ConnectionEngine {
     /// Starts the next address. A failure to even start moves on at once; a started attempt gets
     /// `alternateAddressDelay` before the next one starts beside it.
     func startNextAttempt() {
-        guard lifecycle == .connecting, let attempts = connecting else { return }
+        guard isConnecting, let attempts = connecting else { return }
         eventLoop.cancelOnLoop(attempts.alternateTimer)
         attempts.alternateTimer = .invalid
         while !attempts.remaining.isEmpty {
@@ -140,7 +140,7 @@ extension ConnectionEngine {
 
     /// An attempt's socket became writable (or failed): it connected, or the next address gets its turn.
     func attemptReady(_ attempt: ConnectAttempt) {
-        guard lifecycle == .connecting, let attempts = connecting else { return }
+        guard isConnecting, let attempts = connecting else { return }
         let code = (try? Syscall.option(attempt.fd, level: SOL_SOCKET, name: SO_ERROR)) ?? EBADF
         if code == 0 && attempt.dialsThisProcess && holdForAccept(attempt, attempts) { return }
         attempt.endDial(on: eventLoop)
@@ -194,7 +194,7 @@ extension ConnectionEngine {
 
     /// The listener reported the accept a held attempt waited for (or the hold ran out): report the connect.
     private func acceptAwaited(_ attempt: ConnectAttempt) {
-        guard attempt.held != nil, lifecycle == .connecting, let attempts = connecting,
+        guard attempt.held != nil, isConnecting, let attempts = connecting,
               attempts.inFlight.contains(where: { $0 === attempt }) else { return }
         attempt.endDial(on: eventLoop)
         attempts.inFlight.removeAll { $0 === attempt }
@@ -208,7 +208,8 @@ extension ConnectionEngine {
         connecting = nil
         eventLoop.cancelOnLoop(connectTimer)
         connectTimer = .invalid
-        _ = connectionState.handle(.connected)
+        let connected = connectionState.handle(.connected)
+        precondition(connected == .proceed, "connectionEstablished runs only while connecting")
         eventLoop.countSocket(CEPOLL_STREAM_OPENED)
         eventLoop.countSocket(CEPOLL_STREAM_CONNECTED)
         self.fd = fd
@@ -224,7 +225,7 @@ extension ConnectionEngine {
             closeWithError(ConnectionError.loop(error))
             return
         }
-        publish(status: .connected, fd: fd, onlyFor: config.generation)
+        publish(connectionState, fd: fd, onlyFor: config.generation)
         // Calls the delegate makes from the callback join this pump instead of deferring one.
         pumpState.insert(.pumping)
         if address.isUnix {

@@ -68,15 +68,22 @@ extension ConnectionEngine {
     /// its ``ListenHandler``. Throws if the loop is shut down (the descriptors are closed, the claim given back).
     private func startListening(_ listening: [(Int32, SocketAddress)], configuration: Configuration, unixPath: String?) throws(ConnectionError) {
         let addresses = listening.map { bound in SocketAddress.of(fd: bound.0, peer: false) ?? bound.1 }
-        publish(status: .accepting, listening: addresses)
+        publish(.claimed(by: .listenAsked), listening: addresses)
         // In the process's table of listeners from now, not once the loop gets to it: the kernel accepts
         // connections already, and a client of this process that connects right after this call must find
         // it there (``LocalAccepts``). Each handler withdraws its own when it closes.
         let endpoints = addresses.map(LocalEndpoint.init)
         for case let endpoint? in endpoints { LocalAccepts.shared.listenerOpened(endpoint) }
+        @Sendable func abandon() {
+            Self.withdraw(endpoints[...])
+            for (fd, _) in listening { LibraryFault.close(fd) }
+            if let unixPath { unlink(unixPath) }
+        }
         let started = onLoop { [self] in
+            // Not idle: claimed again after an off-loop `disconnect()` published idle and before its close
+            // reached the loop. That start runs; this one's descriptors go.
+            guard case .proceed = connectionState.handle(.listenAsked) else { return abandon() }
             config = configuration
-            _ = connectionState.handle(.listenAsked)
             unixListenPath = unixPath
             // Creates the loop's shared context now if need be: it opens the reserve descriptor that lets
             // accept shed connections at EMFILE, which could not be opened once the table is full.
@@ -97,9 +104,7 @@ extension ConnectionEngine {
             }
         }
         if !started {
-            Self.withdraw(endpoints[...])
-            for (fd, _) in listening { LibraryFault.close(fd) }
-            if let unixPath { unlink(unixPath) }
+            abandon()
             releaseClaim()
             throw ConnectionError(.loopShutDown)
         }
@@ -115,7 +120,7 @@ extension ConnectionEngine {
     /// Accepts what is pending (at most 64 per readiness event, to stay fair to other descriptors).
     func acceptConnections(from listener: ListenHandler) {
         for _ in 0..<64 {
-            guard lifecycle == .listening else { return }
+            guard isListening else { return }
             var storage = sockaddr_storage()
             var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
             let result = withUnsafeMutablePointer(to: &storage) { pointer in
@@ -186,7 +191,7 @@ extension ConnectionEngine {
     }
 
     /// Hands an accepted descriptor to the sink, which makes its connection on the next loop of the group
-    /// (``sinkAccept(_:peer:isUnix:on:)``), sets it up here (``setUpAccepted(_:fd:isUnix:)``), tells its
+    /// (``ConnectionReport/accepted(_:)``), sets it up here (``setUpAccepted(_:fd:isUnix:)``), tells its
     /// own side, and only then lets it run (``startAdopted()``).
     ///
     /// GCDAsyncSocket's order: `didAcceptNewSocket` comes before any callback of the new socket, and a
@@ -197,7 +202,7 @@ extension ConnectionEngine {
     /// Reads and writes queued from the callback wait in the queues meanwhile; bytes and resets wait in the
     /// kernel.
     private func handOff(_ child: Int32, peer: SocketAddress?, isUnix: Bool) {
-        sinkAccept(child, peer: peer, isUnix: isUnix, on: group?.next() ?? eventLoop)
+        sinkReport(.accepted(Accepted(fd: child, peer: peer, isUnix: isUnix, loop: group?.next() ?? eventLoop)))
     }
 
     /// Sets up `connection`, just made by the sink for descriptor `fd` this listener accepted, without
@@ -226,7 +231,7 @@ extension ConnectionEngine {
     /// Takes over `fd`, a connected descriptor, for the socket claimed with `configuration`, and starts it
     /// on the loop. Throws, the claim given back, if the loop is shut down. Any thread.
     func adoptConnected(_ fd: Int32, isUnix: Bool, configuration: Configuration) throws(ConnectionError) {
-        publish(status: .connected, fd: fd)
+        publish(.claimed(by: .adopted), fd: fd)
         try startOnLoop { [self] in adopt(fd, configuration: configuration, isUnix: isUnix) }
     }
 
@@ -239,8 +244,13 @@ extension ConnectionEngine {
     /// Takes ownership of a connected descriptor without watching it yet: reads and writes may be queued,
     /// nothing runs until ``startAdopted()``. On the socket's loop, or before any other thread knows it.
     func prepareAdoption(_ fd: Int32, configuration: Configuration, isUnix: Bool, accepted: Bool) {
+        // Not idle (claimed again before an off-loop `disconnect()`'s close reached the loop): the descriptor
+        // goes, and the socket stays with the connection it has.
+        guard case .proceed = connectionState.handle(.adopted) else {
+            unpublish(fd)
+            return LibraryFault.close(fd)
+        }
         config = configuration
-        _ = connectionState.handle(.adopted)
         self.fd = fd
         if isUnix { traits.insert(.unix) }
         if accepted { traits.insert(.accepted) }

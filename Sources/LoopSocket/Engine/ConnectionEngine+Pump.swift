@@ -11,7 +11,7 @@ import Glibc
 extension ConnectionEngine: LoopIOHandler, PumpScheduled, DescriptorOwner {
     /// Readiness of the connected descriptor (the loop calls it; not public API).
     package func handleIO(_ events: IOEvents) {
-        guard lifecycle == .open else { return }
+        guard isOpen else { return }
         readBudget = Int16(clamping: max(1, config.options.maxReadsPerWakeup))
         if events.contains(.error) {
             let code = (try? Syscall.option(fd, level: SOL_SOCKET, name: SO_ERROR)) ?? 0
@@ -35,10 +35,7 @@ extension ConnectionEngine: LoopIOHandler, PumpScheduled, DescriptorOwner {
     }
 
     /// Whether no TLS is running or queued (`startTLS` has one transition per connection). Loop only.
-    var isPlaintext: Bool {
-        if case .plain = transport { return true }
-        return false
-    }
+    var isPlaintext: Bool { tlsPhase == .plain }
 
     /// Asks for a pump (``PumpState/request()``): the running one goes round again, or one is deferred to
     /// the next iteration (or, for an ``AsyncSocket``'s socket, runs now: its reads and writes then reach the
@@ -52,21 +49,21 @@ extension ConnectionEngine: LoopIOHandler, PumpScheduled, DescriptorOwner {
         guard pumpState.begin() else { return }
         repeat {
             // Not open: closed by a callback, or `starting` (`registerAdopted` pumps once it is registered).
-            guard lifecycle == .open else { break }
-            if case .tls(let tls) = transport, tls.state != .established {
+            guard isOpen else { break }
+            if let tls = tlsLayer, tlsPhase != .established {
                 // Handshake messages only: queued reads and writes wait behind it.
                 advanceHandshake(tls)
-                guard lifecycle == .open else { break }
-                if tls.state != .established { continue }
+                guard isOpen else { break }
+                if tlsPhase != .established { continue }
             }
             readLoop()
-            guard lifecycle == .open else { break }
+            guard isOpen else { break }
             writeLoop()
-            guard lifecycle == .open else { break }
+            guard isOpen else { break }
             disconnectIfDone()
         } while pumpState.goAgain()
         pumpState.end()
-        guard lifecycle == .open else { return }
+        guard isOpen else { return }
         updateInterest()
         updateTimers()
     }
@@ -84,11 +81,11 @@ extension ConnectionEngine: LoopIOHandler, PumpScheduled, DescriptorOwner {
     func updateInterest() {
         var interest: IOEvents = []
         if readSide == .open {
-            if case .tls(let tls) = transport, tls.state != .established {
+            if tlsLayer != nil && connectionState.tlsHoldsData {
                 // The handshake reads what it needs whatever reads are queued; while the delegate decides on
                 // trust nothing is read at all (the bytes wait in the kernel, and level-triggered EPOLLIN
                 // would only spin the loop).
-                if tls.state == .handshaking { interest.insert(.readable) }
+                if tlsPhase == .handshaking { interest.insert(.readable) }
             } else if !asking.contains(.read) && !readsHeldByBackpressure && (wantsBytes ? pendingCount == 0
                 : !readiness.contains(.idleWake) || (readBudget <= 0 && readiness.contains(.readable))) {
                 interest.insert(.readable)
@@ -125,7 +122,7 @@ extension ConnectionEngine: LoopIOHandler, PumpScheduled, DescriptorOwner {
 
     /// Ciphertext waits to be sent (TLS only).
     var transportHasOutput: Bool {
-        if case .tls(let tls) = transport { return tls.hasOutput }
+        if let tls = tlsLayer { return tls.hasOutput }
         return false
     }
 

@@ -32,13 +32,12 @@ extension ConnectionEngine {
     @inline(__always)
     var readsHeldByBackpressure: Bool {
         guard writability == .notWritableReadsPaused else { return false }
-        if case .tlsQueued = transport { return false }
-        return true
+        return !tlsQueued
     }
 
     /// Ciphertext already in the TLS layer's input, which no EPOLLIN will report.
     var transportHasStash: Bool {
-        if case .tls(let tls) = transport { return !tls.stash.isEmpty }
+        if let tls = tlsLayer { return !tls.stash.isEmpty }
         return false
     }
 
@@ -62,8 +61,8 @@ extension ConnectionEngine {
     /// Satisfies reads from the prebuffer, then from the socket while it is readable, for at most the
     /// wakeup's read budget; nothing while writes back up (``SocketOptions/ReadBackpressure``).
     func readLoop() {
-        while lifecycle == .open && !asking.contains(.read) && !readsHeldByBackpressure {
-            if case .tlsQueued = transport, reads.front({ $0.isStartTLS }) == true {
+        while isOpen && !asking.contains(.read) && !readsHeldByBackpressure {
+            if tlsQueued, reads.front({ $0.isStartTLS }) == true {
                 beginTLSIfBothQueuesReady()
                 return
             }
@@ -95,7 +94,7 @@ extension ConnectionEngine {
 
     /// One `recv` into the loop's shared buffer, fed straight to the reads; leftovers go to the prebuffer.
     private func receive(intoPrebufferOnly: Bool) {
-        if case .tls(let tls) = transport {
+        if let tls = tlsLayer {
             receiveTLS(tls, intoPrebufferOnly: intoPrebufferOnly)
             return
         }
@@ -104,7 +103,7 @@ extension ConnectionEngine {
         case .nothing:
             break
         case .endOfStream:
-            _ = connectionState.handle(.peerFinished)
+            peerFinished()
         case .bytes(let count):
             if !intoPrebufferOnly && count >= LoopContext.handOffThreshold && frontReadTakesAll(count) {
                 deliverWhole(context.handOffReceiveBuffer(count: count))
@@ -112,7 +111,7 @@ extension ConnectionEngine {
             }
             let bytes = UnsafeRawBufferPointer(rebasing: buffer[0..<count])
             let used = intoPrebufferOnly ? 0 : feed(bytes)
-            if used < count && lifecycle == .open {
+            if used < count && isOpen {
                 pending.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[used...]))
             }
         }
@@ -176,30 +175,35 @@ extension ConnectionEngine {
         }
     }
 
-    /// Delivers a chunk of ``beginReceiving(tag:)``. On a delegate queue the chunks in flight are counted,
-    /// and reading pauses at ``SocketOptions/maxUndeliveredChunks`` until the delegate catches up; inline,
-    /// the loop itself waits for each callback.
+    /// Delivers a chunk of ``beginReceiving(tag:)``.
     private func deliverContinuous(_ data: Data) {
-        guard sinkIsQueued else {
-            sinkDidRead(data, tag: withSharedState { $0.continuousTag })
-            return
-        }
+        sinkReport(.continuousChunk(data))
+    }
+
+    /// The tag of a continuous chunk the sink delivers inline (the loop itself waits for the callback).
+    /// Loop only.
+    var continuousChunkTag: Int { withSharedState { $0.continuousTag } }
+
+    /// The tag of a continuous chunk the sink sends to a queue of its own, where it counts as in flight
+    /// until `delivered` runs there: reading pauses at ``SocketOptions/maxUndeliveredChunks`` until the
+    /// delegate catches up. Loop only.
+    func dispatchContinuousChunk() -> (tag: Int, delivered: @Sendable () -> Void) {
         let limit = max(1, config.options.maxUndeliveredChunks)
         let tag = withSharedState { $0.continuousChunkDispatched(limit: limit) }
-        sinkDidRead(data, tag: tag) { [self] in
+        return (tag, { [self] in
             guard withSharedState({ $0.continuousChunkDelivered(limit: limit) }) else { return }
             onLoop { [self] in
                 readiness.remove(.idleWake)
                 requestPump()
             }
-        }
+        })
     }
 
     private func feedFromPrebuffer() {
         let used = pending.withUnsafeBytes { all in
             feed(UnsafeRawBufferPointer(rebasing: all[pendingStart...]))
         }
-        guard lifecycle == .open else { return }
+        guard isOpen else { return }
         pendingStart += used
         if pendingStart == pending.count {
             pending = []
@@ -211,7 +215,7 @@ extension ConnectionEngine {
     /// Delegate callbacks run in here, and may queue reads, write, or disconnect.
     func feed(_ bytes: UnsafeRawBufferPointer) -> Int {
         var offset = 0
-        while offset < bytes.count && lifecycle == .open && !asking.contains(.read) {
+        while offset < bytes.count && isOpen && !asking.contains(.read) {
             let rest = UnsafeRawBufferPointer(rebasing: bytes[offset...])
             if reads.isEmpty {
                 guard wantsBytes else { break }
@@ -240,6 +244,12 @@ extension ConnectionEngine {
         return offset
     }
 
+    /// The peer sends nothing more (`recv` returned 0, or TLS's close_notify came): nothing is left to read
+    /// (the read loop then sees the end once the prebuffer is empty).
+    func peerFinished() {
+        if case .proceed = connectionState.handle(.peerFinished) { readiness.remove(.readable) }
+    }
+
     /// The peer will send nothing more and the prebuffer is empty, but reads are waiting.
     ///
     /// With `autoDisconnectOnClosedReadStream` (the default) the socket stops reading, lets queued writes
@@ -260,7 +270,7 @@ extension ConnectionEngine {
         default:
             return false
         }
-        guard lifecycle == .open, !reads.isEmpty else { return false }
+        guard isOpen, !reads.isEmpty else { return false }
         let op = reads.removeFirst()
         if !op.buffer.isEmpty {
             pending.insert(contentsOf: op.buffer, at: pendingStart)

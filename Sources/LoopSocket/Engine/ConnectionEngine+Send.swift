@@ -12,7 +12,7 @@ extension ConnectionEngine {
     /// pass is skipped; its completion callback is too: the async handler has none for writes.
     func sendOrEnqueue(_ data: Data) {
         let count = data.count
-        guard pumpState.contains(.inline), !pumpState.contains(.pumping), lifecycle == .open, writes.isEmpty, case .plain = transport,
+        guard pumpState.contains(.inline), !pumpState.contains(.pumping), isOpen, writes.isEmpty, connectionState.tlsIs(.plain),
               !readiness.contains(.writeBlocked), ending == .none, writeSide == .open,
               count <= config.options.maxQueuedWriteBytes ?? .max
         else { return enqueueWrite(data, timeout: -1, tag: 0) }
@@ -75,12 +75,12 @@ extension ConnectionEngine {
 
     /// Writes queued data until the queue is empty or the kernel buffer is full.
     func writeLoop() {
-        if case .tls(let tls) = transport {
+        if let tls = tlsLayer {
             writeLoopTLS(tls)
             return
         }
-        while lifecycle == .open && !writes.isEmpty && !readiness.contains(.writeBlocked) && !asking.contains(.write) {
-            if case .tlsQueued = transport, writes.front({ $0.isStartTLS }) == true {
+        while isOpen && !writes.isEmpty && !readiness.contains(.writeBlocked) && !asking.contains(.write) {
+            if tlsQueued, writes.front({ $0.isStartTLS }) == true {
                 beginTLSIfBothQueuesReady()
                 return
             }
@@ -95,7 +95,7 @@ extension ConnectionEngine {
                 completeWrites(count)
             }
         }
-        guard lifecycle == .open, writes.isEmpty else { return }
+        guard isOpen, writes.isEmpty else { return }
         shutDownWriteSideIfAsked()
     }
 
@@ -112,7 +112,7 @@ extension ConnectionEngine {
     /// Hands the first queued writes to the kernel: one `send`, or one `sendmsg` gathering up to 64.
     private func sendQueued() -> SendResult {
         var count = min(writes.count, LoopContext.maxGather)
-        if case .tlsQueued = transport {
+        if tlsQueued {
             // Nothing behind startTLS's marker goes out in plaintext.
             count = (0..<count).first { i in writes.at(i) { $0.isStartTLS } } ?? count
         }

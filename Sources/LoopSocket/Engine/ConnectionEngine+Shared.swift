@@ -180,9 +180,14 @@ extension ConnectionEngine {
 }
 
 extension ConnectionEngine: GenerationChecked {
-    /// Publishes the status (and the connected descriptor) the getters use; with `generation`, only if no
-    /// newer connect or accept has claimed the socket since (the loop passes the generation it serves).
-    func publish(status: Status, fd: Int32 = -1, listening: [SocketAddress] = [], onlyFor generation: UInt32? = nil) {
+    /// Publishes the status of `state` (and the connected descriptor) the getters use: the loop's own
+    /// state, or off the loop the state a claim is about to make (``ConnectionState/claimed(by:)``) or
+    /// `idle`. With `generation`, only if no newer connect or accept has claimed the socket since (the loop
+    /// passes the generation it serves).
+    func publish(
+        _ state: ConnectionState, fd: Int32 = -1, listening: [SocketAddress] = [], onlyFor generation: UInt32? = nil
+    ) {
+        let status = state.status
         withSharedState {
             if let generation, $0.generation != generation { return }
             $0.status = status
@@ -207,11 +212,12 @@ extension ConnectionEngine: GenerationChecked {
 // MARK: Claiming and settings: what the face asks of the shared state, from any thread.
 
 extension ConnectionEngine {
-    /// Checks that the socket is idle and claims it for a connect, a listen or an adopted descriptor (the
-    /// status `status`), so that a second call fails fast; returns the settings to start with, stamped with
-    /// the new generation. Any thread.
-    func claim(for status: Status) throws(ConnectionError) -> Configuration {
-        try withSharedState { state throws(ConnectionError) -> Configuration in
+    /// Checks that the socket is idle and claims it for `start` (a connect, a listen or an adopted
+    /// descriptor: the status of the state it makes), so that a second call fails fast; returns the settings
+    /// to start with, stamped with the new generation. Any thread.
+    func claim(for start: ConnectionState.Event) throws(ConnectionError) -> Configuration {
+        let status = ConnectionState.claimed(by: start).status
+        return try withSharedState { state throws(ConnectionError) -> Configuration in
             guard state.status == .idle else { throw ConnectionError(.alreadyStarted) }
             guard state.configuration.ipv4Enabled || state.configuration.ipv6Enabled else {
                 throw ConnectionError(.noFamilyEnabled)
@@ -226,7 +232,7 @@ extension ConnectionEngine {
 
     /// Gives back a claim whose start failed before it reached the loop. Any thread.
     func releaseClaim() {
-        publish(status: .idle)
+        publish(.idle)
     }
 
     /// Runs `start` on the loop, or gives back the claim and throws if the loop is shut down. Any thread.

@@ -4,35 +4,33 @@ import EpollLoop
 import FoundationEssentials
 import Glibc
 
-/// The TLS transport: `startTLS` as the transport's one transition (both queues reach its marker), the
-/// handshake, trust, and application data through OpenSSL over the socket's own buffers.
+/// The TLS transport: the state's TLS phase (``TLSPhase``) moved by its events (`startTLS` queued, both
+/// queues at its marker, trust asked and answered, the handshake done), the handshake, trust, and
+/// application data through OpenSSL over the socket's own buffers.
 extension ConnectionEngine {
     /// Accepted while a connection is being made or is open, once, and not after a `disconnectAfter…`
-    /// (GCDAsyncSocket's rules; other calls are ignored, as there).
+    /// (GCDAsyncSocket's rules; other calls are ignored, as there: the transition says which).
     func queueStartTLS(_ start: TLSStart) {
         let box = UncheckedSendable(start)
         onLoop { [self] in
-            // Once per connection, and only over plaintext: `transport` has one transition.
-            guard lifecycle == .connecting || lifecycle == .starting || lifecycle == .open,
-                  case .plain = transport, ending == .none else { return }
-            transport = .tlsQueued
+            guard case .queueTLSMarkers(let pump) = connectionState.handle(.tlsAsked) else { return }
             reads.append(ReadOp(kind: .startTLS(box.value), maxLength: 0, tag: 0, timeout: -1, id: reserveOpID()))
             writes.append(WriteOp(data: Data(), count: 0, tag: 0, timeout: -1, id: reserveOpID()))
             readiness.remove(.idleWake)
-            if lifecycle == .open { requestPump() }
+            if pump { requestPump() }
         }
     }
 
     /// Starts the handshake if both queues have reached `startTLS`'s marker.
     func beginTLSIfBothQueuesReady() {
-        guard reads.front({ $0.isStartTLS }) == true, writes.front({ $0.isStartTLS }) == true else { return }
+        guard reads.front({ $0.isStartTLS }) == true, writes.front({ $0.isStartTLS }) == true,
+              case .startHandshake = connectionState.handle(.tlsMarkersReached) else { return }
         let marker = reads.removeFirst()
         writes.removeFirst()
         // The markers grew the queues for one operation each: an idle TLS connection keeps only what it uses
         // (its one read back in the socket's inline slot).
         reads.shrinkToFit(inlineSlot: inlineReadSlot)
         writes.shrinkToFit()
-        transport = .plain
         guard case .startTLS(let start) = marker.kind else { return }
         let connection: TLSConnection
         let configuration: TLSConfiguration
@@ -49,12 +47,12 @@ extension ConnectionEngine {
             pending = []
             pendingStart = 0
         }
-        transport = .tls(connection)
+        tlsLayer = connection
         // The timeout is per connection: the shared context's copy of the settings leaves it out.
         let timeout = configuration.handshakeTimeout
         let seconds = Double(timeout.components.seconds) + Double(timeout.components.attoseconds) / 1e18
         connection.handshakeTimer = scheduleIfStillCurrent(at: Self.deadline(after: seconds)) { [self] in
-            guard case .tls(let tls) = transport, tls.state != .established else { return }
+            guard connectionState.tlsHoldsData, let tls = tlsLayer else { return }
             tls.handshakeTimer = .invalid
             closeWithError(ConnectionError(passingThrough: TLSError.handshakeTimedOut))
         }
@@ -80,16 +78,20 @@ extension ConnectionEngine {
 
     /// Runs the handshake as far as the bytes at hand allow: sends what OpenSSL wrote, reads what it needs.
     func advanceHandshake(_ tls: TLSConnection) {
-        while lifecycle == .open && tls.state == .handshaking {
+        while isOpen && tlsPhase == .handshaking {
             guard flushTLSOutput(tls) else { return }
             let step = tls.withInput(nil, { tls.handshake() })
             switch step {
             case .done:
                 guard flushTLSOutput(tls) else { return }
-                handshakeCompleted(tls)
+                // The sink was not asked during the handshake if OpenSSL could not pause it for the answer
+                // (a server's), or verified no certificate (a resumed session, whose chain was trusted by
+                // whichever connection made it): it is asked now, and no application data moves until it
+                // answers.
+                perform(connectionState.handle(.handshakeDone(awaitsTrust: tls.awaitsTrustDecision)), tls)
                 return
             case .needsTrust:
-                askSinkForTrust(tls)
+                perform(connectionState.handle(.trustAsked), tls)
                 return
             case .failed(let error):
                 _ = flushTLSOutput(tls)  // the alert, if the kernel takes it
@@ -117,22 +119,25 @@ extension ConnectionEngine {
         }
     }
 
-    private func handshakeCompleted(_ tls: TLSConnection) {
-        if tls.awaitsTrustDecision {
-            // The delegate was not asked during the handshake: OpenSSL cannot pause a server's handshake for
-            // the answer, and a resumed handshake verifies no certificate at all (the session's chain was
-            // trusted by whichever connection made it). It is asked now, and no application data moves
-            // until it answers.
+    /// Does what a TLS event's transition says.
+    private func perform(_ action: ConnectionState.Action, _ tls: TLSConnection) {
+        switch action {
+        case .askTrust:
             askSinkForTrust(tls)
-            return
+        case .establish:
+            establish(tls)
+        case .pump:
+            requestPump()
+        case .rejectTrust:
+            closeWithError(ConnectionError(passingThrough: TLSError(.trustRejected, "The delegate did not trust the peer's certificate")))
+        default:
+            break
         }
-        establish(tls)
     }
 
     private func establish(_ tls: TLSConnection) {
         // Only a trusted connection keeps a session for the next one (TLS 1.2's; TLS 1.3 tickets come later).
         tls.keepNewSession()
-        tls.state = .established
         eventLoop.countSocket(CEPOLL_TLS_HANDSHAKES)
         eventLoop.cancelOnLoop(tls.handshakeTimer)
         tls.handshakeTimer = .invalid
@@ -146,36 +151,25 @@ extension ConnectionEngine {
     /// within the handshake timeout. The completion handler may be called from any thread, once (later
     /// calls, and calls after the socket closed, do nothing).
     private func askSinkForTrust(_ tls: TLSConnection) {
-        tls.state = .awaitingTrust
         let trust = TLSTrust(certificates: tls.peerCertificates, hostName: tls.serverName, context: tls.context)
         let generation = config.generation
         let once = OneShot()
         let handler: @Sendable (Bool) -> Void = { [self] trusted in
             guard once.claim() else { return }
             onLoop(ifStill: generation) { [self] in
-                guard case .tls(let current) = transport, current.state == .awaitingTrust else { return }
+                guard tlsPhase == .awaitingTrust, let current = tlsLayer else { return }
                 trustDecided(current, trusted)
             }
         }
-        if !sinkEvaluateTrust(trust, decide: handler) {
-            handler(false)  // Nobody to ask: not trusted.
-        }
+        // A sink with nobody to ask calls `handler(false)`: not trusted.
+        sinkReport(.trustAsked(trust, decide: handler))
     }
 
     private func trustDecided(_ tls: TLSConnection, _ trusted: Bool) {
         tls.decideTrust(trusted)
         // A session of a refused peer is not offered again: the next connection makes a full handshake.
         if !trusted { tls.forgetSession() }
-        guard tls.handshakeFinished else {
-            tls.state = .handshaking  // A client's paused handshake: its next step returns the answer to OpenSSL.
-            requestPump()
-            return
-        }
-        guard trusted else {
-            closeWithError(ConnectionError(passingThrough: TLSError(.trustRejected, "The delegate did not trust the peer's certificate")))
-            return
-        }
-        establish(tls)
+        perform(connectionState.handle(.trustAnswered(trusted: trusted, handshakeFinished: tls.handshakeFinished)), tls)
     }
 
     // MARK: Application data
@@ -194,7 +188,7 @@ extension ConnectionEngine {
                     closeWithError(ConnectionError(passingThrough: TLSError.cutWithoutNotify))
                     return
                 }
-                _ = connectionState.handle(.peerFinished)
+                peerFinished()
                 return
             case .bytes(let count):
                 input = UnsafeRawBufferPointer(rebasing: buffer[0..<count])
@@ -213,12 +207,12 @@ extension ConnectionEngine {
         // once the input is decrypted is released here. SSL_free_buffers declines while part of a record
         // waits in the buffer, and costs a few checks when nothing is allocated.
         defer { if tls.context.configuration.releasesIdleBuffers { _ = SSL_free_buffers(tls.ssl) } }
-        while lifecycle == .open && tls.hasInput {
+        while isOpen && tls.hasInput {
             let count = Int(SSL_read(tls.ssl, plaintext.baseAddress, Int32(plaintext.count)))
             if count > 0 {
                 let bytes = UnsafeRawBufferPointer(rebasing: plaintext[0..<count])
                 let used = intoPrebufferOnly ? 0 : feed(bytes)
-                if used < count && lifecycle == .open {
+                if used < count && isOpen {
                     pending.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[used...]))
                 }
                 continue
@@ -229,8 +223,7 @@ extension ConnectionEngine {
             case SSL_ERROR_ZERO_RETURN:
                 // close_notify: the peer's clean end of stream.
                 tls.closeNotifyReceived = true
-                _ = connectionState.handle(.peerFinished)
-                readiness.remove(.readable)
+                peerFinished()
                 return
             default:
                 let error = TLSError.fromQueue(.protocolError, "TLS record error")
@@ -245,7 +238,7 @@ extension ConnectionEngine {
     /// buffer that leaves in as few `send`s as the kernel allows; the writes complete once their ciphertext
     /// has all gone to the kernel, so water marks and `didWriteDataWithTag` mean what they mean in plaintext.
     func writeLoopTLS(_ tls: TLSConnection) {
-        while lifecycle == .open {
+        while isOpen {
             guard flushTLSOutput(tls), !tls.hasOutput else { return }
             if tls.encryptedPlaintext > 0 {
                 let count = tls.encryptedPlaintext
@@ -253,12 +246,12 @@ extension ConnectionEngine {
                 completeWrites(count)
                 continue
             }
-            guard tls.state == .established, !writes.isEmpty, !asking.contains(.write) else { break }
+            guard tlsPhase == .established, !writes.isEmpty, !asking.contains(.write) else { break }
             guard let count = encryptQueuedWrites(tls) else { return }
             tls.encryptedPlaintext = count
         }
-        guard lifecycle == .open, writes.isEmpty, writeSide != .open else { return }
-        if !tls.closeNotifySent {
+        guard isOpen, writes.isEmpty, writeSide != .open else { return }
+        if !tls.closeNotifySent && tlsPhase == .established {
             tls.shutdown()
             guard flushTLSOutput(tls), !tls.hasOutput else { return }
         }
@@ -327,17 +320,19 @@ extension ConnectionEngine {
             category: .tlsHandshakeFailure, loop: eventLoop.name, message: "TLS handshake failed: \(failure)"))
     }
 
-    /// Part of every close: a close_notify when the session is up and the close is not itself a TLS failure
-    /// (one nonblocking `send`, so closing never waits on the peer), then the layer goes.
-    func endTLS(_ tls: TLSConnection, error: ConnectionError?) {
-        if tls.state != .established, let error { handshakeFailed(error) }
+    /// Part of every close (`tearDown`'s action, whose `phase` is the one that ends): a close_notify when
+    /// the session was up and the close is not itself a TLS failure (one nonblocking `send`, so closing
+    /// never waits on the peer), then the layer goes. `writeShutDown`: the close_notify went with the
+    /// write side's shutdown already.
+    func endTLS(_ tls: TLSConnection, phase: TLSPhase, writeShutDown: Bool, error: ConnectionError?) {
+        if phase != .established, let error { handshakeFailed(error) }
         eventLoop.cancelOnLoop(tls.handshakeTimer)
         tls.handshakeTimer = .invalid
-        if tls.state == .established && error?.isTLSFailure != true && fd >= 0 && writeSide != .shutDown {
+        if phase == .established && error?.isTLSFailure != true && fd >= 0 && !writeShutDown {
             tls.shutdown()
             if tls.hasOutput { _ = try? Syscall.send(fd, tls.output) }
         }
-        transport = .plain
+        tlsLayer = nil
     }
 }
 

@@ -58,7 +58,7 @@ extension ConnectionEngine {
 
     /// The operation at the front ran out of time: ask the sink whether to extend it.
     private func timerFired(_ direction: Direction) {
-        guard lifecycle == .open else { return }
+        guard isOpen else { return }
         let front: (id: UInt32, tag: Int, elapsed: TimeInterval, done: Int)?
         switch direction {
         case .read:
@@ -71,16 +71,17 @@ extension ConnectionEngine {
         guard let front else { return }
         let question: TimeoutQuestions = direction == .read ? .read : .write
         let generation = config.generation
-        let answerLater: @Sendable (TimeInterval) -> Void = { [self] more in
+        let answer = TimeoutAnswer { [self] more in
             onLoop(ifStill: generation) { [self] in
-                guard lifecycle == .open else { return }
+                guard isOpen else { return }
                 asking.remove(question)
                 resolveTimeout(direction, op: front.id, extension: more)
             }
         }
         // Until the answer comes back (at once, or later from the sink's queue) the direction pauses.
         asking.insert(question)
-        if let more = sinkShouldTimeout(direction, tag: front.tag, elapsed: front.elapsed, done: front.done, answer: answerLater) {
+        sinkReport(.timeoutAsked(direction, tag: front.tag, elapsed: front.elapsed, done: front.done, answer: answer))
+        if let more = answer.now {
             asking.remove(question)
             resolveTimeout(direction, op: front.id, extension: more)
         }
@@ -90,7 +91,7 @@ extension ConnectionEngine {
     /// behaviour) or, with `timeoutsFailOnlyTheOperation`, only the operation, unless it is a write that has
     /// begun, which still closes the connection.
     private func resolveTimeout(_ direction: Direction, op id: UInt32, extension more: TimeInterval) {
-        guard lifecycle == .open else { return }
+        guard isOpen else { return }
         let stillFront = direction == .read ? reads.front { $0.id } == id : writes.front { $0.id } == id
         guard stillFront else {
             pump()
@@ -135,7 +136,7 @@ extension ConnectionEngine {
     /// encrypted plaintext always belongs to the front writes, in order.
     var frontWriteStarted: Bool {
         if writes.front({ $0.done > 0 }) == true { return true }
-        if case .tls(let tls) = transport { return tls.encryptedPlaintext > 0 }
+        if let tls = tlsLayer { return tls.encryptedPlaintext > 0 }
         return false
     }
 }

@@ -41,8 +41,9 @@ open class ConnectionEngine: @unchecked Sendable {
     // was a third of all the work per round trip (callgrind, see docs/benchmarks.md). The tests run the same
     // code with the checks of everything else still on.
 
-    /// Plaintext or TLS (``Transport``).
-    @exclusivity(unchecked) var transport = Transport.plain
+    /// The TLS session's layer: there exactly while the state's TLS phase is `handshaking`, `awaitingTrust`
+    /// or `established` (made by `startHandshake`'s action, dropped by `tearDown`'s); nil over plaintext.
+    @exclusivity(unchecked) var tlsLayer: TLSConnection?
     @exclusivity(unchecked) var config = Configuration()
     /// The read queue; its storage is ``readSlot`` while it holds one read or none.
     @exclusivity(unchecked) var reads = OpQueue<ReadOp>()
@@ -208,8 +209,9 @@ open class ConnectionEngine: @unchecked Sendable {
     //
     // What the engine tells whoever consumes the connection, overridden by the face (``GCDAsyncSocket``
     // turns them into delegate callbacks, inline or on its delegate queue, or hands them to an
-    // ``AsyncSocket``'s handler). Declared here, in the class body, because only these can be overridden;
-    // the defaults are an engine with no sink. All are called on the loop.
+    // ``AsyncSocket``'s handler): the two hot events, and one report for everything else (as the UDP
+    // engine's sink). Declared here, in the class body, because only these can be overridden; the defaults
+    // are an engine with no sink. All are called on the loop.
 
     /// A read completed (the hot path: no closure, no enum).
     func sinkDidRead(_ data: Data, tag: Int) {}
@@ -217,42 +219,22 @@ open class ConnectionEngine: @unchecked Sendable {
     /// A write completed.
     func sinkDidWrite(tag: Int) {}
 
-    /// One of the rarer events (``ConnectionReport``).
-    func sinkReport(_ event: ConnectionReport) {}
-
-    /// The connection ended: once per connection, after everything else it had to say.
-    func sinkDidDisconnect(_ error: ConnectionError?) {}
-
-    /// The error an `async` waiter the engine resumes itself (a read's continuation) throws for `error`.
-    func sinkError(_ error: ConnectionError) -> any Error { error }
-
-    /// Whether callbacks run on a queue of the sink's own rather than inline on the loop (continuous reads
-    /// then count the chunks in flight).
-    var sinkIsQueued: Bool { false }
-
-    /// Delivers a continuous-read chunk on the sink's queue, then runs `delivered` there.
-    func sinkDidRead(_ data: Data, tag: Int, then delivered: @escaping @Sendable () -> Void) {}
-
-    /// Asks whether to give the timed-out operation at the front of `direction` more time: the answer now
-    /// (seconds, 0 for none), or nil and later `answer` from any thread.
-    func sinkShouldTimeout(
-        _ direction: Direction, tag: Int, elapsed: TimeInterval, done: Int,
-        answer: @escaping @Sendable (TimeInterval) -> Void
-    ) -> TimeInterval? { 0 }
-
-    /// Asks whether to trust the peer's certificate chain; `decide` may be called from any thread. False
-    /// when there is nobody to ask (the engine then does not trust it).
-    func sinkEvaluateTrust(_ trust: TLSTrust, decide: @escaping @Sendable (Bool) -> Void) -> Bool { false }
-
-    /// A listener accepted descriptor `fd`: make its connection on `loop`, with the sink it will have for
-    /// life, set it up (``setUpAccepted(_:fd:isUnix:)``), tell the sink's owner, and then start it
-    /// (``startAdopted()``), so that nothing of the new connection comes before its accept.
-    func sinkAccept(_ fd: Int32, peer: SocketAddress?, isUnix: Bool, on loop: EventLoop) {
-        let connection = ConnectionEngine(loop: loop, group: nil)
-        setUpAccepted(connection, fd: fd, isUnix: isUnix)
-        connection.startAdopted()
+    /// Everything else (``ConnectionReport``). With no sink, an accepted descriptor still becomes a
+    /// connection (of its own, with no sink) and a question gets the answer of nobody to ask.
+    func sinkReport(_ event: ConnectionReport) {
+        switch event {
+        case .accepted(let accepted):
+            let connection = ConnectionEngine(loop: accepted.loop, group: nil)
+            setUpAccepted(connection, fd: accepted.fd, isUnix: accepted.isUnix)
+            connection.startAdopted()
+        case .trustAsked(_, let decide):
+            decide(false)
+        default:
+            break
+        }
     }
 
-    /// Writes were dropped by a close (before their `didFailToWrite` reports): `error` is the close's.
-    func sinkDroppedWrites(_ error: ConnectionError?) {}
+    /// Not an event but the face's translation of the engine's errors: what an `async` waiter the engine
+    /// resumes itself (a read's continuation) throws for `error`.
+    func sinkError(_ error: ConnectionError) -> any Error { error }
 }

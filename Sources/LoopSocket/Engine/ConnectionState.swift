@@ -2,9 +2,11 @@ import EpollLoop
 
 // The connection engine's state: one value, ``ConnectionState``, whose cases carry what exists only in them
 // (a listener has no read or write side; a connecting, starting or open connection has a ``Stream``), changed
-// only through its transitions (ConnectionState+Transitions.swift). Beside it, where a thing changes on its
-// own: `Transport` (its one transition is `startTLS`), and bit sets of truly independent facts (pump
-// scheduling, what epoll last said, timeout questions out, traits fixed at the start).
+// only through its transitions (ConnectionState+Transitions.swift); the TLS phase is one of the stream's
+// fields, so `startTLS`, the handshake and trust are transitions too, and the published ``ConnectionEngine/Status``
+// is derived from the state. Beside it, bit sets of truly independent facts (pump scheduling, what epoll last
+// said, timeout questions out, traits fixed at the start), and the TLS layer's object, which exists exactly
+// while the phase says a session runs.
 //
 // All of it is confined to the socket's loop. The state is four bytes (the phase, and the stream packed in 16
 // bits); the bit sets are a byte each.
@@ -43,6 +45,7 @@ enum ConnectionState: Equatable {
     typealias Ending = ConnectionEngine.Ending
     typealias Writability = ConnectionEngine.Writability
     typealias Continuous = ConnectionEngine.Continuous
+    typealias TLSPhase = ConnectionEngine.TLSPhase
 
     /// The two directions of a connection that is being made or is open, and how it is to end.
     ///
@@ -55,13 +58,18 @@ enum ConnectionState: Equatable {
     struct Stream: Equatable {
         private var bits: UInt16 = 0
 
-        // Each field at its offset (bits 0-1, 2-3, 4-6, 7-8, 9); a fresh stream is all zeros, every field's
-        // first case.
+        // Each field at its offset (bits 0-1, 2-3, 4-6, 7-8, 9, 10-12); a fresh stream is all zeros, every
+        // field's first case.
         @inline(__always) var readSide: ReadSide { get { self[0, 0b11] ?? .open } set { self[0, 0b11] = newValue } }
         @inline(__always) var writeSide: WriteSide { get { self[2, 0b11] ?? .open } set { self[2, 0b11] = newValue } }
         @inline(__always) var ending: Ending { get { self[4, 0b111] ?? .none } set { self[4, 0b111] = newValue } }
         @inline(__always) var writability: Writability { get { self[7, 0b11] ?? .writable } set { self[7, 0b11] = newValue } }
         @inline(__always) var continuous: Continuous { get { self[9, 0b1] ?? .off } set { self[9, 0b1] = newValue } }
+        @inline(__always) var tls: TLSPhase { get { self[10, 0b111] ?? .plain } set { self[10, 0b111] = newValue } }
+
+        /// Whether the TLS phase is `phase`: one compare of the packed bits, no enum made (the plaintext
+        /// read and write loops ask it on every pass).
+        @inline(__always) func tlsIs(_ phase: TLSPhase) -> Bool { bits & (0b111 &<< 10) == UInt16(phase.rawValue) &<< 10 }
 
         /// The field `mask` wide at bit `shift`, as the enum whose raw value it holds.
         @inline(__always)
@@ -91,6 +99,24 @@ enum ConnectionState: Equatable {
         if case .active(_, let stream) = self { return stream }
         return nil
     }
+
+    /// What the getters report for this state (``ConnectionEngine/Status``): derived, never set on its own.
+    var status: ConnectionEngine.Status {
+        switch self {
+        case .idle: .idle
+        case .listening: .accepting
+        case .active(.connecting, _): .connecting
+        // An adopted descriptor is connected from the start: the getters say so while it registers.
+        case .active(.starting, _), .active(.open, _): .connected
+        }
+    }
+
+    /// The state `start` (a connect, a listen, an adoption, asked of an idle socket from any thread) makes
+    /// of an idle one: what a claim publishes before the loop handles the event itself.
+    static func claimed(by start: Event) -> ConnectionState {
+        var state = ConnectionState.idle
+        return state.handle(start) == .proceed ? state : .idle
+    }
 }
 
 extension ConnectionEngine {
@@ -103,7 +129,8 @@ extension ConnectionEngine {
         case open
     }
 
-    /// The status the getters report, published under the lock (``SharedState/status``).
+    /// The status the getters report, published under the lock (``SharedState/status``): derived from the
+    /// state (``ConnectionState/status``), or from the state a claim is about to make.
     enum Status: Equatable {
         case idle
         case connecting
@@ -175,14 +202,22 @@ extension ConnectionEngine {
         case on
     }
 
-    /// How bytes cross to the kernel: as they are, or through TLS. `receive`, `send` and the interest switch
-    /// on it; `startTLS` is its one transition (``beginTLSIfBothQueuesReady()``).
-    enum Transport {
+    /// How bytes cross to the kernel, and where TLS is in its life: the stream's field, changed by the
+    /// TLS events (`tlsAsked`, `tlsMarkersReached`, `trustAsked`, `handshakeDone`, `trustAnswered`; a close
+    /// ends it). While it is `handshaking`, `awaitingTrust` or `established` the engine holds the session's
+    /// ``TLSConnection`` (``ConnectionEngine/tlsLayer``), made and dropped by the actions of those events.
+    enum TLSPhase: UInt8, CaseIterable {
+        /// No TLS: bytes go as they are.
         case plain
         /// `startTLS`'s markers are in both queues: reads and writes stop at them, and nothing behind them
         /// goes out in plaintext.
-        case tlsQueued
-        case tls(TLSConnection)
+        case queued
+        /// The handshake runs: bytes in and out are handshake messages; queued reads and writes wait.
+        case handshaking
+        /// The sink is deciding whether to trust the peer: nothing moves until it answers.
+        case awaitingTrust
+        /// Application data flows through the session.
+        case established
     }
 
     /// What epoll and the last system calls said: independent facts.

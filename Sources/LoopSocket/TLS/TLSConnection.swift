@@ -10,16 +10,6 @@ import FoundationEssentials
 /// at most an incomplete record, which needs more bytes from the kernel anyway). Ciphertext OpenSSL did not
 /// take yet stays in ``stash``.
 final class TLSConnection {
-    /// Where the connection is in its TLS life.
-    enum State: Equatable {
-        /// The handshake runs: bytes in and out are handshake messages; queued reads and writes wait.
-        case handshaking
-        /// The delegate is deciding whether to trust the peer: nothing moves until it answers.
-        case awaitingTrust
-        /// Application data flows.
-        case established
-    }
-
     let raw: UnsafeMutablePointer<lsock_tls>
     let context: TLSContext
     let isServer: Bool
@@ -29,7 +19,6 @@ final class TLSConnection {
     let sessionKey: Data?
     // `@exclusivity(unchecked)`, as on GCDAsyncSocket: touched only on the socket's loop, one pump at a
     // time, and the dynamic checks cost more per record than the bookkeeping they guard.
-    @exclusivity(unchecked) var state = State.handshaking
     /// Ciphertext received but not yet taken by OpenSSL (rare: bytes that followed the handshake's last
     /// message in the same segment).
     @exclusivity(unchecked) var stash: [UInt8] = []
@@ -201,9 +190,10 @@ final class TLSConnection {
         context.store(session, for: sessionKey)
     }
 
-    /// Queues a close_notify into the output (once).
+    /// Queues a close_notify into the output (once). Only for an established session (the caller's state
+    /// says so).
     func shutdown() {
-        guard !closeNotifySent, state == .established else { return }
+        guard !closeNotifySent else { return }
         closeNotifySent = true
         _ = SSL_shutdown(ssl)
         ERR_clear_error()

@@ -13,7 +13,8 @@ final class StateDiagramTests: XCTestCase {
     /// The transition tables the code makes, by the type name a diagram's marker gives: each edge as
     /// `from --> to: event`.
     static var transitionTables: [String: [String]] {
-        var tables = ["Lifecycle": ConnectionState.lifecycleTransitions.map { "\($0.from) --> \($0.to): \($0.event)" }]
+        var tables = ["Lifecycle": ConnectionState.lifecycleTransitions.map { "\($0.from) --> \($0.to): \($0.event)" },
+                      "TLSPhase": ConnectionState.tlsTransitions.map { "\($0.from) --> \($0.to): \($0.event)" }]
         for part in DatagramState.Part.allCases {
             tables[part.rawValue] = DatagramState.transitions(of: part).map { "\($0.from) --> \($0.to): \($0.event)" }
         }
@@ -107,6 +108,7 @@ final class StateDiagramTests: XCTestCase {
         let markdown = try String(contentsOf: Self.packageRoot.appendingPathComponent("docs/architecture.md"), encoding: .utf8)
         let diagrams = try Self.diagrams(in: markdown)
         XCTAssertTrue(diagrams.contains { $0.typeName == "Lifecycle" }, "the TCP engine's diagram is missing")
+        XCTAssertTrue(diagrams.contains { $0.typeName == "TLSPhase" }, "the TCP engine's TLS diagram is missing")
         for part in DatagramState.Part.allCases {
             XCTAssertTrue(diagrams.contains { $0.typeName == part.rawValue }, "the UDP engine's \(part.rawValue) diagram is missing")
         }

@@ -65,10 +65,10 @@ final class ConnectionStateTests: XCTestCase {
         // A close is one transition, from anywhere but idle.
         rows += [
             ignored(idle, .closed),
-            Row(listening, .closed, .idle, .tearDown(wasOpen: false, wasStarting: false, readSideOpen: true)),
-            Row(connecting, .closed, .idle, .tearDown(wasOpen: false, wasStarting: false, readSideOpen: true)),
-            Row(starting, .closed, .idle, .tearDown(wasOpen: false, wasStarting: true, readSideOpen: true)),
-            Row(open, .closed, .idle, .tearDown(wasOpen: true, wasStarting: false, readSideOpen: true)),
+            Row(listening, .closed, .idle, .tearDown(wasOpen: false, wasStarting: false, readSideOpen: true, tls: .plain)),
+            Row(connecting, .closed, .idle, .tearDown(wasOpen: false, wasStarting: false, readSideOpen: true, tls: .plain)),
+            Row(starting, .closed, .idle, .tearDown(wasOpen: false, wasStarting: true, readSideOpen: true, tls: .plain)),
+            Row(open, .closed, .idle, .tearDown(wasOpen: true, wasStarting: false, readSideOpen: true, tls: .plain)),
         ]
         // Queueing: refused only when idle.
         rows += [Row(idle, .readQueued, idle, .refuse(.notOpen))]
@@ -109,6 +109,17 @@ final class ConnectionStateTests: XCTestCase {
             + inEachStream(.continuousStarted, { $0.continuous = .on }, .pump)
         rows += [ignored(idle, .continuousStopped), ignored(listening, .continuousStopped)]
             + inEachStream(.continuousStopped, { _ in }, .pump)
+        // TLS: `startTLS` is taken once a connection is being made; the rest needs it queued or running.
+        rows += [ignored(idle, .tlsAsked), ignored(listening, .tlsAsked),
+                 Row(connecting, .tlsAsked, .connecting(stream { $0.tls = .queued }), .queueTLSMarkers(pump: false)),
+                 Row(starting, .tlsAsked, .starting(stream { $0.tls = .queued }), .queueTLSMarkers(pump: false)),
+                 Row(open, .tlsAsked, .open(stream { $0.tls = .queued }), .queueTLSMarkers(pump: true))]
+        let tlsEvents: [Event] = [.tlsMarkersReached, .trustAsked]
+            + [false, true].map { .handshakeDone(awaitsTrust: $0) }
+            + [false, true].flatMap { trusted in [false, true].map { .trustAnswered(trusted: trusted, handshakeFinished: $0) } }
+        for event in tlsEvents {
+            rows += [idle, listening, connecting, starting, open].map { ignored($0, event) }
+        }
         return rows
     }
 
@@ -128,7 +139,7 @@ final class ConnectionStateTests: XCTestCase {
             Row(finished, .endOfStream(autoDisconnect: false), delivered, .reportEndOfStream),
             Row(delivered, .endOfStream(autoDisconnect: false), delivered, .failFrontRead),
             ignored(finished, .peerFinished),
-            Row(finished, .closed, .idle, .tearDown(wasOpen: true, wasStarting: false, readSideOpen: false)),
+            Row(finished, .closed, .idle, .tearDown(wasOpen: true, wasStarting: false, readSideOpen: false, tls: .plain)),
             // The write side's shutdown, once the writes are written.
             Row(shuttingDown, .writesDrained, .open(stream { $0.writeSide = .shutDown }), .shutDownWriteSide),
             Row(shuttingDown, .writeQueued, shuttingDown, .refuse(.writeAfterFinish)),
@@ -141,7 +152,77 @@ final class ConnectionStateTests: XCTestCase {
             Row(paused, .underLowWater, open, .reportWritability(true, resumeReads: true)),
             ignored(paused, .overHighWater(pausesReads: true)),
             Row(notWritable, .underLowWater, connecting, .reportWritability(true, resumeReads: false)),
+        ] + tlsTable
+    }
+
+    /// The TLS phase's transitions: `startTLS` once, the markers, the handshake, trust, and the close that
+    /// ends the session.
+    static var tlsTable: [Row] {
+        func tls(_ phase: ConnectionEngine.TLSPhase, _ change: (inout Stream) -> Void = { _ in }) -> Stream {
+            stream { $0.tls = phase; change(&$0) }
+        }
+        let queued = State.open(tls(.queued))
+        let handshaking = State.open(tls(.handshaking))
+        let awaiting = State.open(tls(.awaitingTrust))
+        let established = State.open(tls(.established))
+        return [
+            // Once per connection, and not after a disconnectAfter….
+            ignored(queued, .tlsAsked),
+            ignored(established, .tlsAsked),
+            ignored(.open(stream { $0.ending = .afterWrites }), .tlsAsked),
+            // The markers start the handshake only once the connection is open.
+            Row(queued, .tlsMarkersReached, handshaking, .startHandshake),
+            ignored(.connecting(tls(.queued)), .tlsMarkersReached),
+            ignored(handshaking, .tlsMarkersReached),
+            // The handshake, with trust asked during it or after it.
+            Row(handshaking, .trustAsked, awaiting, .askTrust),
+            Row(handshaking, .handshakeDone(awaitsTrust: false), established, .establish),
+            Row(handshaking, .handshakeDone(awaitsTrust: true), awaiting, .askTrust),
+            ignored(established, .handshakeDone(awaitsTrust: false)),
+            ignored(queued, .trustAsked),
+            // The answer: a paused handshake goes on with it; a finished one is established or refused.
+            Row(awaiting, .trustAnswered(trusted: true, handshakeFinished: false), handshaking, .pump),
+            Row(awaiting, .trustAnswered(trusted: false, handshakeFinished: false), handshaking, .pump),
+            Row(awaiting, .trustAnswered(trusted: true, handshakeFinished: true), established, .establish),
+            Row(awaiting, .trustAnswered(trusted: false, handshakeFinished: true), awaiting, .rejectTrust),
+            ignored(handshaking, .trustAnswered(trusted: true, handshakeFinished: true)),
+            // The close ends whatever phase it was in, and says which.
+            Row(handshaking, .closed, .idle, .tearDown(wasOpen: true, wasStarting: false, readSideOpen: true, tls: .handshaking)),
+            Row(established, .closed, .idle, .tearDown(wasOpen: true, wasStarting: false, readSideOpen: true, tls: .established)),
+            Row(.connecting(tls(.queued)), .closed, .idle,
+                .tearDown(wasOpen: false, wasStarting: false, readSideOpen: true, tls: .queued)),
         ]
+    }
+
+    /// The status the getters report follows the state, and a claim publishes the status of the state its
+    /// start makes.
+    func testStatusIsDerivedFromTheState() {
+        XCTAssertEqual(State.idle.status, .idle)
+        XCTAssertEqual(State.listening.status, .accepting)
+        XCTAssertEqual(State.connecting(Self.fresh).status, .connecting)
+        XCTAssertEqual(State.starting(Self.fresh).status, .connected)
+        XCTAssertEqual(State.open(Self.fresh).status, .connected)
+        XCTAssertEqual(State.claimed(by: .connectAsked).status, .connecting)
+        XCTAssertEqual(State.claimed(by: .listenAsked).status, .accepting)
+        XCTAssertEqual(State.claimed(by: .adopted).status, .connected)
+        XCTAssertEqual(State.claimed(by: .readQueued), .idle)
+    }
+
+    /// The samples the diagram's tables are made from leave out no event and no state: every named event has
+    /// samples of its name, and every stream field's every value appears.
+    func testTheSamplesAreExhaustive() {
+        for name in Event.Name.allCases {
+            let samples = Event.samples(of: name)
+            XCTAssertFalse(samples.isEmpty, "no sample of \(name)")
+            for event in samples { XCTAssertEqual(event.name, name) }
+        }
+        let streams = Stream.allValues
+        XCTAssertEqual(Set(streams.map(\.tls)), Set(ConnectionEngine.TLSPhase.allCases))
+        XCTAssertEqual(Set(streams.map(\.ending)), Set(ConnectionEngine.Ending.allCases))
+        XCTAssertEqual(streams.count, ConnectionEngine.ReadSide.allCases.count * ConnectionEngine.WriteSide.allCases.count
+            * ConnectionEngine.Ending.allCases.count * ConnectionEngine.Writability.allCases.count
+            * ConnectionEngine.Continuous.allCases.count * ConnectionEngine.TLSPhase.allCases.count)
+        XCTAssertEqual(Set(State.allStates.map(\.lifecycle)), Set(ConnectionEngine.Lifecycle.allCases))
     }
 
     func check(_ rows: [Row]) {
@@ -177,6 +258,7 @@ final class ConnectionStateTests: XCTestCase {
             XCTAssertEqual(state.ending, .none)
             XCTAssertEqual(state.writability, .writable)
             XCTAssertEqual(state.continuous, .off)
+            XCTAssertEqual(state.tls, .plain)
         }
     }
 

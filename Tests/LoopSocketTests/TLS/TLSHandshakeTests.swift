@@ -226,7 +226,7 @@ final class TLSHandshakeTests: TLSTestCase {
                 XCTAssertEqual(client.tlsInfo?.sessionResumed, round == 1, "\(version) round \(round)")
                 let accepted = serverDelegate.waitForAccepts(index * 2 + round + 1).last
                 let stored = try onLoop(server.eventLoop) { () -> Int? in
-                    guard case .tls(let tls)? = accepted?.transport else { return nil }
+                    guard let tls = accepted?.tlsLayer else { return nil }
                     return lsock_ctx_session_count(SSL_get_SSL_CTX(tls.ssl))
                 }
                 XCTAssertEqual(stored, 0, "sessions stored by the server")

@@ -81,7 +81,7 @@ final class TLSIdleBuffersTests: TLSTestCase {
         let box = UncheckedSendable(sockets)
         return try onLoop(loop) { () -> Idle in
             let ssls = box.value.compactMap { sock -> OpaquePointer? in
-                guard case .tls(let tls) = sock.transport else { return nil }
+                guard let tls = sock.tlsLayer else { return nil }
                 return tls.ssl
             }
             let modes = ssls.map { Self.connectionMode($0) }
