@@ -244,7 +244,10 @@ extension ConnectionEngine {
         _ = connectionState.handle(.adopted)
         self.fd = fd
         if isUnix { traits.insert(.unix) }
-        if accepted { traits.insert(.accepted) }
+        if accepted {
+            traits.insert(.accepted)
+            traits.insert(.soleReference)
+        }
         try? configuration.options.applyToStream(fd, isUnix: isUnix)
     }
 
