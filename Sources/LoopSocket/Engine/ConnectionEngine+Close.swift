@@ -27,7 +27,7 @@ extension ConnectionEngine {
             if wasStarting {
                 LibraryFault.close(fd)  // never registered with the loop
             } else {
-                LibraryFault.close(fd, on: eventLoop)
+                LibraryFault.close(fd, on: eventLoop, soleReference: traits.contains(.soleReference))
             }
             fd = -1
         }

@@ -213,6 +213,7 @@ extension ConnectionEngine {
         eventLoop.countSocket(CEPOLL_STREAM_OPENED)
         eventLoop.countSocket(CEPOLL_STREAM_CONNECTED)
         self.fd = fd
+        traits.insert(.soleReference)
         if address.isUnix { traits.insert(.unix) }
         do {
             // One `epoll_ctl(MOD)` from the attempt's EPOLLOUT to what a connection with no read yet is

@@ -253,7 +253,10 @@ extension ConnectionEngine {
         config = configuration
         self.fd = fd
         if isUnix { traits.insert(.unix) }
-        if accepted { traits.insert(.accepted) }
+        if accepted {
+            traits.insert(.accepted)
+            traits.insert(.soleReference)
+        }
         try? configuration.options.applyToStream(fd, isUnix: isUnix)
     }
 

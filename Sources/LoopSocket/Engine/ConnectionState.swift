@@ -249,5 +249,9 @@ extension ConnectionEngine {
         static let accepted = Traits(rawValue: 1 << 1)
         /// An operation with a timeout was queued: timers need looking after.
         static let timedOps = Traits(rawValue: 1 << 2)
+        /// The descriptor is the only one referring to its socket: made by the library (`accept4`, `socket`,
+        /// close-on-exec) and never handed out (``GCDAsyncSocket/socketFD()``), so its close alone takes it
+        /// out of the epoll set.
+        static let soleReference = Traits(rawValue: 1 << 3)
     }
 }

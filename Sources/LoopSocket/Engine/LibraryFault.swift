@@ -36,9 +36,10 @@ enum LibraryFault {
     }
 
     /// Closes a descriptor registered with `loop` (deregistering it), reporting a failure.
-    static func close(_ fd: Int32, on loop: EventLoop, _ what: StaticString = "closing a registered descriptor", file: StaticString = #fileID, line: UInt = #line) {
+    /// `soleReference`: no other descriptor refers to its file (``EventLoop/close(fd:soleReference:)``).
+    static func close(_ fd: Int32, on loop: EventLoop, soleReference: Bool = false, _ what: StaticString = "closing a registered descriptor", file: StaticString = #fileID, line: UInt = #line) {
         do {
-            try loop.close(fd: fd)
+            try loop.close(fd: fd, soleReference: soleReference)
         } catch {
             report(what, error, file: file, line: line)
         }
