@@ -27,8 +27,11 @@ struct LoopCounters {
     var timerWakeup: UInt64 = 0
     /// The clock reading the poll timeout took before a blocking wait, 0 if it took none.
     var pollClock: UInt64 = 0
-    /// Whether the last `epoll_wait` returned any event: the next poll then tries without blocking first.
-    var polledEvents = false
+    /// How many events the last `epoll_wait` returned: after a full batch the next poll tries without
+    /// blocking first.
+    var polledEvents: Int32 = 0
+    /// `epoll_wait` calls made, blocking or not (for tests pinning how often the loop polls).
+    var polls: UInt64 = 0
     /// When the oldest task of the current batch from other threads was queued (ns), 0 if unknown.
     var remoteBatchQueuedAt: UInt64 = 0
 
