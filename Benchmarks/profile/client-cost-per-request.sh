@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # client-cost-per-request.sh: what `loadtest` itself spends per request as a client, beside the C generators
 # that share no code with it: `loadtest echo` beside `loadgen pingpong` against the C echo_server, and
-# `loadtest http` beside `httpgen` against the C http_server (Benchmarks/c-reference).
+# `loadtest http` beside `httpgen` against the C http_server (Benchmarks/c-reference). `CASES=ws` counts
+# `loadtest ws` against the C ws_echo_server (no C WebSocket generator stands beside it).
 #
 #     Benchmarks/profile/client-cost-per-request.sh [LOADTEST]      (default .build-compare/release/loadtest)
 #     CASES="http" RATE=1000 Benchmarks/profile/client-cost-per-request.sh
+#     CASES=ws Benchmarks/profile/client-cost-per-request.sh
 #
 # For each client it prints two figures that do not depend on the machine's load:
 # - user-space instructions per request: the client under `valgrind --tool=callgrind` for SHORT (2) and LONG
@@ -27,7 +29,7 @@ cd "$(dirname "$0")/../.."
 source Benchmarks/bench-lib.sh
 LOADTEST=$(realpath "${1:-.build-compare/release/loadtest}")
 C=Benchmarks/c-reference
-make -s -C "$C" echo_server loadgen http_server httpgen
+make -s -C "$C" echo_server loadgen http_server httpgen ws_echo_server
 SHORT=${SHORT:-2} LONG=${LONG:-5} SYSCALL_SECONDS=${SYSCALL_SECONDS:-4}
 ECHO_CONNS=${ECHO_CONNS:-100} HTTP_CONNS=${HTTP_CONNS:-50} RATE=${RATE:-0} SLACK_US=${SLACK_US:-50}
 TMP=$(mktemp -d /tmp/client-cost.XXXXXX)
@@ -43,6 +45,7 @@ client() {
             "--warmup 0 -q" ;;
         httpgen) [ "$RATE" = 0 ] || open=("$RATE" "$SLACK_US")
             echo "$C/httpgen 127.0.0.1 $port $HTTP_CONNS $seconds ${open[*]-}" ;;
+        loadtest-ws) echo "$LOADTEST ws --url ws://127.0.0.1:$port/ -c $ECHO_CONNS -s 64 -l 1 -d $seconds --warmup 0 -q" ;;
         loadtest-http) [ "$RATE" = 0 ] || open=(--rate "$RATE" --pacing-slack "${SLACK_US}us")
             echo "$LOADTEST http --url http://127.0.0.1:$port/ -c $HTTP_CONNS -l 1 -d $seconds --warmup 0 -q ${open[*]-}" ;;
     esac
@@ -91,8 +94,11 @@ PY
 
 echo "# $(date -u +%Y-%m-%dT%H:%M:%SZ), load average $(cut -d' ' -f1-3 /proc/loadavg), $LOADTEST"
 for case in ${CASES:-echo http}; do
-    if [ "$case" = echo ]; then pair=(loadtest-echo loadgen); server=echo_server
-    else pair=(loadtest-http httpgen); server=http_server; fi
+    case $case in
+        echo) pair=(loadtest-echo loadgen); server=echo_server ;;
+        ws) pair=(loadtest-ws); server=ws_echo_server ;;
+        *) pair=(loadtest-http httpgen); server=http_server ;;
+    esac
     for kind in "${pair[@]}"; do
         printf '%-14s %s\n' "$kind" "$(instructions "$kind" "$server")"
         printf '%-14s %s\n' "" "$(syscalls "$kind" "$server")"

@@ -79,7 +79,7 @@ extension GCDAsyncSocket {
     /// loop, for example inside ``perform(_:)``, as GCDAsyncSocket requires it inside `performBlock:`.
     public func socketFD() -> Int32 {
         eventLoop.preconditionInEventLoop()
-        traits.remove(.soleReference)  // the caller may `dup` it: its close must then deregister it
+        descriptorHandedOut()
         if fd >= 0 { return fd }
         return listeners.first?.fd ?? -1
     }
@@ -87,7 +87,7 @@ extension GCDAsyncSocket {
     /// The IPv4 descriptor (connected or listening), or -1. Loop only.
     public func socket4FD() -> Int32 {
         eventLoop.preconditionInEventLoop()
-        traits.remove(.soleReference)  // the caller may `dup` it: its close must then deregister it
+        descriptorHandedOut()
         if fd >= 0 { return SocketAddress.of(fd: fd, peer: false)?.isIPv4 == true ? fd : -1 }
         return listeners.first { $0.address.isIPv4 }?.fd ?? -1
     }
@@ -95,7 +95,7 @@ extension GCDAsyncSocket {
     /// The IPv6 descriptor (connected or listening), or -1. Loop only.
     public func socket6FD() -> Int32 {
         eventLoop.preconditionInEventLoop()
-        traits.remove(.soleReference)  // the caller may `dup` it: its close must then deregister it
+        descriptorHandedOut()
         if fd >= 0 { return SocketAddress.of(fd: fd, peer: false)?.isIPv6 == true ? fd : -1 }
         return listeners.first { $0.address.isIPv6 }?.fd ?? -1
     }

@@ -107,3 +107,11 @@ extension ConnectionEngine {
         dropReads(with: ConnectionError(.readDroppedByFinishWriting), keepingStartTLS: true)
     }
 }
+
+extension ConnectionEngine {
+    /// The descriptor was handed to the caller (``GCDAsyncSocket/socketFD()`` and its siblings), who may `dup`
+    /// it: its close must then deregister it first, since a duplicate would keep the epoll registration. Loop only.
+    func descriptorHandedOut() {
+        traits.remove(.soleReference)
+    }
+}
