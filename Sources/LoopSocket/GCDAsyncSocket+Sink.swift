@@ -143,7 +143,7 @@ extension GCDAsyncSocket {
         let delegate = loopDelegate  // one weak load for the whole accept: a delegate's retains are slow
         var queue = loopDelegateQueue
         if let delegate, let chosen = queueChosen(by: delegate, peer: accepted.peer) { queue = chosen }
-        let socket = GCDAsyncSocket(delegate: delegate, delegateQueue: queue, loop: accepted.loop, group: nil)
+        let socket = GCDAsyncSocket(delegate: delegate, delegateQueue: queue, loop: accepted.loop, configuration: config)
         setUpAccepted(socket, fd: accepted.fd, isUnix: accepted.isUnix)
         guard let delegate else { return socket.startAdopted() }
         guard let listenerQueue = loopDelegateQueue else {

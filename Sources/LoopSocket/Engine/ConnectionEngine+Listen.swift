@@ -167,7 +167,7 @@ extension ConnectionEngine {
         acceptFailed(error, shed: true)
         setListenerInterest([], listener)
         _ = scheduleIfStillCurrent(at: Self.deadline(after: 0.1)) { [self] in
-            guard lifecycle == .listening else { return }
+            guard isListening else { return }
             setListenerInterest(.readable, listener)
         }
     }
@@ -205,13 +205,11 @@ extension ConnectionEngine {
         sinkReport(.accepted(Accepted(fd: child, peer: peer, isUnix: isUnix, loop: group?.next() ?? eventLoop)))
     }
 
-    /// Sets up `connection`, just made by the sink for descriptor `fd` this listener accepted, without
-    /// running it yet. On the listener's loop.
+    /// Sets up `connection`, just made by the sink for descriptor `fd` this listener accepted with this
+    /// listener's configuration (`configuration: config`, which its initialiser set), without running it
+    /// yet. On the listener's loop.
     func setUpAccepted(_ connection: ConnectionEngine, fd: Int32, isUnix: Bool) {
-        let configuration = config
         connection.withSharedState {
-            $0.configuration = configuration
-            $0.generation = configuration.generation
             $0.status = .connected
             $0.fd = fd
         }
@@ -225,7 +223,7 @@ extension ConnectionEngine {
         }
         // Nothing else references the connection yet, so its loop's fields may be written from here: the
         // hand-off to its loop (or the sink's own calls into it) orders these writes before its loop reads.
-        connection.prepareAdoption(fd, configuration: configuration, isUnix: isUnix, accepted: true)
+        connection.prepareAdoption(fd, configuration: nil, isUnix: isUnix, accepted: true)
     }
 
     /// Takes over `fd`, a connected descriptor, for the socket claimed with `configuration`, and starts it
@@ -243,21 +241,22 @@ extension ConnectionEngine {
 
     /// Takes ownership of a connected descriptor without watching it yet: reads and writes may be queued,
     /// nothing runs until ``startAdopted()``. On the socket's loop, or before any other thread knows it.
-    func prepareAdoption(_ fd: Int32, configuration: Configuration, isUnix: Bool, accepted: Bool) {
+    /// `configuration` nil: the one the socket was made with (an accepted connection's).
+    func prepareAdoption(_ fd: Int32, configuration: Configuration?, isUnix: Bool, accepted: Bool) {
         // Not idle (claimed again before an off-loop `disconnect()`'s close reached the loop): the descriptor
         // goes, and the socket stays with the connection it has.
         guard case .proceed = connectionState.handle(.adopted) else {
             unpublish(fd)
             return LibraryFault.close(fd)
         }
-        config = configuration
+        if let configuration { config = configuration }
         self.fd = fd
         if isUnix { traits.insert(.unix) }
         if accepted {
             traits.insert(.accepted)
             traits.insert(.soleReference)
         }
-        try? configuration.options.applyToStream(fd, isUnix: isUnix)
+        try? config.options.applyToStream(fd, isUnix: isUnix)
     }
 
     /// Lets a socket set up by ``prepareAdoption(_:configuration:isUnix:accepted:)`` run: on its loop, at
