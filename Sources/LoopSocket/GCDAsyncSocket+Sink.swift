@@ -142,8 +142,8 @@ extension GCDAsyncSocket {
     private func deliverAccept(_ accepted: Accepted) {
         let delegate = loopDelegate  // one weak load for the whole accept: a delegate's retains are slow
         var queue = loopDelegateQueue
-        if let delegate, let chosen = queueChosen(by: delegate, peer: accepted.peer) { queue = chosen }
-        let socket = GCDAsyncSocket(delegate: delegate, delegateQueue: queue, loop: accepted.loop, group: nil)
+        if let delegate, let chosen = queueChosen(by: delegate, accepted: accepted) { queue = chosen }
+        let socket = GCDAsyncSocket(delegate: delegate, delegateQueue: queue, loop: accepted.loop, configuration: config)
         setUpAccepted(socket, fd: accepted.fd, isUnix: accepted.isUnix)
         guard let delegate else { return socket.startAdopted() }
         guard let listenerQueue = loopDelegateQueue else {
@@ -163,7 +163,7 @@ extension GCDAsyncSocket {
     /// that type is not asked again (a type's witness never changes). What that saves every accepted
     /// connection: copying the peer's address into a `Data` nobody reads, two allocations and about 1,000
     /// instructions with its release (callgrind, connect churn).
-    private func queueChosen(by delegate: any GCDAsyncSocketDelegate, peer: SocketAddress?) -> DispatchQueue? {
+    private func queueChosen(by delegate: any GCDAsyncSocketDelegate, accepted: Accepted) -> DispatchQueue? {
         let memo: QueueChooserMemo
         switch recipient {
         case .listeningDelegate(let existing): memo = existing
@@ -175,7 +175,7 @@ extension GCDAsyncSocket {
         let type = ObjectIdentifier(Swift.type(of: delegate))
         if memo.defaultAnswerType == type { return nil }
         memo.defaultAnswerRan = false
-        let chosen = delegate.newSocketQueueForConnection(fromAddress: peer?.data ?? Data(), on: self)
+        let chosen = delegate.newSocketQueueForConnection(fromAddress: accepted.peer?.data ?? Data(), on: self)
         if memo.defaultAnswerRan {
             memo.defaultAnswerRan = false
             memo.defaultAnswerType = type
@@ -183,7 +183,7 @@ extension GCDAsyncSocket {
         return chosen
     }
 
-    /// Called by the default `newSocketQueueForConnection`: see ``queueChosen(by:peer:)``. Only on the loop,
+    /// Called by the default `newSocketQueueForConnection`: see ``queueChosen(by:accepted:)``. Only on the loop,
     /// where the listener asks; a call from anywhere else changes nothing.
     func noteDefaultQueueChooserRan() {
         guard eventLoop.inEventLoop, case .listeningDelegate(let memo) = recipient else { return }

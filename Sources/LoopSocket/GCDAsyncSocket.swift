@@ -57,7 +57,19 @@ open class GCDAsyncSocket: ConnectionEngine, @unchecked Sendable {
         self.loopDelegateQueue = delegateQueue
         self.reportedDelegate = delegate
         self.reportedDelegateQueue = delegateQueue
-        super.init(loop: loop, group: group)
+        super.init(loop: loop, group: group, configuration: Configuration())
+    }
+
+    /// A socket for a connection a listener accepted, on `loop`, born with the listener's `configuration`
+    /// (``ConnectionEngine/init(loop:group:configuration:)``). `@usableFromInline` for the reason the
+    /// engine's initialiser is.
+    @usableFromInline
+    init(delegate: (any GCDAsyncSocketDelegate)?, delegateQueue: DispatchQueue?, loop: EventLoop, configuration: Configuration) {
+        self.loopDelegate = delegate
+        self.loopDelegateQueue = delegateQueue
+        self.reportedDelegate = delegate
+        self.reportedDelegateQueue = delegateQueue
+        super.init(loop: loop, group: nil, configuration: configuration)
     }
 
     /// GCDAsyncSocket's designated initialiser; the socket queue is ignored (the event loop takes its place).

@@ -75,6 +75,20 @@ final class AcceptTests: SocketTestCase {
         }
     }
 
+    /// `newSocketQueueForConnection` is given the connecting peer's address, as GCDAsyncSocket gives it (the
+    /// listener asks the kernel for it only when it asks a delegate).
+    func testNewSocketQueueForConnectionIsGivenThePeersAddress() throws {
+        let chooser = AddressRecordingDelegate()
+        let server = GCDAsyncSocket(delegate: chooser, delegateQueue: nil, loop: loop)
+        try server.accept(onInterface: "127.0.0.1", port: 0)
+        defer { server.disconnect() }
+        let client = try RawSocket(connectTo: "127.0.0.1", port: server.localPort)
+        XCTAssertEqual(chooser.accepted.wait(timeout: .now() + testTimeout), .success)
+        let address = try XCTUnwrap(chooser.addresses.withLock { $0.first })
+        XCTAssertEqual(GCDAsyncSocket.host(fromAddress: address), "127.0.0.1")
+        XCTAssertEqual(GCDAsyncSocket.port(fromAddress: address), client.localPort)
+    }
+
     func testStoppingTheListenerLeavesAcceptedSocketsAlone() throws {
         let serverDelegate = makeDelegate("server")
         serverDelegate.echoAccepted()
@@ -235,6 +249,22 @@ final class AcceptSpreadTests: SocketTestCase {
 /// A delegate that implements nothing but the accept callback: `newSocketQueueForConnection` is the default.
 private final class DefaultQueueDelegate: GCDAsyncSocketDelegate, @unchecked Sendable {
     let accepted = DispatchSemaphore(value: 0)
+
+    func socket(_ sock: GCDAsyncSocket, didAcceptNewSocket newSocket: GCDAsyncSocket) {
+        accepted.signal()
+    }
+}
+
+/// A delegate that implements `newSocketQueueForConnection` (choosing no queue) and records the addresses it
+/// is given.
+private final class AddressRecordingDelegate: GCDAsyncSocketDelegate, @unchecked Sendable {
+    let accepted = DispatchSemaphore(value: 0)
+    let addresses = Locked<[Data]>([])
+
+    func newSocketQueueForConnection(fromAddress address: Data, on sock: GCDAsyncSocket) -> DispatchQueue? {
+        addresses.withLock { $0.append(address) }
+        return nil
+    }
 
     func socket(_ sock: GCDAsyncSocket, didAcceptNewSocket newSocket: GCDAsyncSocket) {
         accepted.signal()

@@ -124,7 +124,7 @@ final class AsyncSocketHandler: @unchecked Sendable {
         switch event {
         case .accepted(let accepted):
             // An `AsyncListener`'s listener: the handler gives the new socket a sink of its own.
-            let newSocket = GCDAsyncSocket(delegate: nil, delegateQueue: nil, loop: accepted.loop, group: nil)
+            let newSocket = GCDAsyncSocket(delegate: nil, delegateQueue: nil, loop: accepted.loop, configuration: socket.config)
             socket.setUpAccepted(newSocket, fd: accepted.fd, isUnix: accepted.isUnix)
             self.accepted(newSocket)
             newSocket.startAdopted()

@@ -53,7 +53,7 @@ extension ConnectionEngine {
     /// connected). Returns nil when the read must wait. Loop only.
     @inline(never)
     func readImmediately(_ kind: ReadOp.Kind, maxLength: Int) throws -> Data? {
-        guard lifecycle == .open, reads.isEmpty, pendingCount > 0 else { return nil }
+        guard isOpen, reads.isEmpty, pendingCount > 0 else { return nil }
         var op = ReadOp(kind: kind, maxLength: maxLength, tag: 0, timeout: -1, id: 0)
         let outcome = pending.withUnsafeBytes { all in op.feed(UnsafeRawBufferPointer(rebasing: all[pendingStart...])) }
         switch outcome {

@@ -22,7 +22,7 @@ extension ConnectionEngine {
         try startOnLoop { [self] in
             startConnecting(configuration: resolving, timeout: timeout, local: local) { [self] in
                 offLoop({ Resolver.resolve(host, port: port) }) { [self] resolved in
-                    guard lifecycle == .connecting else { return }
+                    guard isConnecting else { return }
                     switch resolved {
                     case .success(let addresses): beginAttempts(addresses)
                     case .failure(let error): closeWithError(ConnectionError(passingThrough: error))

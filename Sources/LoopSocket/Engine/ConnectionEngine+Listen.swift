@@ -121,18 +121,15 @@ extension ConnectionEngine {
     func acceptConnections(from listener: ListenHandler) {
         for _ in 0..<64 {
             guard isListening else { return }
-            var storage = sockaddr_storage()
-            var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
-            let result = withUnsafeMutablePointer(to: &storage) { pointer in
-                pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { sa in
-                    Result { () throws(SyscallError) in try Syscall.accept(listener.fd, sa, &length) }
-                }
-            }
+            // No address asked of `accept`: the peer's is wanted only by a delegate's
+            // `newSocketQueueForConnection`, which asks the kernel for it (``Accepted/peer``), and parsing it
+            // into every accepted connection's report cost each about 100 instructions (callgrind, churn).
+            let result = Result { () throws(SyscallError) in try Syscall.accept(listener.fd, nil, nil) }
             switch result {
             case .success(.wouldBlock):
                 return
             case .success(.processed(let child)):
-                handOff(child, peer: SocketAddress(storage: storage, length: length), isUnix: listener.address.isUnix)
+                handOff(child, isUnix: listener.address.isUnix)
             case .failure(let error):
                 switch error.errno {
                 case .tooManyOpenFiles, .tooManyOpenFilesInSystem, .noBufferSpace, .noMemory:
@@ -167,7 +164,7 @@ extension ConnectionEngine {
         acceptFailed(error, shed: true)
         setListenerInterest([], listener)
         _ = scheduleIfStillCurrent(at: Self.deadline(after: 0.1)) { [self] in
-            guard lifecycle == .listening else { return }
+            guard isListening else { return }
             setListenerInterest(.readable, listener)
         }
     }
@@ -201,17 +198,15 @@ extension ConnectionEngine {
     /// has been told: inline, right after the callback; on a delegate queue, from that queue once it ran.
     /// Reads and writes queued from the callback wait in the queues meanwhile; bytes and resets wait in the
     /// kernel.
-    private func handOff(_ child: Int32, peer: SocketAddress?, isUnix: Bool) {
-        sinkReport(.accepted(Accepted(fd: child, peer: peer, isUnix: isUnix, loop: group?.next() ?? eventLoop)))
+    private func handOff(_ child: Int32, isUnix: Bool) {
+        sinkReport(.accepted(Accepted(fd: child, isUnix: isUnix, loop: group?.next() ?? eventLoop)))
     }
 
-    /// Sets up `connection`, just made by the sink for descriptor `fd` this listener accepted, without
-    /// running it yet. On the listener's loop.
+    /// Sets up `connection`, just made by the sink for descriptor `fd` this listener accepted with this
+    /// listener's configuration (`configuration: config`, which its initialiser set), without running it
+    /// yet. On the listener's loop.
     func setUpAccepted(_ connection: ConnectionEngine, fd: Int32, isUnix: Bool) {
-        let configuration = config
         connection.withSharedState {
-            $0.configuration = configuration
-            $0.generation = configuration.generation
             $0.status = .connected
             $0.fd = fd
         }
@@ -225,7 +220,7 @@ extension ConnectionEngine {
         }
         // Nothing else references the connection yet, so its loop's fields may be written from here: the
         // hand-off to its loop (or the sink's own calls into it) orders these writes before its loop reads.
-        connection.prepareAdoption(fd, configuration: configuration, isUnix: isUnix, accepted: true)
+        connection.prepareAdoption(fd, configuration: nil, isUnix: isUnix, accepted: true)
     }
 
     /// Takes over `fd`, a connected descriptor, for the socket claimed with `configuration`, and starts it
@@ -243,21 +238,22 @@ extension ConnectionEngine {
 
     /// Takes ownership of a connected descriptor without watching it yet: reads and writes may be queued,
     /// nothing runs until ``startAdopted()``. On the socket's loop, or before any other thread knows it.
-    func prepareAdoption(_ fd: Int32, configuration: Configuration, isUnix: Bool, accepted: Bool) {
+    /// `configuration` nil: the one the socket was made with (an accepted connection's).
+    func prepareAdoption(_ fd: Int32, configuration: Configuration?, isUnix: Bool, accepted: Bool) {
         // Not idle (claimed again before an off-loop `disconnect()`'s close reached the loop): the descriptor
         // goes, and the socket stays with the connection it has.
         guard case .proceed = connectionState.handle(.adopted) else {
             unpublish(fd)
             return LibraryFault.close(fd)
         }
-        config = configuration
+        if let configuration { config = configuration }
         self.fd = fd
         if isUnix { traits.insert(.unix) }
         if accepted {
             traits.insert(.accepted)
             traits.insert(.soleReference)
         }
-        try? configuration.options.applyToStream(fd, isUnix: isUnix)
+        try? config.options.applyToStream(fd, isUnix: isUnix)
     }
 
     /// Lets a socket set up by ``prepareAdoption(_:configuration:isUnix:accepted:)`` run: on its loop, at

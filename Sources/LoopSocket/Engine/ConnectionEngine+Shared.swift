@@ -12,7 +12,7 @@ extension ConnectionEngine {
     /// connection's negotiated parameters in a box of their own (`tlsBox`): in `rare`, whose other fields a
     /// TLS connection does not use, they cost each idle TLS connection about 80 bytes more.
     struct SharedState: @unchecked Sendable {
-        var configuration = Configuration()
+        var configuration: Configuration
         private var rare: HeapBox<Rare>?
         private var tlsBox: HeapBox<TLSConnectionInfo>?
         /// The connected descriptor, for the address getters to ask the kernel (`getpeername`/`getsockname`)
@@ -30,6 +30,13 @@ extension ConnectionEngine {
         var generation: UInt32 = 0
         /// The status the getters report. Last, with the 4-byte fields before it: the state is 33 bytes.
         var status = Status.idle
+
+        /// A socket's shared state, with the configuration it starts with (the default, or an accepted
+        /// connection's listener's) and that configuration's generation.
+        init(configuration: Configuration) {
+            self.configuration = configuration
+            generation = configuration.generation
+        }
 
         /// What few sockets set, out of line.
         struct Rare {
@@ -114,7 +121,9 @@ extension ConnectionEngine {
     ///
     /// Boxed and copy-on-write (``HeapBox``): every socket holds two (the shared copy and the loop's), and the
     /// connections a listener accepts all share its box, so an idle connection carries two pointers instead
-    /// of twice 144 bytes. Sockets start with one default box shared by all.
+    /// of twice 144 bytes. Sockets start with one default box shared by all. (`@usableFromInline`: the
+    /// initialiser that makes an accepted connection's socket takes one.)
+    @usableFromInline
     struct Configuration: @unchecked Sendable {
         // @unchecked: a value type like `Array`: a shared box is never written, a write first copies it.
         struct Values {

@@ -44,7 +44,7 @@ open class ConnectionEngine: @unchecked Sendable {
     /// The TLS session's layer: there exactly while the state's TLS phase is `handshaking`, `awaitingTrust`
     /// or `established` (made by `startHandshake`'s action, dropped by `tearDown`'s); nil over plaintext.
     @exclusivity(unchecked) var tlsLayer: TLSConnection?
-    @exclusivity(unchecked) var config = Configuration()
+    @exclusivity(unchecked) var config: Configuration
     /// The read queue; its storage is ``readSlot`` while it holds one read or none.
     @exclusivity(unchecked) var reads = OpQueue<ReadOp>()
     /// `final`: the shared scheduler (`PumpScheduled`) reaches it through its conformance, which is then a
@@ -81,7 +81,7 @@ open class ConnectionEngine: @unchecked Sendable {
     let sharedLock = Atomic<UInt32>(0)
     /// What any thread may read or set: only inside ``withSharedState(_:)``. (`@exclusivity(unchecked)`:
     /// the lock orders the accesses; `final`: accessed in place.)
-    @exclusivity(unchecked) final var sharedState = SharedState()
+    @exclusivity(unchecked) final var sharedState: SharedState
 
     // MARK: The inline read slot
 
@@ -91,13 +91,17 @@ open class ConnectionEngine: @unchecked Sendable {
     @exclusivity(unchecked) final var readSlot: ReadSlot = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
     typealias ReadSlot = (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64)
 
-    /// An engine on `loop`, or on the next loop of `group`, or of the shared default group.
+    /// An engine on `loop`, or on the next loop of `group`, or of the shared default group, with
+    /// `configuration` (an accepted connection's is its listener's: set here once, rather than the default
+    /// first and then replaced, two retains and releases of every accept).
     ///
     /// `@usableFromInline` but not public: a designated initialiser clients cannot see would keep a subclass
     /// of `GCDAsyncSocket` in another module from inheriting its convenience initialisers
     /// (`init(socketQueue:)` and the rest), as Swift cannot tell that the subclass covers them all.
     @usableFromInline
-    init(loop: EventLoop?, group: EventLoopGroup?) {
+    init(loop: EventLoop?, group: EventLoopGroup?, configuration: Configuration) {
+        config = configuration
+        sharedState = SharedState(configuration: configuration)
         let group = group ?? (loop == nil ? Self.fallbackGroup : nil)
         self.eventLoop = loop ?? group!.next()
         if let group { dial = DialState(group: group) }  // set before any other thread sees the socket
@@ -224,7 +228,7 @@ open class ConnectionEngine: @unchecked Sendable {
     func sinkReport(_ event: ConnectionReport) {
         switch event {
         case .accepted(let accepted):
-            let connection = ConnectionEngine(loop: accepted.loop, group: nil)
+            let connection = ConnectionEngine(loop: accepted.loop, group: nil, configuration: config)
             setUpAccepted(connection, fd: accepted.fd, isUnix: accepted.isUnix)
             connection.startAdopted()
         case .trustAsked(_, let decide):

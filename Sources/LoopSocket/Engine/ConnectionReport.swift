@@ -50,9 +50,11 @@ extension ConnectionEngine {
     /// (``ConnectionEngine/startAdopted()``), so that nothing of the new connection comes before its accept.
     struct Accepted {
         let fd: Int32
-        let peer: SocketAddress?
         let isUnix: Bool
         let loop: EventLoop
+
+        /// The peer's address, asked of the kernel (`getpeername`): only a delegate's queue chooser wants it.
+        var peer: SocketAddress? { SocketAddress.of(fd: fd, peer: true) }
     }
 }
 
