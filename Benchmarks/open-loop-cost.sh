@@ -16,6 +16,11 @@
 # the intended send time (closed loop: from the send); then, per client, load and slack, the medians over the
 # rounds and the ratio of CPU per request to the same client's closed loop.
 #
+# Then, per load and slack, loadtest's CPU per request ÷ httpgen's: the median of the rounds' ratios (each
+# round runs both, one after the other, so a round's ratio compares runs made under the same load). With
+# BENCH_RECORD=1 the medians and ratios are recorded as Benchmarks/results/open-loop-cost.json (refused on a
+# machine busier than its cores).
+#
 # Environment: ROUNDS (3), DURATION (10), CONNS (50), RATES, SLACKS, KEEP (a directory that keeps loadtest's
 # --json of every run). Loopback only; every process it starts is pinned, the clients bounded by `timeout`, and
 # each killed by its pid at exit (Benchmarks/bench-lib.sh).
@@ -27,6 +32,8 @@ source Benchmarks/bench-lib.sh
 loadtest_and_server http-hello "$@"
 make -s -C Benchmarks/c-reference httpgen
 HTTPGEN=$(realpath Benchmarks/c-reference/httpgen)
+COMMAND="Benchmarks/open-loop-cost.sh $*"
+STARTED=$(date -u +%Y-%m-%dT%H:%M:%SZ)
 ROUNDS=${ROUNDS:-3}; DURATION=${DURATION:-10}; CONNS=${CONNS:-50}
 RATES=(${RATES:-10k 50k 90k}); SLACKS=(${SLACKS:-50us 500us})
 TMP=$(mktemp -d /tmp/open-loop-cost.XXXXXX)
@@ -99,8 +106,10 @@ for round in $(seq "$ROUNDS"); do
 done
 [ -z "${KEEP:-}" ] || { mkdir -p "$KEEP"; cp "$TMP"/*.json "$KEEP"/; }
 echo "# medians over $ROUNDS rounds; load average now $(cut -d' ' -f1-3 /proc/loadavg)"
-python3 - "$TMP/table" <<'PY'
-import statistics, sys
+python3 - "$TMP/table" "$COMMAND" "$STARTED" "$CONNS" "$DURATION" "$ROUNDS" <<'PY'
+import importlib.util, statistics, sys
+spec = importlib.util.spec_from_file_location("record_result", "Benchmarks/record-result.py")
+recorder = importlib.util.module_from_spec(spec); spec.loader.exec_module(recorder)
 rows = [line.split() for line in open(sys.argv[1])]
 def median(client, load, slack, column):
     values = [float(r[column].rstrip("%")) for r in rows
@@ -118,4 +127,29 @@ for client in ("loadtest", "httpgen"):
         print(f"{client:<8} {load:<7} {slack:<6} {cpu:9.2f} {cpu / closed:9.2f} {median(client, load, slack, 5):11.0f} "
               f"{share_text:>9} {median(client, load, slack, 7):9.1f} {median(client, load, slack, 8):9.1f} "
               f"{median(client, load, slack, 9):9.1f}")
+figures = {"connections": int(sys.argv[4]), "seconds": float(sys.argv[5]), "rounds": int(sys.argv[6]), "cases": []}
+print(f"{'load':<7} {'slack':<6} {'loadtest ÷ httpgen, CPU per request (median of the rounds; the rounds)'}")
+for load, slack in cases:
+    def cpu(client, round):
+        return next((float(r[4]) for r in rows if r[0] == round and r[1] == client and r[2] == load
+                     and r[3] == slack and r[4] != "-"), None)
+    ratios = []
+    for round in dict.fromkeys(r[0] for r in rows):
+        ours, theirs = cpu("loadtest", round), cpu("httpgen", round)
+        if ours is not None and theirs:
+            ratios.append(ours / theirs)
+    ratio = statistics.median(ratios) if ratios else None
+    print(f"{load:<7} {slack:<6} {'-' if ratio is None else f'{ratio:.3f}'} ({', '.join(f'{x:.3f}' for x in ratios)})")
+    figures["cases"].append({
+        "load": load, "slack": slack, "ratio": ratio, "round_ratios": ratios,
+        **{client: {name: (None if value != value else value) for name, value in (
+            ("cpu_us_per_request", median(client, load, slack, 4)),
+            ("achieved_per_second", median(client, load, slack, 5)),
+            ("p50_us", median(client, load, slack, 7)), ("p99_us", median(client, load, slack, 9)))}
+           for client in ("loadtest", "httpgen")}})
+try:
+    print("recorded", recorder.record("open-loop-cost", sys.argv[2].strip(), figures, started=sys.argv[3],
+                                      driver="loadtest http and httpgen in turn, against http-hello (one loop)"))
+except recorder.LoadTooHigh as refusal:
+    print(f"recorded nothing: {refusal}")
 PY

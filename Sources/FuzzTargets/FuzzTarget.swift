@@ -44,7 +44,7 @@ package struct FuzzTarget: Sendable {
                    maxLength: 4096, run: ResponseHeadTarget.run),
         FuzzTarget(name: "loadtest-chunk-line", summary: "loadtest's HTTPChunkLine.size against a reference",
                    maxLength: 1024, run: ChunkLineTarget.run),
-        FuzzTarget(name: "loadtest-body", summary: "loadtest's response framing (HTTPConnection's reads) against http-hello's decoder",
+        FuzzTarget(name: "loadtest-body", summary: "loadtest's HTTPResponseReader: whole, split, byte at a time; against http-hello's decoder",
                    maxLength: 4096, run: ResponseFramingTarget.run),
         FuzzTarget(name: "ws-frames", summary: "loadtest's WebSocketParser: whole, split, byte at a time, fast path",
                    maxLength: 4096, run: WebSocketFramesTarget.run),

@@ -1,43 +1,47 @@
 import HTTPHello
 import LoadTest
 
-/// loadtest's response framing: the reads HTTPConnection queues on its socket (the head to CRLF CRLF within
-/// 64 KiB, then the body by its length, or chunk by chunk: a size line to CRLF within 8 KiB, the chunk and its
-/// CRLF, trailer lines to the empty one), replayed here over a buffer, each read as GCDAsyncSocket completes
-/// it. HTTPConnection itself is a socket delegate; these are the same calls in the same order.
+/// loadtest's response framing, `HTTPResponseReader` (what http mode reads its responses with, over the loop's
+/// bytes or TLS's): the head to CRLF CRLF within `--max-head`, then the body by its length, or chunk by chunk (a
+/// size line within 8 KiB, the chunk and its CRLF, trailer lines to the empty one).
 ///
-/// Input: a response, head and body. Properties: no read is larger than its limit (a chunk is at most
-/// `HTTPChunkLine.maxChunkSize` and its CRLF); and where http-hello's request body decoder, a second
-/// implementation of chunked framing, reads the same chunked body, the two never disagree on where it ends
-/// (one done while the other wants more, or both done at different places).
+/// Input: the bytes a server sends, responses one after another. Properties:
+/// - the reader takes the same steps whether the bytes come whole, cut in two at a point the input chooses, or
+///   a byte at a time (a read never changes what a response is): the same responses, at the same places, and
+///   the same kind of failure if one ends them (its text shows what had arrived, and a malformed line is
+///   judged as soon as it is whole, so the text and the place may differ);
+/// - what it holds between reads stays within its limits;
+/// - where http-hello's request body decoder, a second implementation of chunked framing, reads the same
+///   chunked body, the two never disagree on where it ends (one done while the other wants more, or both done
+///   at different places).
 enum ResponseFramingTarget {
-    enum Framing: Equatable {
-        /// The response ends before this index.
-        case complete(Int)
-        case needMore
-        case bad(String)
-    }
-
-    static let maxHead = 64 * 1024
+    static let maxHead = 4 * 1024
 
     static func run(_ data: UnsafeRawBufferPointer) throws(PropertyFailure) {
         let bytes = Array(data)
-        var largestRead = 0
-        let framing = frame(bytes, largestRead: &largestRead)
-        try check(largestRead <= max(maxHead, HTTPChunkLine.maxChunkSize + 2), "a read of \(largestRead) bytes")
-        if case .complete(let end) = framing { try check(end <= bytes.count, "complete at \(end) of \(bytes.count)") }
+        var limits = HTTPResponseLimits()
+        limits.maxHead = maxHead
+        let whole = try steps(bytes, cuts: [], limits: limits)
+        let cut = bytes.isEmpty ? 0 : Int(bytes[0]) * bytes.count / 256
+        let split = try steps(bytes, cuts: [cut], limits: limits)
+        try check(split == whole, "cut at \(cut): \(split), whole: \(whole)")
+        if bytes.count <= 512 {
+            let byByte = try steps(bytes, cuts: Array(0...bytes.count), limits: limits)
+            try check(byByte == whole, "a byte at a time: \(byByte), whole: \(whole)")
+        }
 
-        // The chunked body, framed by http-hello's decoder as well.
+        // The first response's chunked body, framed by http-hello's decoder as well.
         guard let headEnd = MetricsRequestTarget.firstRange(of: MetricsRequestTarget.headEnd, in: bytes),
               let head = bytes.withUnsafeBytes({ HTTPResponseHead.parse($0.bytes(upTo: headEnd)) }),
-              head.hasChunkedBody else { return }
+              head.hasChunkedBody, let first = whole.first else { return }
         var decoder = HTTPBodyDecoder(.chunked)
         let (used, outcome) = bytes.withUnsafeBufferPointer { decoder.consume(UnsafeBufferPointer(rebasing: $0[headEnd...])) }
-        switch (framing, outcome) {
-        case (.complete(let end), .done):
-            try check(end == headEnd + used, "loadtest ends the chunked body at \(end - headEnd), http-hello at \(used)")
-        case (.complete(let end), .needMore):
-            throw PropertyFailure("loadtest ends the chunked body at \(end - headEnd), http-hello wants more")
+        switch (first.outcome, outcome) {
+        case (.response, .done):
+            try check(first.end == headEnd + used,
+                      "loadtest ends the chunked body at \(first.end - headEnd), http-hello at \(used)")
+        case (.response, .needMore):
+            throw PropertyFailure("loadtest ends the chunked body at \(first.end - headEnd), http-hello wants more")
         case (.needMore, .done):
             throw PropertyFailure("http-hello ends the chunked body at \(used), loadtest wants more")
         default:
@@ -45,63 +49,52 @@ enum ResponseFramingTarget {
         }
     }
 
-    /// The reads HTTPConnection makes for one response, over `bytes`.
-    static func frame(_ bytes: [UInt8], largestRead: inout Int) -> Framing {
-        var reader = Reader(bytes: bytes)
-        guard let head = reader.read(to: MetricsRequestTarget.headEnd, maxLength: maxHead) else {
-            return reader.failed ? .bad("no head end within \(maxHead) bytes") : .needMore
-        }
-        guard let parsed = head.withUnsafeBytes({ HTTPResponseHead.parse($0) }) else { return .bad("malformed head") }
-        defer { largestRead = reader.largestRead }
-        if parsed.hasChunkedBody {
-            while true {
-                guard let line = reader.read(to: [13, 10], maxLength: Int(HTTPChunkLine.maxLineLength)) else {
-                    return reader.failed ? .bad("a size line over the limit") : .needMore
-                }
-                guard let size = line.withUnsafeBytes({ HTTPChunkLine.size($0) }) else { return .bad("size line") }
-                if size == 0 { break }
-                guard let chunk = reader.read(length: size + 2) else { return .needMore }
-                guard chunk.withUnsafeBytes({ HTTPChunkLine.endsChunk($0) }) else { return .bad("no CRLF after a chunk") }
+    /// One step and the offset in the bytes where it was taken.
+    struct Taken: Equatable, CustomStringConvertible {
+        enum Outcome: Equatable { case response, needMore, failed }
+        var outcome: Outcome
+        var step: HTTPResponseReader.Step
+        var end: Int
+        var description: String { "\(step) at \(end)" }
+
+        static func == (a: Taken, b: Taken) -> Bool {
+            guard a.outcome == b.outcome else { return false }
+            guard case .failed(let kindA, _) = a.step, case .failed(let kindB, _) = b.step else {
+                return a.step == b.step && a.end == b.end
             }
-            while true {
-                guard let line = reader.read(to: [13, 10], maxLength: Int(HTTPChunkLine.maxLineLength)) else {
-                    return reader.failed ? .bad("a trailer line over the limit") : .needMore
-                }
-                if line.withUnsafeBytes({ HTTPChunkLine.endsTrailers($0) }) { return .complete(reader.offset) }
-            }
+            return kindA == kindB
         }
-        if parsed.bodyLength > 0 {
-            guard reader.read(length: parsed.bodyLength) != nil else { return .needMore }
-        }
-        return .complete(reader.offset)
     }
 
-    /// GCDAsyncSocket's reads over a buffer: to a separator within a maximum length (the separator included;
-    /// failing once the maximum has arrived without it), or an exact length.
-    struct Reader {
-        let bytes: [UInt8]
-        var offset = 0
-        var failed = false
-        var largestRead = 0
-
-        mutating func read(to separator: [UInt8], maxLength: Int) -> ArraySlice<UInt8>? {
-            let available = bytes[offset...]
-            let window = available.prefix(maxLength)
-            guard let end = MetricsRequestTarget.firstRange(of: separator, in: window) else {
-                if window.count >= maxLength { failed = true }
-                return nil
+    /// The reader's steps over `bytes` fed in the pieces `cuts` makes, to the first failure or the end (then
+    /// `needMore` if a response was under way).
+    static func steps(_ bytes: [UInt8], cuts: [Int], limits: HTTPResponseLimits) throws(PropertyFailure) -> [Taken] {
+        var reader = HTTPResponseReader(limits: limits)
+        var taken: [Taken] = []
+        var start = 0
+        for end in cuts + [bytes.count] where end >= start {
+            let failed = bytes[start..<end].withUnsafeBytes { piece -> Bool in
+                var input = piece
+                while !input.isEmpty {
+                    let step = reader.next(&input)
+                    let at = end - input.count
+                    switch step {
+                    case .response: taken.append(Taken(outcome: .response, step: step, end: at))
+                    case .failed:
+                        taken.append(Taken(outcome: .failed, step: step, end: at))
+                        return true
+                    case .needMore: break
+                    }
+                }
+                return false
             }
-            return take(end)
+            if failed { return taken }
+            try check(reader.heldBytes <= max(maxHead, 8 * 1024) + 512, "holding \(reader.heldBytes) bytes")
+            start = end
         }
-
-        mutating func read(length: Int) -> ArraySlice<UInt8>? {
-            bytes.count - offset >= length ? take(length) : nil
+        if !reader.isBetweenResponses {
+            taken.append(Taken(outcome: .needMore, step: .needMore, end: bytes.count))
         }
-
-        private mutating func take(_ count: Int) -> ArraySlice<UInt8> {
-            largestRead = max(largestRead, count)
-            defer { offset += count }
-            return bytes[offset..<offset + count]
-        }
+        return taken
     }
 }

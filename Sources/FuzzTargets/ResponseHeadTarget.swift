@@ -5,14 +5,24 @@ import LoadTest
 ///
 /// Input: a response head as the socket delivers it (the bytes up to the first CRLF CRLF; an input without one
 /// is used whole, as a head cut short). Properties: the parser and the reference agree on whether the head is
-/// usable and on every field; the body length is never negative.
+/// usable and on every field; the body length is never negative; `HTTPResponseHead.scan(_:)`, which finds the
+/// head and parses it in one pass over the whole input, finds it where the first CRLF CRLF ends and reads the
+/// same fields (or none where there is no CRLF CRLF).
 enum ResponseHeadTarget {
     static func run(_ data: UnsafeRawBufferPointer) throws(PropertyFailure) {
-        let end = MetricsRequestTarget.firstRange(of: MetricsRequestTarget.headEnd, in: data) ?? data.count
+        let found = MetricsRequestTarget.firstRange(of: MetricsRequestTarget.headEnd, in: data)
+        let end = found ?? data.count
         let head = data.bytes(upTo: end)
         let parsed = HTTPResponseHead.parse(head)
         let expected = reference(Array(head))
         try check(parsed.map(Fields.init) == expected, "parse: \(String(describing: parsed)), reference: \(String(describing: expected))")
+        let scanned = HTTPResponseHead.scan(data)
+        if found != nil {
+            let expectedScan = parsed.map { HTTPResponseHead.Scan.head($0, length: end) } ?? .malformed
+            try check(scanned == expectedScan, "scan: \(scanned), parse: \(String(describing: parsed)) ending at \(end)")
+        } else if case .head = scanned {
+            throw PropertyFailure("scan found a head without CRLF CRLF: \(scanned)")
+        }
         if let parsed {
             try check(parsed.bodyLength >= 0, "body length \(parsed.bodyLength)")
             if parsed.hasChunkedBody { try check(parsed.bodyLength == 0, "a chunked body with a length") }

@@ -3,7 +3,7 @@ import EpollLoop
 import Glibc
 
 /// What a ``LoopTCPSocket`` holds its unsent bytes in: one allocation rewritten in place, appended at the end
-/// and sent from the start (``EchoSendBuffer``, ``WebSocketOutputBuffer``).
+/// and sent from the start (``EchoSendBuffer``, ``ByteOutputBuffer``).
 protocol LoopSocketOutput {
     /// Whether every byte appended has been sent.
     var isEmpty: Bool { get }

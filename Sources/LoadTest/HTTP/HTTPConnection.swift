@@ -1,107 +1,139 @@
 import EpollLoop
-import FoundationEssentials
-import LoopSocket
 
 /// One keep-alive HTTP/1.1 connection sending the configured requests (`GET path` unless told otherwise; several
-/// paths take turns), as wrk does: the head is read to CRLF CRLF, the body by its Content-Length or, with
-/// `Transfer-Encoding: chunked`, chunk by chunk (size line, bytes, then trailers to the empty line); a status
-/// other than 2xx counts as an error. Closed loop with `pipeline` requests in flight, or paced by the worker's
-/// open-loop schedule. A response that announces `Connection: close` ends the connection, and a new one
-/// takes its place. What a server sends is bounded (``HTTPResponseLimits``): a head or trailers over
-/// `--max-head`, a body over `--max-body`, end the connection with an error; a body is read in pieces and
-/// never held whole.
-final class HTTPConnection: GCDAsyncSocketDelegate, PacedConnection, SweptConnection {
-    static let headEnd = Data("\r\n\r\n".utf8)
-    static let lineEnd = Data("\r\n".utf8)
+/// paths take turns), as wrk does; the responses are framed by an ``HTTPResponseReader`` from the bytes as they
+/// arrive, and a status other than 2xx counts as an error. Closed loop with `pipeline` requests in flight, or
+/// paced by the worker's open-loop schedule. A response that announces `Connection: close` ends the connection,
+/// and a new one takes its place. What a server sends is bounded (``HTTPResponseLimits``): a head or trailers
+/// over `--max-head`, a body over `--max-body`, end the connection with an error; a body is counted (and
+/// checked) as it arrives and never held.
+///
+/// A load generator is the yardstick for servers, so its own cost per request must stay out of the
+/// measurement: over `http://` the connection talks to the kernel itself, through a ``LoopTCPSocket`` on the
+/// worker's loop (one `recv` into the loop's scratch buffer, parsed in place; the requests one read calls for
+/// written in place and sent with one `send`), as echo mode's ``EchoConnection`` does. Over `https://` its
+/// bytes go through GCDAsyncSocket and its TLS (``SocketByteTransport``). Everything else serves both.
+///
+/// Replies are timed out by the worker's sweep (``expireRequests(sentBefore:)``), the connect by the socket.
+final class HTTPConnection: LoopTCPSocketOwner, ByteTransportOwner, PacedConnection, SweptConnection {
+    typealias Output = ByteOutputBuffer
 
+    // The worker outlives its connections (it holds them), hence unowned(unsafe): no reference counting.
     unowned(unsafe) let worker: LoopWorker
+    private let workerRef: Unmanaged<LoopWorker>
     /// The loop's requests and per-URL counts.
     unowned(unsafe) let shared: HTTPLoop
     // The state is loop-confined and never accessed across a call that could re-enter it, so it opts out of
     // dynamic exclusivity checks (as EchoConnection's does): each costs more than what it guards.
-    @exclusivity(unchecked) private var socket: GCDAsyncSocket?
-    private let requests: [Data]
+    /// `http://`: the socket on the worker's loop (for good: a reconnect goes through it again).
+    private let socket: LoopTCPSocket<HTTPConnection>?
+    /// `https://`: GCDAsyncSocket with its TLS.
+    private let secure: SocketByteTransport<HTTPConnection>?
+    private let requests: [[UInt8]]
     @exclusivity(unchecked) private var nextRequest: Int
+    @exclusivity(unchecked) private var reader: HTTPResponseReader
     private let openLoop: Bool
     @exclusivity(unchecked) private var times: SendTimes
     /// Open loop: when each request actually went out (`times` holds when it was meant to), for service time.
     @exclusivity(unchecked) private var sentTimes: SendTimes
-    /// The head's size while its body is read (the bytes received count both).
-    @exclusivity(unchecked) private var pendingHeadBytes = 0
     @exclusivity(unchecked) private var nextSend: UInt64 = 0
     @exclusivity(unchecked) private var nextReceive: UInt64 = 0
-    /// A chunked body's bytes so far (size lines, chunks, trailers), counted as received.
-    @exclusivity(unchecked) private var chunkedBytes = 0
-    /// A body that comes in pieces (chunks, or a long one by `Content-Length`) counted and checked as it
-    /// arrives (``ResponseChecks/BodyScan``).
-    @exclusivity(unchecked) private var bodyScan = ResponseChecks.BodyScan()
-    /// The body bytes still to read: of a `Content-Length` body, or of the current chunk.
-    @exclusivity(unchecked) private var bodyLeft = 0
-    /// The trailer bytes so far after a chunked body (nil before them), bounded by `--max-head`.
-    @exclusivity(unchecked) private var trailerBytes: Int?
-    /// How much of a response is read (`--max-head`, `--max-body`).
-    private let limits: HTTPResponseLimits
-    /// A head (tag 1) or body (tag 2; chunked: tags 3 to 6) read is queued.
-    @exclusivity(unchecked) private var readQueued = false
-    @exclusivity(unchecked) private var pendingHead: HTTPResponseHead?
     @exclusivity(unchecked) private var state = LoadConnectionState.idle
     /// Set when the server said it closes: the close that follows is expected, and the slot reconnects.
     @exclusivity(unchecked) private var reconnecting = false
-    /// What a response must be (status, body) to count as a success; whether its body is looked at.
+    /// What a response must be (status, body) to count as a success.
     private let checks: ResponseChecks
-    private let inspectsBody: Bool
+    private let limits: HTTPResponseLimits
     /// Several URLs: the index of the one the next response answers (responses come in the order sent).
     private let perURL: Bool
     @exclusivity(unchecked) private var receiveURL = 0
-    /// One URL, statuses 2xx, no body check: a response is judged by two comparisons, as it always was.
+    /// One URL, statuses 2xx, no body check: a response is judged by two comparisons.
     private let plain: Bool
 
     init(shared: HTTPLoop, number: Int) {
         self.shared = shared
         let worker = shared.worker
         self.worker = worker
+        workerRef = Unmanaged.passUnretained(worker)
         let config = worker.config
         requests = shared.requests
         nextRequest = number % requests.count
         openLoop = config.isOpenLoop
-        times = SendTimes(capacity: openLoop ? 1024 : config.pipeline)
+        let inFlight = openLoop ? 1024 : config.pipeline
+        times = SendTimes(capacity: inFlight)
         sentTimes = SendTimes(capacity: openLoop ? 1024 : 1)
         checks = config.checks
         limits = config.httpLimits
-        inspectsBody = checks.inspectsBody
+        reader = HTTPResponseReader(limits: limits, checks: checks)
         perURL = requests.count > 1
         plain = !perURL && checks == ResponseChecks()
+        if worker.tls == nil {
+            // Closed loop: at most `pipeline` requests are unanswered, so at most that many can be unsent; open
+            // loop: nothing is paced onto a connection whose bytes wait (``hasRoom``).
+            let largest = requests.map(\.count).max() ?? 0
+            socket = LoopTCPSocket(worker: worker, output: ByteOutputBuffer(capacity: largest * (openLoop ? 1 : inFlight)))
+            secure = nil
+        } else {
+            socket = nil
+            secure = SocketByteTransport(worker: worker)
+        }
+        secure?.attach(Unmanaged.passUnretained(self))
     }
+
+    // MARK: Connecting
 
     func start() {
-        connect(settling: true)
+        connect()
     }
 
-    private func connect(settling: Bool) {
+    private func connect() {
         state = .connecting
         nextSend = 0
         nextReceive = 0
         receiveURL = nextRequest
-        readQueued = false
-        pendingHead = nil
-        trailerBytes = nil
-        bodyScan = ResponseChecks.BodyScan()
-        socket = worker.connectSocket(self, settling: settling)
-        if socket == nil { state = .closed }
+        reader = HTTPResponseReader(limits: limits, checks: checks)
+        if let socket { socket.connect(for: self) } else { secure.unsafelyUnwrapped.connect() }
     }
+
+    /// The TCP connection is up (`http://`).
+    func socketConnected() {
+        opened()
+    }
+
+    /// The TCP connection is up (`https://`: the requests wait behind the handshake).
+    func transportConnected() {
+        opened()
+    }
+
+    private func opened() {
+        guard state == .connecting else { return }
+        state = .open
+        worker.replaceableConnectionOpened(replacing: &reconnecting)
+        guard !openLoop, !worker.stopping else { return }
+        let now = Deadline.now().uptimeNanoseconds
+        for _ in 0..<worker.config.pipeline { queueRequest(at: now) }
+        flush()
+    }
+
+    func handleIO(_ events: IOEvents) {
+        socket.unsafelyUnwrapped.handle(events)
+    }
+
+    func loopWillShutDown() {
+        socket?.loopWillShutDown()
+    }
+
+    // MARK: LoadConnection
 
     func stop() {
         guard state == .open || state == .connecting else { return }
-        socket?.disconnect()
+        close()
     }
 
     func expireRequests(sentBefore cutoff: UInt64) {
-        guard state == .open, !reconnecting, nextSend != nextReceive, times[nextReceive] < cutoff, let socket else {
-            return
-        }
-        worker.recordError(.timeout, "no HTTP response within \(worker.config.timeout) s")
+        guard state == .open, !reconnecting, nextSend != nextReceive, times[nextReceive] < cutoff else { return }
         if perURL { shared.recordURLError(receiveURL) }
-        socket.disconnect()
+        fail(.timeout, "no HTTP response within \(worker.config.timeout) s")
     }
 
     func countUnfinished(sentBefore cutoff: UInt64) {
@@ -120,201 +152,100 @@ final class HTTPConnection: GCDAsyncSocketDelegate, PacedConnection, SweptConnec
         }
     }
 
-    var hasRoom: Bool { state == .open && !reconnecting && nextSend &- nextReceive < UInt64(times.capacity) }
+    var hasRoom: Bool {
+        state == .open && !reconnecting && nextSend &- nextReceive < UInt64(times.capacity)
+            && !(socket?.isBackedUp ?? false)
+    }
 
     func sendPaced(intended: UInt64) {
-        guard let socket else { return }
         sentTimes[nextSend] = worker.paceNow
-        send(on: socket, at: intended)
+        queueRequest(at: intended)
+        flush()
     }
 
-    private func send(on socket: GCDAsyncSocket, at time: UInt64) {
+    /// Room again (`http://`): requests the schedule could not place meanwhile may go now.
+    func socketDrained() {
+        guard openLoop, state == .open, !worker.stopping else { return }
+        let now = Deadline.now().uptimeNanoseconds
+        if worker.nextPaceAt <= now { worker.pace(now: now) }
+    }
+
+    // MARK: Sending
+
+    /// Writes the next request (in place, behind any that wait, over `http://`) and notes its (intended) send
+    /// time; ``flush()`` sends what was written.
+    @inline(__always)
+    private func queueRequest(at time: UInt64) {
         times[nextSend] = time
         nextSend &+= 1
-        socket.write(requests[nextRequest], withTimeout: -1, tag: 0)
+        requests[nextRequest].withUnsafeBytes { bytes in
+            if let socket { socket.output.append(bytes) } else { secure.unsafelyUnwrapped.write(bytes) }
+        }
         nextRequest += 1
         if nextRequest == requests.count { nextRequest = 0 }
-        queueRead(socket)
     }
 
-    /// Keeps a head read queued, even with nothing in flight: the socket then keeps its epoll interest instead
-    /// of dropping and re-adding EPOLLIN around every request (two `epoll_ctl` calls), and an idle queued read
-    /// arms no timer, since the worker's sweep times replies out.
-    private func queueRead(_ socket: GCDAsyncSocket) {
-        guard !readQueued else { return }
-        readQueued = true
-        socket.readData(to: Self.headEnd, withTimeout: worker.replyTimeout, maxLength: UInt(limits.maxHead), tag: 1)
+    /// Sends the requests written since the last flush, in one `send` (`https://`: they are on their way).
+    @inline(__always)
+    private func flush() {
+        socket?.flush()
     }
 
-    func socket(_ sock: GCDAsyncSocket, didConnectToHost host: String, port: UInt16) {
-        guard sock === socket else { return }
-        state = .open
-        worker.replaceableConnectionOpened(replacing: &reconnecting)
-        guard !openLoop, !worker.stopping else { return }
+    // MARK: Receiving
+
+    /// The server's bytes (`http://`), in the loop's scratch buffer.
+    @inline(__always)
+    func socketReceived(_ bytes: UnsafeRawBufferPointer) {
+        received(bytes)
+    }
+
+    /// The server's bytes (`https://`).
+    func transportReceived(_ bytes: UnsafeRawBufferPointer) {
+        received(bytes)
+    }
+
+    /// Every response the bytes complete is counted and judged, and in the closed loop answered by the next
+    /// request; the requests go out together after the read.
+    @inline(__always)
+    private func received(_ bytes: UnsafeRawBufferPointer) {
+        // The worker by a reference that is not retained around the calls (an unowned(unsafe) one would be).
+        workerRef._withUnsafeGuaranteedRef { received(bytes, worker: $0) }
+    }
+
+    @inline(__always)
+    private func received(_ bytes: UnsafeRawBufferPointer, worker: LoopWorker) {
+        guard state == .open else { return }
         let now = Deadline.now().uptimeNanoseconds
-        for _ in 0..<worker.config.pipeline { send(on: sock, at: now) }
-    }
-
-    func socket(_ sock: GCDAsyncSocket, didRead data: Data, withTag tag: Int) {
-        guard sock === socket else { return }
-        if tag == 1 {
-            guard nextSend != nextReceive else {
-                readQueued = false
-                worker.recordError(.badResponse, "the server sent a response nobody asked for")
-                sock.disconnect()
-                return
+        var input = bytes
+        while !input.isEmpty {
+            if nextSend == nextReceive && reader.isBetweenResponses {
+                return fail(.badResponse, "the server sent a response nobody asked for")
             }
-            guard let head = data.withUnsafeBytes({ HTTPResponseHead.parse($0) }) else {
-                worker.recordError(
-                    .badResponse, "response head could not be used (malformed): \(ServerText.escaped(data))")
-                sock.disconnect()
-                return
+            switch reader.next(&input) {
+            case .response(let head, let headBytes, let bodyBytes, let bodyPasses):
+                guard completed(head, bytes: headBytes + bodyBytes, bodyBytes: bodyBytes, bodyPasses: bodyPasses,
+                                now: now, worker: worker) else { return }
+            case .needMore:
+                break
+            case .failed(let kind, let message):
+                return fail(kind, message)
             }
-            if head.hasChunkedBody {
-                pendingHead = head
-                pendingHeadBytes = data.count
-                chunkedBytes = 0
-                sock.readData(
-                    to: Self.lineEnd, withTimeout: worker.replyTimeout, maxLength: HTTPChunkLine.maxLineLength, tag: 3)
-                return
-            }
-            let length = head.bodyLength
-            if length > 0 {
-                guard length <= limits.maxBody else {
-                    return bodyTooLarge(sock, "a response announced a body of \(length) bytes")
-                }
-                pendingHead = head
-                pendingHeadBytes = data.count
-                bodyLeft = length
-                sock.readData(
-                    toLength: UInt(min(length, HTTPResponseLimits.piece)), withTimeout: worker.replyTimeout, tag: 2)
-                return
-            }
-            complete(sock, head: head, bodyBytes: 0, headBytes: data.count,
-                     bodyPasses: !inspectsBody || checks.passes(body: UnsafeRawBufferPointer(start: nil, count: 0)))
-        } else if tag == 2 {
-            guard let head = pendingHead else { return }
-            bodyLeft -= data.count
-            if bodyLeft == 0 && data.count == head.bodyLength {
-                // The whole body in one read: checked where it lies.
-                pendingHead = nil
-                complete(sock, head: head, bodyBytes: data.count, headBytes: pendingHeadBytes,
-                         bodyPasses: !inspectsBody || data.withUnsafeBytes { checks.passes(body: $0) })
-                return
-            }
-            data.withUnsafeBytes { bodyScan.feed($0, needle: inspectsBody ? checks.body : nil) }
-            if bodyLeft > 0 {
-                sock.readData(
-                    toLength: UInt(min(bodyLeft, HTTPResponseLimits.piece)), withTimeout: worker.replyTimeout, tag: 2)
-                return
-            }
-            pendingHead = nil
-            let scan = bodyScan
-            bodyScan = ResponseChecks.BodyScan()
-            complete(sock, head: head, bodyBytes: scan.bytes, headBytes: pendingHeadBytes,
-                     bodyPasses: !inspectsBody || scan.passes(checks))
-        } else {
-            readChunked(sock, data, tag: tag)
         }
+        flush()
     }
 
-    /// The next piece of a chunked body: a size line (tag 3), the end of a chunk with its CRLF (tag 4), a piece
-    /// of a long chunk (tag 6), or a trailer line (tag 5); the empty trailer line completes the response.
-    private func readChunked(_ sock: GCDAsyncSocket, _ data: Data, tag: Int) {
-        guard let head = pendingHead else { return }
-        chunkedBytes += data.count
-        switch tag {
-        case 3:
-            guard let size = data.withUnsafeBytes({ HTTPChunkLine.size($0) }) else {
-                return badChunk(sock, "chunk size line could not be used: \(ServerText.escaped(data, limit: 100))")
-            }
-            guard bodyScan.bytes + size <= limits.maxBody else {
-                return bodyTooLarge(sock, "a chunked response body reached \(bodyScan.bytes + size) bytes")
-            }
-            if size == 0 {
-                trailerBytes = 0
-                readTrailerLine(sock)
-            } else {
-                bodyLeft = size
-                readChunkData(sock)
-            }
-        case 4, 6:
-            let end = tag == 4 ? data.count - 2 : data.count
-            guard tag == 6 || data.withUnsafeBytes({ HTTPChunkLine.endsChunk($0) }) else {
-                return badChunk(sock, "a chunk was not followed by CRLF")
-            }
-            bodyLeft -= end
-            data.withUnsafeBytes {
-                bodyScan.feed(UnsafeRawBufferPointer(rebasing: $0[..<end]), needle: inspectsBody ? checks.body : nil)
-            }
-            if tag == 6 { return readChunkData(sock) }
-            sock.readData(
-                to: Self.lineEnd, withTimeout: worker.replyTimeout, maxLength: HTTPChunkLine.maxLineLength, tag: 3)
-        default:
-            trailerBytes = (trailerBytes ?? 0) + data.count
-            guard data.withUnsafeBytes({ HTTPChunkLine.endsTrailers($0) }) else { return readTrailerLine(sock) }
-            pendingHead = nil
-            trailerBytes = nil
-            let scan = bodyScan
-            bodyScan = ResponseChecks.BodyScan()
-            complete(sock, head: head, bodyBytes: chunkedBytes, headBytes: pendingHeadBytes,
-                     bodyPasses: !inspectsBody || scan.passes(checks))
-        }
-    }
-
-    /// The rest of the current chunk with its CRLF (tag 4), or the next piece of it when more is left.
-    private func readChunkData(_ sock: GCDAsyncSocket) {
-        if bodyLeft > HTTPResponseLimits.piece {
-            sock.readData(toLength: UInt(HTTPResponseLimits.piece), withTimeout: worker.replyTimeout, tag: 6)
-        } else {
-            sock.readData(toLength: UInt(bodyLeft + 2), withTimeout: worker.replyTimeout, tag: 4)
-        }
-    }
-
-    /// The next trailer line, within what `--max-head` leaves of the trailers (a longer line disconnects with
-    /// `readMaxedOutError`, counted as `head_too_large`).
-    private func readTrailerLine(_ sock: GCDAsyncSocket) {
-        let left = limits.maxHead - (trailerBytes ?? 0)
-        guard left >= 2 else {
-            return headTooLarge(sock, "trailer fields over --max-head (\(limits.maxHead) bytes)")
-        }
-        sock.readData(to: Self.lineEnd, withTimeout: worker.replyTimeout,
-                      maxLength: min(UInt(left), HTTPChunkLine.maxLineLength), tag: 5)
-    }
-
-    private func bodyTooLarge(_ sock: GCDAsyncSocket, _ what: String) {
-        pendingHead = nil
-        bodyScan = ResponseChecks.BodyScan()
-        worker.recordError(.bodyTooLarge, "\(what), over --max-body (\(limits.maxBody) bytes)")
-        sock.disconnect()
-    }
-
-    private func headTooLarge(_ sock: GCDAsyncSocket, _ what: String) {
-        pendingHead = nil
-        trailerBytes = nil
-        bodyScan = ResponseChecks.BodyScan()
-        worker.recordError(.headTooLarge, what)
-        sock.disconnect()
-    }
-
-    private func badChunk(_ sock: GCDAsyncSocket, _ message: String) {
-        pendingHead = nil
-        bodyScan = ResponseChecks.BodyScan()
-        worker.recordError(.badResponse, message)
-        sock.disconnect()
-    }
-
-    private func complete(
-        _ sock: GCDAsyncSocket, head: HTTPResponseHead, bodyBytes: Int, headBytes: Int, bodyPasses: Bool
-    ) {
-        let now = Deadline.now().uptimeNanoseconds
-        readQueued = false
+    /// Counts a whole response; false when the connection goes no further (the run is stopping, or the server
+    /// closes after it).
+    @inline(__always)
+    private func completed(
+        _ head: HTTPResponseHead, bytes: Int, bodyBytes: Int, bodyPasses: Bool, now: UInt64, worker: LoopWorker
+    ) -> Bool {
         let sentAt = times[nextReceive]
         if openLoop {
             worker.recordPacedReply(
-                latency: now &- sentAt, service: now &- sentTimes[nextReceive], bytes: headBytes + bodyBytes, now: now)
+                latency: now &- sentAt, service: now &- sentTimes[nextReceive], bytes: bytes, now: now)
         } else {
-            worker.recordReply(latency: now &- sentAt, bytes: headBytes + bodyBytes, now: now)
+            worker.recordReply(latency: now &- sentAt, bytes: bytes, now: now)
         }
         nextReceive &+= 1
         if plain {
@@ -322,19 +253,19 @@ final class HTTPConnection: GCDAsyncSocketDelegate, PacedConnection, SweptConnec
         } else {
             judge(head, bodyBytes: bodyBytes, bodyPasses: bodyPasses, latency: now &- sentAt, now: now)
         }
-        if worker.stopping { return }
+        if worker.stopping { return false }
         if head.closes {
             // The server closes after this response; the requests sent after it are lost with it.
             reconnecting = true
-            sock.disconnect()
-            return
+            close()
+            return false
         }
         if openLoop {
             if worker.nextPaceAt <= now { worker.pace(now: now) }
         } else {
-            send(on: sock, at: now)
+            queueRequest(at: now)
         }
-        queueRead(sock)
+        return true
     }
 
     /// Counts a response against its URL (several `--url`s) and the checks (`--expect-*`).
@@ -355,28 +286,39 @@ final class HTTPConnection: GCDAsyncSocketDelegate, PacedConnection, SweptConnec
         }
     }
 
-    func socketDidSecure(_ sock: GCDAsyncSocket) {
-        worker.recordHandshake(sock)
+    // MARK: Closing
+
+    /// Counts the failure and closes the connection.
+    @inline(never)
+    private func fail(_ kind: ErrorKind, _ message: String) {
+        worker.recordError(kind, message)
+        close()
     }
 
-    func socketDidDisconnect(_ sock: GCDAsyncSocket, withError err: Error?) {
-        guard sock === socket else { return }
+    private func close() {
+        if let socket { socket.close() } else { secure.unsafelyUnwrapped.close(afterWriting: false) }
+    }
+
+    /// The socket closed (`http://`): the connect failed, the server or this side closed it, or the loop went.
+    func socketClosed(_ end: LoopTCPSocketEnd, wasOpen: Bool) {
+        ended(end.failure)
+    }
+
+    /// The connection is gone (`https://`).
+    func transportClosed(_ failure: ConnectionFailure?) {
+        ended(failure)
+    }
+
+    /// Counts the end (a connect that failed settled, an open connection gone, `failure` if any), or, when the
+    /// server announced it, connects again in the same slot: from the loop's queue, never from inside the
+    /// socket's own call.
+    private func ended(_ failure: ConnectionFailure?) {
         let previous = state
         state = .closed
-        var error = err
-        if let maxed = err as? GCDAsyncSocketError, maxed.code == .readMaxedOutError {
-            // A line or head that did not end within its limit: which one it was is ours to say.
-            if trailerBytes != nil {
-                worker.recordError(.headTooLarge, "trailer fields over --max-head (\(limits.maxHead) bytes)")
-            } else if pendingHead != nil {
-                worker.recordError(.badResponse, "a chunk size line over \(HTTPChunkLine.maxLineLength) bytes")
-            } else {
-                worker.recordError(.headTooLarge, "a response head over --max-head (\(limits.maxHead) bytes)")
-            }
-            error = nil
-        }
-        if worker.replaceableConnectionEnded(from: previous, replacing: &reconnecting, error: error) {
-            connect(settling: false)
+        if worker.replaceableConnectionEnded(from: previous, replacing: &reconnecting, error: nil) {
+            worker.loop.executeOnLoop { [self] in connect() }
+        } else if let failure {
+            worker.recordError(failure.kind, failure.message)
         }
     }
 }

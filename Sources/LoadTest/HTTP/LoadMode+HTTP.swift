@@ -8,6 +8,7 @@ extension LoadMode {
               http      keep-alive HTTP/1.1 requests: --url http://host:port/path (non-2xx counts as an error)
             """) { HTTPLoop(worker: $0) }
         mode.pipelines = true
+        mode.resolvesAddress = true
         mode.speaks = "HTTP/1.1"
         mode.target = { "\($0.host):\($0.port)\($0.path)" }
         mode.targetHasPath = true
@@ -36,13 +37,13 @@ extension LoadMode {
 final class HTTPLoop: ModeLoop {
     unowned let worker: LoopWorker
     /// One per path in rotation.
-    let requests: [Data]
+    let requests: [[UInt8]]
     /// Several URLs: each one's counts, by its index in the rotation (empty otherwise).
     @exclusivity(unchecked) var urls: [URLCounts] = []
 
     init(worker: LoopWorker) {
         self.worker = worker
-        requests = worker.config.httpRequests.map { Data($0) }
+        requests = worker.config.httpRequests
         if requests.count > 1 { urls = Array(repeating: URLCounts(), count: requests.count) }
     }
 

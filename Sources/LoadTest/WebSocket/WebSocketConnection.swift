@@ -3,7 +3,7 @@ import Glibc
 
 /// One `ws` mode connection: the opening handshake over TCP (or TLS: `wss://`), then one of the workloads of
 /// ``WebSocketSettings/Workload``, with the protocol itself in a ``WebSocketSession`` and the bytes carried by
-/// a ``WebSocketTransport`` (``WebSocketLoopTransport`` for `ws://`, ``WebSocketSocketTransport`` for `wss://`):
+/// a ``WebSocketTransport`` (``WebSocketLoopTransport`` for `ws://`, ``SocketByteTransport`` for `wss://`):
 /// everything here serves both.
 ///
 /// - Echo: binary messages of `--size` bytes carrying the echo pattern (``Pattern``), each echoed message
@@ -17,7 +17,7 @@ import Glibc
 /// nothing is outstanding ends the connection without an error, and a new one takes its place (as http mode
 /// does after `Connection: close`); with requests outstanding it counts as `closed`, and any other status code
 /// as `ws_close`. At the end of the run each connection sends its close (1000) and goes.
-final class WebSocketConnection: PacedConnection, SweptConnection {
+final class WebSocketConnection: PacedConnection, SweptConnection, ByteTransportOwner {
     // The worker outlives its connections (it holds them), hence unowned(unsafe); the hot path goes through
     // `workerRef`, as EchoConnection's does, since even an unowned(unsafe) reference is retained around a call.
     unowned(unsafe) let worker: LoopWorker
@@ -54,7 +54,7 @@ final class WebSocketConnection: PacedConnection, SweptConnection {
     /// The server closed normally with nothing outstanding: the slot opens a new connection.
     @exclusivity(unchecked) private var reconnecting = false
     /// Frames queued and not yet written: what one read calls for leaves in one write, by ``flush()``.
-    @exclusivity(unchecked) private var outgoing: WebSocketOutputBuffer
+    @exclusivity(unchecked) private var outgoing: ByteOutputBuffer
     /// This connection's number, for where its first ping falls in the interval.
     private let number: Int
 
@@ -73,12 +73,12 @@ final class WebSocketConnection: PacedConnection, SweptConnection {
         times = SendTimes(capacity: openLoop ? 1024 : pipeline)
         sentTimes = SendTimes(capacity: openLoop ? 1024 : 1)
         let workloadBytes = WebSocketFrame.clientFrameSize(payloadCount: size) * pipeline
-        outgoing = WebSocketOutputBuffer(capacity: workloadBytes)
+        outgoing = ByteOutputBuffer(capacity: workloadBytes)
         session = Self.freshSession(settings)
         if worker.tls == nil && !settings.socketTransport {
             transport = WebSocketLoopTransport(worker: worker, workloadBytes: workloadBytes)
         } else {
-            transport = WebSocketSocketTransport(worker: worker)
+            transport = SocketByteTransport<WebSocketConnection>(worker: worker)
         }
         transport.attach(Unmanaged.passUnretained(self))
     }

@@ -13,7 +13,7 @@ import EpollLoop
 /// lost to a reset. The connection hears of a close from the loop's queue, never from inside a call into the
 /// transport.
 final class WebSocketLoopTransport: WebSocketTransport, LoopTCPSocketOwner {
-    typealias Output = WebSocketOutputBuffer
+    typealias Output = ByteOutputBuffer
 
     // The connection owns its transport, and the worker outlives both: no reference counting on the hot path.
     @exclusivity(unchecked) private var ownerRef: Unmanaged<WebSocketConnection>?
@@ -24,7 +24,7 @@ final class WebSocketLoopTransport: WebSocketTransport, LoopTCPSocketOwner {
         // The unsent bytes past which reads pause: what the workload may queue, and room for the answers one
         // read of the server's frames can call for.
         socket = LoopTCPSocket(
-            worker: worker, output: WebSocketOutputBuffer(capacity: 4096),
+            worker: worker, output: ByteOutputBuffer(capacity: 4096),
             outputLimit: workloadBytes + LoopWorker.receiveBufferSize, discardsUnreadInput: true)
     }
 

@@ -4,7 +4,7 @@
 ///
 /// Two transports: ``WebSocketLoopTransport`` for `ws://`, a nonblocking socket on the worker's loop read into
 /// the loop's scratch buffer and written with one `send` (a load generator's own cost per message must stay out
-/// of the measurement, as echo mode's ``EchoConnection`` does), and ``WebSocketSocketTransport`` for `wss://`,
+/// of the measurement, as echo mode's ``EchoConnection`` does), and ``SocketByteTransport`` for `wss://`,
 /// GCDAsyncSocket with its TLS.
 ///
 /// The transport calls its connection back, on the loop: ``WebSocketConnection/transportConnected()`` when the
@@ -28,3 +28,5 @@ protocol WebSocketTransport: AnyObject {
     /// close frame). Harmless when it is closed or closing already.
     func close(afterWriting: Bool)
 }
+
+extension SocketByteTransport: WebSocketTransport where Owner == WebSocketConnection {}

@@ -1,14 +1,14 @@
-/// Bytes a WebSocket connection has framed but not handed to the kernel yet: one allocation, rewritten in place,
-/// that grows (doubling) only when more is queued at once than it ever held.
+/// Bytes a connection has written (WebSocket frames, HTTP requests) but not handed to the kernel yet: one
+/// allocation, rewritten in place, that grows (doubling) only when more is queued at once than it ever held.
 ///
-/// Frames are appended at the end, written in place, and taken from the start. A partial send advances the
-/// start; once everything is taken the buffer is empty again and the next frame goes to the front. Its size is
+/// Bytes are appended at the end, written in place, and taken from the start. A partial send advances the
+/// start; once everything is taken the buffer is empty again and the next bytes go to the front. Its size is
 /// bounded by its owner, which queues only what one read of the server's bytes calls for (and the raw
 /// transport stops reading while its bytes wait for the kernel).
 ///
 /// The owner frees the memory with ``deallocate()``: a plain value with a pointer, kept in a loop-confined
 /// object, so the hot path pays no reference count.
-struct WebSocketOutputBuffer: LoopSocketOutput {
+struct ByteOutputBuffer: LoopSocketOutput {
     private var base: UnsafeMutableRawPointer
     private var capacity: Int
     private var start = 0

@@ -2,15 +2,30 @@ import EpollLoop
 import FoundationEssentials
 import LoopSocket
 
-/// The `wss://` transport: GCDAsyncSocket, which does the TLS (its handshake queued at once and timed by the
-/// worker, ``LoopWorker/recordHandshake(_:)``). Each read hands the connection the socket's `Data`; each write
-/// copies the bytes into one. (Plaintext can go this way too, for tests that hold both transports to the same
-/// cases: ``WebSocketSettings/socketTransport``.)
-final class WebSocketSocketTransport: WebSocketTransport, GCDAsyncSocketDelegate {
-    /// Bytes asked for per read: the socket never holds more than this (plus the parser's bounded buffers).
-    static let readSize: UInt = 256 * 1024
+/// What a connection whose bytes go over a ``SocketByteTransport`` hears, on the loop.
+protocol ByteTransportOwner: AnyObject {
+    /// The TCP connection is up (with TLS, bytes written now wait behind the handshake).
+    func transportConnected()
+    /// The server's bytes, valid during the call.
+    func transportReceived(_ bytes: UnsafeRawBufferPointer)
+    /// The connection is gone, once per ``SocketByteTransport/connect()``: `failure` says why, nil when this
+    /// side closed it. Never called from inside a call into the transport (it is queued on the loop), so the
+    /// owner may connect again from it without pulling its state from under a read still being parsed.
+    func transportClosed(_ failure: ConnectionFailure?)
+}
 
-    @exclusivity(unchecked) private var ownerRef: Unmanaged<WebSocketConnection>?
+/// The TLS transport of the connections that parse bytes themselves (`wss://`, `https://`): GCDAsyncSocket,
+/// which does the TLS (its handshake queued at once and timed by the worker, ``LoopWorker/recordHandshake(_:)``).
+/// Each read hands the owner the socket's `Data`; each write copies the bytes into one. (Plaintext can go this
+/// way too, for tests that hold both transports to the same cases: ``WebSocketSettings/socketTransport``.)
+///
+/// Plaintext goes over the worker's loop instead (``WebSocketLoopTransport``, ``HTTPConnection``), where the
+/// loop calls a class that is not generic, so the socket's code runs specialized; this one's cost is TLS's.
+final class SocketByteTransport<Owner: ByteTransportOwner>: GCDAsyncSocketDelegate {
+    /// Bytes asked for per read: the socket never holds more than this (plus the parser's bounded buffers).
+    static var readSize: UInt { 256 * 1024 }
+
+    @exclusivity(unchecked) private var ownerRef: Unmanaged<Owner>?
     unowned(unsafe) let worker: LoopWorker
     @exclusivity(unchecked) private var socket: GCDAsyncSocket?
     /// The connection asked to close: no more reads are queued.
@@ -20,13 +35,13 @@ final class WebSocketSocketTransport: WebSocketTransport, GCDAsyncSocketDelegate
         self.worker = worker
     }
 
-    func attach(_ owner: Unmanaged<WebSocketConnection>) {
+    func attach(_ owner: Unmanaged<Owner>) {
         ownerRef = owner
     }
 
     /// The connection, without a retain (``attach(_:)`` has run before anything reports).
     @inline(__always)
-    private var owner: WebSocketConnection { ownerRef.unsafelyUnwrapped.takeUnretainedValue() }
+    private var owner: Owner { ownerRef.unsafelyUnwrapped.takeUnretainedValue() }
 
     func connect() {
         closing = false
