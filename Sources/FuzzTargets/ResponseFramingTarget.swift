@@ -8,8 +8,7 @@ import LoadTest
 /// Input: the bytes a server sends, responses one after another. Properties:
 /// - the reader takes the same steps whether the bytes come whole, cut in two at a point the input chooses, or
 ///   a byte at a time (a read never changes what a response is): the same responses, at the same places, and
-///   the same kind of failure if one ends them (its text shows what had arrived, and a malformed line is
-///   judged as soon as it is whole, so the text and the place may differ);
+///   the same kind of failure if one ends them;
 /// - what it holds between reads stays within its limits;
 /// - where http-hello's request body decoder, a second implementation of chunked framing, reads the same
 ///   chunked body, the two never disagree on where it ends (one done while the other wants more, or both done

@@ -151,4 +151,37 @@ final class AllocationCounterTests: XCTestCase {
         }
         try AllocationLimits.check("loadtest echo request", windows)
     }
+
+    /// `loadtest http` with one connection against an HTTP responder in this process (blocking, one thread):
+    /// the client's allocations per keep-alive request, its response framed from the bytes where they lie.
+    func testLoadtestHTTPRequest() throws {
+        let listener = try LoopbackListener()
+        let loadtest = try CountedProcess("loadtest", [
+            "http", "--url", "http://127.0.0.1:\(listener.port)/", "--connections", "1", "--loops", "1",
+            "--duration", "300s", "--warmup", "0", "--quiet",
+        ])
+        defer { loadtest.stop() }
+        guard let connection = try? listener.accept() else {
+            throw MeasurementFailure("loadtest did not connect: \(loadtest.child.standardError)")
+        }
+        // The first request read to its end; every later one is the same bytes.
+        var head: [UInt8] = []
+        while !head.ends(with: Array("\r\n\r\n".utf8)) {
+            guard head.count < 8192 else { throw MeasurementFailure("no request head within 8 KiB") }
+            head += try connection.receive(exactly: 1)
+        }
+        let response = Array("HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello".utf8)
+        let windows = try perOperation(loadtest, warmup: 500, count: 2000) {
+            try connection.send(response)
+            let next = try connection.receive(exactly: head.count)
+            guard next == head else { throw UnexpectedReply(sent: response.count, reply: String(decoding: next, as: UTF8.self)) }
+        }
+        try AllocationLimits.check("loadtest http request", windows)
+    }
+}
+
+extension Array where Element == UInt8 {
+    fileprivate func ends(with suffix: [UInt8]) -> Bool {
+        count >= suffix.count && Array(self[(count - suffix.count)...]) == suffix
+    }
 }

@@ -136,10 +136,11 @@ package struct HTTPResponseReader {
                 input = UnsafeRawBufferPointer(rebasing: input[length...])
                 return headArrived(parsed, length: length)
             case .malformed:
-                // What arrived of the head, to its end if that has arrived too (a line is judged as soon as it
-                // is whole, so the end may still be on its way).
-                let end = window.firstIndex(of: headEnd).map { $0 + 4 } ?? window.count
-                return malformed(UnsafeRawBufferPointer(rebasing: window[..<end]))
+                // Judged once the whole head is in, as when a read cuts it (whatever the reads, the same step).
+                if let end = window.firstIndex(of: headEnd) {
+                    return malformed(UnsafeRawBufferPointer(rebasing: window[..<(end + 4)]))
+                }
+                fallthrough
             case .incomplete:
                 if window.count == maxHead { return headTooLarge() }
                 carry.append(contentsOf: input)
