@@ -25,10 +25,13 @@ final class HTTPConnection: LoopTCPSocketOwner, ByteTransportOwner, PacedConnect
     unowned(unsafe) let shared: HTTPLoop
     // The state is loop-confined and never accessed across a call that could re-enter it, so it opts out of
     // dynamic exclusivity checks (as EchoConnection's does): each costs more than what it guards.
-    /// `http://`: the socket on the worker's loop (for good: a reconnect goes through it again).
-    private let socket: LoopTCPSocket<HTTPConnection>?
+    /// `http://`: the socket on the worker's loop (for good: a reconnect goes through it again). Made for
+    /// `https://` too but never connected: not optional, so the hot path reaches it without binding an
+    /// optional (a retain and a release each time).
+    private let socket: LoopTCPSocket<HTTPConnection>
     /// `https://`: GCDAsyncSocket with its TLS.
     private let secure: SocketByteTransport<HTTPConnection>?
+    private let isSecure: Bool
     private let requests: [[UInt8]]
     @exclusivity(unchecked) private var nextRequest: Int
     @exclusivity(unchecked) private var reader: HTTPResponseReader
@@ -67,16 +70,12 @@ final class HTTPConnection: LoopTCPSocketOwner, ByteTransportOwner, PacedConnect
         reader = HTTPResponseReader(limits: limits, checks: checks)
         perURL = requests.count > 1
         plain = !perURL && checks == ResponseChecks()
-        if worker.tls == nil {
-            // Closed loop: at most `pipeline` requests are unanswered, so at most that many can be unsent; open
-            // loop: nothing is paced onto a connection whose bytes wait (``hasRoom``).
-            let largest = requests.map(\.count).max() ?? 0
-            socket = LoopTCPSocket(worker: worker, output: ByteOutputBuffer(capacity: largest * (openLoop ? 1 : inFlight)))
-            secure = nil
-        } else {
-            socket = nil
-            secure = SocketByteTransport(worker: worker)
-        }
+        // Closed loop: at most `pipeline` requests are unanswered, so at most that many can be unsent; open loop:
+        // nothing is paced onto a connection whose bytes wait (``hasRoom``).
+        isSecure = worker.tls != nil
+        let largest = isSecure ? 1 : requests.map(\.count).max() ?? 0
+        socket = LoopTCPSocket(worker: worker, output: ByteOutputBuffer(capacity: largest * (openLoop ? 1 : inFlight)))
+        secure = isSecure ? SocketByteTransport(worker: worker) : nil
         secure?.attach(Unmanaged.passUnretained(self))
     }
 
@@ -92,7 +91,7 @@ final class HTTPConnection: LoopTCPSocketOwner, ByteTransportOwner, PacedConnect
         nextReceive = 0
         receiveURL = nextRequest
         reader = HTTPResponseReader(limits: limits, checks: checks)
-        if let socket { socket.connect(for: self) } else { secure.unsafelyUnwrapped.connect() }
+        if isSecure { secure.unsafelyUnwrapped.connect() } else { socket.connect(for: self) }
     }
 
     /// The TCP connection is up (`http://`).
@@ -116,11 +115,11 @@ final class HTTPConnection: LoopTCPSocketOwner, ByteTransportOwner, PacedConnect
     }
 
     func handleIO(_ events: IOEvents) {
-        socket.unsafelyUnwrapped.handle(events)
+        socket.handle(events)
     }
 
     func loopWillShutDown() {
-        socket?.loopWillShutDown()
+        socket.loopWillShutDown()
     }
 
     // MARK: LoadConnection
@@ -154,11 +153,11 @@ final class HTTPConnection: LoopTCPSocketOwner, ByteTransportOwner, PacedConnect
 
     var hasRoom: Bool {
         state == .open && !reconnecting && nextSend &- nextReceive < UInt64(times.capacity)
-            && !(socket?.isBackedUp ?? false)
+            && !socket.isBackedUp
     }
 
     func sendPaced(intended: UInt64) {
-        sentTimes[nextSend] = worker.paceNow
+        sentTimes[nextSend] = workerRef._withUnsafeGuaranteedRef { $0.paceNow }
         queueRequest(at: intended)
         flush()
     }
@@ -179,7 +178,7 @@ final class HTTPConnection: LoopTCPSocketOwner, ByteTransportOwner, PacedConnect
         times[nextSend] = time
         nextSend &+= 1
         requests[nextRequest].withUnsafeBytes { bytes in
-            if let socket { socket.output.append(bytes) } else { secure.unsafelyUnwrapped.write(bytes) }
+            if isSecure { secure.unsafelyUnwrapped.write(bytes) } else { socket.output.append(bytes) }
         }
         nextRequest += 1
         if nextRequest == requests.count { nextRequest = 0 }
@@ -188,7 +187,7 @@ final class HTTPConnection: LoopTCPSocketOwner, ByteTransportOwner, PacedConnect
     /// Sends the requests written since the last flush, in one `send` (`https://`: they are on their way).
     @inline(__always)
     private func flush() {
-        socket?.flush()
+        if !isSecure { socket.flush() }
     }
 
     // MARK: Receiving
@@ -296,7 +295,7 @@ final class HTTPConnection: LoopTCPSocketOwner, ByteTransportOwner, PacedConnect
     }
 
     private func close() {
-        if let socket { socket.close() } else { secure.unsafelyUnwrapped.close(afterWriting: false) }
+        if isSecure { secure.unsafelyUnwrapped.close(afterWriting: false) } else { socket.close() }
     }
 
     /// The socket closed (`http://`): the connect failed, the server or this side closed it, or the loop went.
