@@ -13,7 +13,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=bench-lib.sh
 source Benchmarks/bench-lib.sh  # for BENCH_LOADAVG_START, the load before the run adds its own
-COMMAND="Benchmarks/loadtest-vs-loadgen.sh $*"
+COMMAND="${ROUNDS:+ROUNDS=$ROUNDS }Benchmarks/loadtest-vs-loadgen.sh $*"
 STARTED=$(date -u +%Y-%m-%dT%H:%M:%SZ)
 SECS=${1:-4}; shift || true
 CONNS=("${@:-100 1000}"); CONNS=(${CONNS[@]})

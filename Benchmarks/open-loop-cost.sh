@@ -32,7 +32,8 @@ source Benchmarks/bench-lib.sh
 loadtest_and_server http-hello "$@"
 make -s -C Benchmarks/c-reference httpgen
 HTTPGEN=$(realpath Benchmarks/c-reference/httpgen)
-COMMAND="Benchmarks/open-loop-cost.sh $*"
+COMMAND="$(for v in ROUNDS DURATION CONNS RATES SLACKS; do [ -z "${!v:-}" ] || printf '%s=%q ' "$v" "${!v}"; done)"
+COMMAND+="Benchmarks/open-loop-cost.sh $*"
 STARTED=$(date -u +%Y-%m-%dT%H:%M:%SZ)
 ROUNDS=${ROUNDS:-3}; DURATION=${DURATION:-10}; CONNS=${CONNS:-50}
 RATES=(${RATES:-10k 50k 90k}); SLACKS=(${SLACKS:-50us 500us})

@@ -355,6 +355,26 @@ def render_tcp_generators(results):
     return "\n".join(lines) + "\n\n" + run_line(result, extra) + "\n"
 
 
+def render_open_loop_cost(results):
+    result = results.get("open-loop-cost")
+    if result is None:
+        return missing("Benchmarks/open-loop-cost.sh", "open-loop-cost")
+    figures = result["figures"]
+    lines = ["| load | pacing slack | client CPU µs per request: `httpgen` | `loadtest http` | loadtest ÷ httpgen "
+             "(median of the rounds' ratios) | p99 µs: `httpgen` | `loadtest http` |",
+             "| --- | --- |" + " ---: |" * 5]
+    for case in figures["cases"]:
+        h, l = case["httpgen"], case["loadtest"]
+        load = "closed loop" if case["load"] == "closed" else f"{case['load']}/s"
+        slack = "" if case["slack"] == "-" else case["slack"]
+        ratio = "" if case["ratio"] is None else f"{case['ratio']:.2f}"
+        lines.append(f"| {load} | {slack} | {h['cpu_us_per_request']:.2f} | {l['cpu_us_per_request']:.2f} | {ratio} | "
+                     f"{h['p99_us']:,.0f} | {l['p99_us']:,.0f} |")
+    extra = (f"{figures['connections']} connections, {plural(figures['rounds'], 'round')} of "
+             f"{figures['seconds']:g} s windows, clients alternating")
+    return "\n".join(lines) + "\n\n" + run_line(result, extra) + "\n"
+
+
 REDIS_TESTS = [("ping_inline", "PING (inline)"), ("set", "SET"), ("get", "GET")]
 
 
@@ -639,6 +659,7 @@ RENDERERS = {
     "udp-servers": render_udp_servers,
     "udp-generators": render_udp_generators,
     "tcp-generators": render_tcp_generators,
+    "open-loop-cost": render_open_loop_cost,
     "redis-clients": render_redis_clients,
     "tls-full": render_tls_full,
     "tls-resumed": lambda r: render_tls_cases(r, ["resume", "close"], "Benchmarks/tls-compare.sh --only resume",
