@@ -216,7 +216,8 @@ final class HTTPConnection: LoopTCPSocketOwner, ByteTransportOwner, PacedConnect
         guard state == .open else { return }
         let now = Deadline.now().uptimeNanoseconds
         var input = bytes
-        while !input.isEmpty {
+        // (A request paced from a response's completion can fail its send and close the connection.)
+        while !input.isEmpty && state == .open {
             if nextSend == nextReceive && reader.isBetweenResponses {
                 return fail(.badResponse, "the server sent a response nobody asked for")
             }
@@ -230,7 +231,7 @@ final class HTTPConnection: LoopTCPSocketOwner, ByteTransportOwner, PacedConnect
                 return fail(kind, message)
             }
         }
-        flush()
+        if state == .open { flush() }
     }
 
     /// Counts a whole response; false when the connection goes no further (the run is stopping, or the server
