@@ -174,7 +174,9 @@ final class AllocationCounterTests: XCTestCase {
         let windows = try perOperation(loadtest, warmup: 500, count: 2000) {
             try connection.send(response)
             let next = try connection.receive(exactly: head.count)
-            guard next == head else { throw UnexpectedReply(sent: response.count, reply: String(decoding: next, as: UTF8.self)) }
+            guard next == head else {
+                throw UnexpectedReply(sent: response.count, reply: String(decoding: next, as: UTF8.self))
+            }
         }
         try AllocationLimits.check("loadtest http request", windows)
     }

@@ -238,9 +238,21 @@ final class LoadTestAPITests: XCTestCase {
         XCTAssertEqual(try LoadTest.Report(json: file), report)
         XCTAssertThrowsError(try LoadTest.Report(json: Data("{}".utf8)))
         // The command line writes the same JSON for its own run.
+        let before = (disposition(SIGINT), disposition(SIGTERM))
         XCTAssertEqual(LoadTestMain.run(configuration.commandLine + ["--quiet"]), 0)
         let cli = try Data(contentsOf: URL(fileURLWithPath: path))
         XCTAssertEqual(try LoadTest.Report(json: cli).json(), cli)
+        // The run in this process leaves SIGINT and SIGTERM as they were: ignored here, they would stay ignored
+        // in every program the process starts afterwards (a test's peer that SIGTERM no longer stops).
+        XCTAssertTrue(before == (disposition(SIGINT), disposition(SIGTERM)), "SIGINT and SIGTERM are as before")
+        XCTAssertNotEqual(disposition(SIGTERM), unsafeBitCast(SIG_IGN, to: UInt.self))
+    }
+
+    /// A signal's handler as `sigaction` reports it (SIG_DFL, SIG_IGN or a function), as a number.
+    private func disposition(_ signal: Int32) -> UInt {
+        var action = sigaction()
+        sigaction(signal, nil, &action)
+        return unsafeBitCast(action.__sigaction_handler.sa_handler, to: UInt.self)
     }
 
     /// Cancelled during the load, the run ends within a few seconds (not its 60) with the figures so far.

@@ -106,15 +106,15 @@ package enum LoadTestMain {
             let outputTaken = config.jsonPath == "-" || config.svgPath == "-"
             let runner = LoadRunner(
                 config: config, output: outputTaken ? printLineToStandardError : LoadRunner.printLine)
-            let sources = interruptOnSignals(runner)
+            let interrupts = SignalInterrupts(runner)
             let result: RunResult
             do {
+                defer { interrupts.end() }
                 result = try runner.run()
             } catch {
                 complain("\(error)")
                 return ExitStatus.couldNotRun
             }
-            withExtendedLifetime(sources) {}
             if outputTaken {
                 if !config.quiet { printToStandardError(ReportText.report(result)) }  // the JSON has every figure
             } else {
@@ -184,17 +184,34 @@ package enum LoadTestMain {
         }
     }
 
-    /// Ctrl-C (or SIGTERM) ends the window early; the report still covers what was measured. The handlers run on
-    /// a dispatch queue, so they are built here, outside the main actor's top-level code.
-    static func interruptOnSignals(_ runner: LoadRunner) -> [DispatchSourceSignal] {
-        var sources: [DispatchSourceSignal] = []
+}
+
+/// Ctrl-C (or SIGTERM) ends the window early while a run goes; the report still covers what was measured. The
+/// handlers run on a dispatch queue. ``end()`` puts the signals' earlier dispositions back: a run made inside
+/// another program (a test that runs the command line in its own process) must not leave SIGINT and SIGTERM
+/// ignored there, nor in every program it starts afterwards, since an ignored signal stays ignored across
+/// `exec` (a child that ignores SIGTERM is only stopped by SIGKILL).
+struct SignalInterrupts {
+    private let sources: [any DispatchSourceSignal]
+    private let previous: [(signal: Int32, handler: __sighandler_t?)]
+
+    init(_ runner: LoadRunner) {
+        var sources: [any DispatchSourceSignal] = []
+        var previous: [(signal: Int32, handler: __sighandler_t?)] = []
         for sig in [SIGINT, SIGTERM] {
-            signal(sig, SIG_IGN)
+            previous.append((sig, signal(sig, SIG_IGN)))
             let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
             source.setEventHandler { @Sendable in runner.interrupt() }
             source.resume()
             sources.append(source)
         }
-        return sources
+        self.sources = sources
+        self.previous = previous
+    }
+
+    /// The run is over: the signals do what they did before it.
+    func end() {
+        for source in sources { source.cancel() }
+        for (sig, handler) in previous { signal(sig, handler) }
     }
 }

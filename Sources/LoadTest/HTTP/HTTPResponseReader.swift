@@ -189,7 +189,8 @@ package struct HTTPResponseReader {
         }
         let length = parsed.bodyLength
         guard length > 0 else {
-            return complete(bodyPasses: !inspectsBody || checks.passes(body: UnsafeRawBufferPointer(start: nil, count: 0)))
+            let empty = UnsafeRawBufferPointer(start: nil, count: 0)
+            return complete(bodyPasses: !inspectsBody || checks.passes(body: empty))
         }
         guard length <= maxBody else {
             return bodyTooLarge("a response announced a body of \(length) bytes")
