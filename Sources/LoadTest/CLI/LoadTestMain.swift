@@ -183,7 +183,6 @@ package enum LoadTestMain {
             }
         }
     }
-
 }
 
 /// Ctrl-C (or SIGTERM) ends the window early while a run goes; the report still covers what was measured. The
