@@ -53,7 +53,7 @@ package struct HTTPResponseReader {
     private let headEnd = HTTPResponseReader.headEnd
     private let lineEnd: [UInt8] = [13, 10]
 
-    private(set) var phase = Phase.head
+    private var phase = Phase.head
     /// A head or line that a read cut in two: its first part, at most its limit.
     private var carry: [UInt8] = []
     /// The response being read, once its head is in.

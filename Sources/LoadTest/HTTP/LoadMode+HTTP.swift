@@ -1,5 +1,3 @@
-import FoundationEssentials
-
 extension LoadMode {
     /// Keep-alive HTTP/1.1 requests (``HTTPConnection``), one or several URLs of one server in rotation; a
     /// status other than the expected ones counts as an error. Several URLs get figures each (``HTTPLoop``).
