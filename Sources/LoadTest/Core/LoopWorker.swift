@@ -409,8 +409,8 @@ final class LoopWorker: @unchecked Sendable {
         }
         nextPaceAt = loadStart
         // The worker outlives its timer (``finish()`` closes it), so each wakeup skips the unowned check.
-        pacerTimer = PacerTimer(loop: loop) { [unowned(unsafe) self] in
-            pace(now: Deadline.now().uptimeNanoseconds)
+        pacerTimer = PacerTimer(loop: loop) { [unowned(unsafe) self] now in
+            pace(now: now)
         }
         pace(now: Deadline.now().uptimeNanoseconds)
     }

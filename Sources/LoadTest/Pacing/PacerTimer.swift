@@ -18,14 +18,15 @@ final class PacerTimer: LoopIOHandler {
     }()
 
     private let loop: EventLoop
-    private let fire: () -> Void
+    /// Called with the time it fired at (ns).
+    private let fire: (UInt64) -> Void
     private var fd: Int32 = -1
     /// The deadline armed (ns), or 0 when disarmed.
     private(set) var armedAt: UInt64 = 0
     private var wheelTimer: TimerID = .invalid
 
-    /// A timer calling `fire` on `loop` when an armed deadline passes. Call on the loop.
-    init(loop: EventLoop, fire: @escaping () -> Void) {
+    /// A timer calling `fire` on `loop`, with the time, when an armed deadline passes. Call on the loop.
+    init(loop: EventLoop, fire: @escaping (UInt64) -> Void) {
         self.loop = loop
         self.fire = fire
         if let (create, _) = Self.functions {
@@ -58,15 +59,22 @@ final class PacerTimer: LoopIOHandler {
             guard let self else { return }
             self.wheelTimer = .invalid
             self.armedAt = 0
-            self.fire()
+            self.fire(Deadline.now().uptimeNanoseconds)
         }
     }
 
     /// The timerfd expired. Re-arming it (`timerfd_settime`) clears its expiration count, so the `read` that
     /// would do the same is needed only when `fire` leaves the timer disarmed.
+    ///
+    /// An expiration can be stale by the time it is handled: a reply earlier in the same batch found a request
+    /// due, sent it and armed the next deadline, which cleared the expiration epoll had already reported.
+    /// Firing then would find nothing due and arm the same deadline again, one `timerfd_settime` for nothing
+    /// (open loop at 10k/s with 50 µs of slack paid 1.15 of them per request against `httpgen`'s 0.99).
     func handleIO(_ events: IOEvents) {
+        let now = Deadline.now().uptimeNanoseconds
+        if armedAt > now { return }
         armedAt = 0
-        fire()
+        fire(now)
         if armedAt == 0 && fd >= 0 {
             var expirations: UInt64 = 0
             _ = read(fd, &expirations, 8)
