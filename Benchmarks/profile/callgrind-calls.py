@@ -1,11 +1,13 @@
-"""Prints a callgrind profile's total instructions and the number of calls to one function.
+"""Prints a callgrind profile's total instructions and the number of calls to one function (or to any of
+several, comma-separated: `send,cepoll_send` counts the C servers' sends and ours, which go to the kernel
+from the shim's `cepoll_send`, not through libc's `send`).
 
-    python3 callgrind-calls.py callgrind.out send
+    python3 callgrind-calls.py callgrind.out send,cepoll_send
 """
 import re
 import sys
 
-path, target = sys.argv[1], sys.argv[2]
+path, targets = sys.argv[1], set(sys.argv[2].split(","))
 names = {}
 total = calls = 0
 pending = None
@@ -19,7 +21,7 @@ for line in open(path):
             pending = names.get(m.group(1)) if kind == "cfn" else None
         continue
     if line.startswith("calls=") and pending is not None:
-        if pending == target:
+        if pending in targets:
             calls += int(line[6:].split()[0])
         pending = None
     elif line.startswith(("summary:", "totals:")):

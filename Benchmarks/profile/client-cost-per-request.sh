@@ -10,8 +10,8 @@
 #
 # For each client it prints two figures that do not depend on the machine's load:
 # - user-space instructions per request: the client under `valgrind --tool=callgrind` for SHORT (2) and LONG
-#   (5) seconds, the difference in instructions divided by the difference in calls to libc's `send` (one per
-#   request for every client here), so start-up and shutdown cancel out, as instructions-per-roundtrip.sh
+#   (5) seconds, the difference in instructions divided by the difference in calls to `send` (libc's, or
+#   loadtest's `cepoll_send`; one per request for every client here), so start-up and shutdown cancel out, as instructions-per-roundtrip.sh
 #   does for servers;
 # - system calls per request: the client alone (no valgrind) for SYSCALL_SECONDS (4), counted by `perf stat`
 #   on the syscall tracepoints, divided by its sends. Only the calls a generator chooses are listed; how many
@@ -70,13 +70,13 @@ instructions() {  # kind server: instructions per send between a SHORT and a LON
     local kind=$1 server=$2 s
     for s in "$SHORT" "$LONG"; do
         run_client "$kind" "$s" "$server" valgrind --tool=callgrind --callgrind-out-file="$TMP/cg.$s"
-        python3 Benchmarks/profile/callgrind-calls.py "$TMP/cg.$s" send
+        python3 Benchmarks/profile/callgrind-calls.py "$TMP/cg.$s" send,cepoll_send
     done | paste -sd' ' | awk '{ printf "%.0f instructions per request (%d requests)", ($3 - $1) / ($4 - $2), $4 - $2 }'
 }
 
 syscalls() {  # kind server: the chosen system calls per send
     local kind=$1 server=$2 events=raw_syscalls:sys_enter name
-    for name in epoll_wait epoll_ctl sendto recvfrom timerfd_settime read write futex; do
+    for name in epoll_wait epoll_pwait epoll_ctl sendto recvfrom timerfd_settime read write futex; do
         events+=",syscalls:sys_enter_$name"
     done
     run_client "$kind" "$SYSCALL_SECONDS" "$server" perf stat -x, -o "$TMP/perf" -e "$events" --

@@ -5,8 +5,8 @@
 #
 # Starts the server on core 0 (one loop), drives it with `loadtest echo` (100 connections, 64 B) on core 1,
 # and counts for 2 s with `perf stat`: uprobes on libc's `malloc` and on the concurrency runtime's
-# `swift_task_enqueue` and `swift_task_switch`, and the tracepoints of `sendto`, `recvfrom`, `epoll_wait`
-# and `epoll_ctl`. Divides each by the `sendto` count. Needs root (perf probes); removes its probes at exit.
+# `swift_task_enqueue` and `swift_task_switch`, and the tracepoints of `sendto`, `recvfrom`, `epoll_wait`,
+# `epoll_pwait` (our loops wait with it) and `epoll_ctl`. Divides each by the `sendto` count. Needs root (perf probes); removes its probes at exit.
 #
 # Environment: LOADTEST (.build-compare/release/loadtest), CONNS (100), SIZE (64), PORT (19222).
 set -euo pipefail
@@ -30,7 +30,7 @@ timeout 30 taskset -c 1 "$LOADTEST" echo --host 127.0.0.1 --port "$PORT" --conne
     --size "${SIZE:-64}" --loops 1 --duration 5 --quiet >/dev/null 2>&1 &
 sleep 2
 perf stat -x, -e 'probe_*:*' -e syscalls:sys_enter_sendto,syscalls:sys_enter_recvfrom \
-    -e syscalls:sys_enter_epoll_wait,syscalls:sys_enter_epoll_ctl -p "$pid" -o "$OUT" -- sleep 2
+    -e syscalls:sys_enter_epoll_wait,syscalls:sys_enter_epoll_pwait,syscalls:sys_enter_epoll_ctl -p "$pid" -o "$OUT" -- sleep 2
 python3 - "$OUT" <<'PY'
 import sys
 counts = {}

@@ -1,7 +1,8 @@
 // CEpollShim: the few pieces of the Linux API that Swift cannot call directly or cleanly.
 //
 // Only what Swift cannot reach lives here: `struct epoll_event` (packed on x86_64, so its fields are read
-// through accessors), flag-taking variants (`accept4`, `eventfd`), constants that are macros or enum members
+// through accessors), flag-taking variants (`accept4`, `eventfd`), the calls a loop makes on every event as
+// system calls of their own (glibc's are cancellation points), constants that are macros or enum members
 // Swift imports awkwardly, errno, and thread naming/affinity. Everything else is called from Swift through
 // the EpollLoop syscall seam. (CEpollShim.c also holds three forwarders to the Swift concurrency runtime,
 // for the task's cancellation record and the current task, whose names Swift reserves; they are not
@@ -32,7 +33,9 @@ int cepoll_create(void);
 /// `epoll_ctl` with the event built here, so Swift never lays out the packed struct itself.
 int cepoll_ctl(int epfd, int op, int fd, uint32_t events, uint64_t data);
 
-/// `epoll_wait` into a caller-owned array of `count` events.
+/// `epoll_wait` into a caller-owned array of `count` events: a system call of its own, not glibc's
+/// cancellation point (as are `cepoll_recv`, `cepoll_send`, `cepoll_sendmsg` and the datagram batches; see
+/// CEpollShim.c).
 int cepoll_wait(int epfd, struct epoll_event *events, int count, int timeout_ms);
 
 /// The size of one `struct epoll_event` (12 bytes on x86_64, where it is packed; 16 elsewhere).
@@ -67,6 +70,15 @@ int cepoll_socket(int domain, int type, int protocol);
 
 /// `accept4(fd, addr, len, SOCK_NONBLOCK | SOCK_CLOEXEC)`.
 int cepoll_accept(int fd, struct sockaddr *addr, socklen_t *len);
+
+/// `recv(2)`, as a system call of its own (no cancellation point).
+ssize_t cepoll_recv(int fd, void *buffer, size_t length, int flags);
+
+/// `send(2)`, as a system call of its own (no cancellation point).
+ssize_t cepoll_send(int fd, const void *buffer, size_t length, int flags);
+
+/// `sendmsg(2)`, as a system call of its own (no cancellation point).
+ssize_t cepoll_sendmsg(int fd, const struct msghdr *message, int flags);
 
 // MARK: errno and threads
 

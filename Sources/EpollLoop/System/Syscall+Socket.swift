@@ -43,7 +43,7 @@ extension Syscall {
 
     /// `send(2)` with `MSG_NOSIGNAL`: never raises SIGPIPE.
     package static func send(_ fd: Int32, _ buffer: UnsafeRawBufferPointer) throws(SyscallError) -> IOResult<Int> {
-        try nonblocking(.send, fd: fd) { Glibc.send(fd, buffer.baseAddress, buffer.count, CEPOLL_MSG_NOSIGNAL) }
+        try nonblocking(.send, fd: fd) { cepoll_send(fd, buffer.baseAddress, buffer.count, CEPOLL_MSG_NOSIGNAL) }
     }
 
     /// `sendmsg(2)` of an iovec array with `MSG_NOSIGNAL`: gathered writes that never raise SIGPIPE.
@@ -52,13 +52,13 @@ extension Syscall {
             var message = msghdr()
             message.msg_iov = iov
             message.msg_iovlen = count
-            return Glibc.sendmsg(fd, &message, CEPOLL_MSG_NOSIGNAL)
+            return cepoll_sendmsg(fd, &message, CEPOLL_MSG_NOSIGNAL)
         }
     }
 
     /// `recv(2)` into `buffer`; 0 means the peer closed its write side.
     package static func recv(_ fd: Int32, _ buffer: UnsafeMutableRawBufferPointer) throws(SyscallError) -> IOResult<Int> {
-        try nonblocking(.recv, fd: fd) { Glibc.recv(fd, buffer.baseAddress, buffer.count, 0) }
+        try nonblocking(.recv, fd: fd) { cepoll_recv(fd, buffer.baseAddress, buffer.count, 0) }
     }
 
     /// `setsockopt(2)` with an `Int32` value.

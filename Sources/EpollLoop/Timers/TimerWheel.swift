@@ -187,8 +187,12 @@ package struct TimerWheel<Payload> {
                 return release(entry.index)
             }
         }
-        ready.removeAll(keepingCapacity: true)
-        readyCursor = 0
+        // Most calls find nothing ready (a loop asks after every wakeup): an empty array is left as it is, since
+        // `removeAll(keepingCapacity:)` is an out-of-line call even then.
+        if readyCursor != 0 {
+            ready.removeAll(keepingCapacity: true)
+            readyCursor = 0
+        }
         return nil
     }
 
