@@ -53,6 +53,11 @@ final class PacerTimer: LoopIOHandler {
             spec.it_value.tv_sec = Int(at / 1_000_000_000)
             spec.it_value.tv_nsec = Int(at % 1_000_000_000)
             if set(fd, 1 /* TFD_TIMER_ABSTIME */, &spec, nil) == 0 { return }
+            // The timerfd cannot be armed: the wheel takes over for good. Left registered, it would keep a
+            // deadline armed before, and its expiration, seen as stale by `handleIO` (the deadline it checks is
+            // the wheel's), would be reported again by the level-triggered loop on every pass until then.
+            try? loop.close(fd: fd)
+            fd = -1
         }
         loop.cancelOnLoop(wheelTimer)
         wheelTimer = loop.scheduleOnLoop(at: deadline) { [weak self] in
@@ -69,7 +74,8 @@ final class PacerTimer: LoopIOHandler {
     /// An expiration can be stale by the time it is handled: a reply earlier in the same batch found a request
     /// due, sent it and armed the next deadline, which cleared the expiration epoll had already reported.
     /// Firing then would find nothing due and arm the same deadline again, one `timerfd_settime` for nothing
-    /// (open loop at 10k/s with 50 µs of slack paid 1.15 of them per request against `httpgen`'s 0.99).
+    /// (open loop at 10k/s with 50 µs of slack paid 1.15 of them per request against `httpgen`'s 0.99:
+    /// `RATE=10000 CASES=http Benchmarks/profile/client-cost-per-request.sh`).
     func handleIO(_ events: IOEvents) {
         let now = Deadline.now().uptimeNanoseconds
         if armedAt > now { return }
