@@ -8,9 +8,10 @@
 # operation (utime+stime of the server over the measured window / operations: the primary figure) and
 # operations per second, plus an SVG chart. With --driver loadgen the load comes from the independent C
 # load generator (Benchmarks/c-reference/loadgen, built with the C servers) instead of loadtest, measured
-# the same way (server on core 0, loadgen on core 1, server CPU from /proc/PID/stat over loadgen's window).
-# The machine is noisy: servers alternate within each round and the table shows the median over rounds;
-# compare ratios. The medians (and every round's figure) are recorded, with BENCH_RECORD=1, as Benchmarks/results/NAME.json
+# the same way (server on core 0, loadgen on core 1). The machine is noisy: servers alternate within each
+# round and the table shows the median over rounds; compare ratios. With loadgen, the servers of a ping-pong or
+# churn scenario alternate within the round too: all run at once, one loadgen loads each in turn for --slice
+# seconds, and a server's CPU is read at both ends of each of its slices (loadgen.c, measure_rotation below). The medians (and every round's figure) are recorded, with BENCH_RECORD=1, as Benchmarks/results/NAME.json
 # (servers-loadtest or servers-loadgen unless --record NAME), which docs/benchmarks.md is rendered from.
 #
 #     Benchmarks/compare.sh                 # full run: 10 s windows, 3 rounds (about 20 minutes)
@@ -36,6 +37,8 @@
 #   --driver D         loadtest (default) or loadgen (the C load generator; it speaks no HTTP, so the http
 #                      scenario is left out; its pingpong/stream/churn/idle modes drive the other scenarios)
 #   --report DIR       only print the table and chart of an earlier run's DIR
+#   --slice S          with loadgen: each server's turn in a round's rotation (default 0.5; see below)
+#   --one-at-a-time    with loadgen: one window per server instead of the rotation
 #
 # Everything listens on 127.0.0.1 only. Every process the script starts is killed when it exits, and every
 # run is bounded by `timeout`. Raw per-run JSON (loadtest --json, idle memory samples) stays in OUT.
@@ -63,6 +66,8 @@ BUILD_ONLY=0
 IDLE_CONNECTIONS=10000
 ALL_SCENARIOS="e64_1 e64_100 e64_1000 e64_5000 e16k stream connect idle http"
 DRIVER=loadtest
+ROTATE=1
+SLICE=0.5
 ARGS_TEXT="$*"
 
 while [ $# -gt 0 ]; do
@@ -82,6 +87,8 @@ while [ $# -gt 0 ]; do
         --no-record) NO_RECORD=1 ;;
         --driver) DRIVER="$2"; shift ;;
         --report) REPORT_ONLY="$2"; shift ;;
+        --slice) SLICE="$2"; shift ;;
+        --one-at-a-time) ROTATE=0 ;;
         -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
         *) echo "compare.sh: unknown option $1 (try --help)" >&2; exit 2 ;;
     esac
@@ -287,23 +294,32 @@ loadgen_args() { # scenario port seconds
 # (requests, requests_per_second, server_cpu_s, server_us_per_request, bytes, mib_per_second, errors).
 measure_loadgen() { # scenario server round port warmup result tag
     local scenario="$1" server="$2" round="$3" port="$4" warmup="$5" result="$6" tag="$7" lg
-    local pending=64
-    [ "$scenario" = e64_5000 ] && pending=128
     # shellcheck disable=SC2046
-    LOADGEN_SERVER_PID="$SERVER_PID" LOADGEN_WARMUP="$warmup" LOADGEN_MAX_PENDING="$pending" \
+    LOADGEN_SERVER_PID="$SERVER_PID" LOADGEN_WARMUP="$warmup" LOADGEN_MAX_PENDING="$(loadgen_pending "$scenario")" \
         taskset -c 1 timeout --kill-after=5 $((DURATION + warmup + 90)) \
         "$LOADGEN" $(loadgen_args "$scenario" "$port" "$DURATION") >"$OUT/$tag.loadgen.log" 2>&1 &
     lg=$!
     STARTED_PIDS+=("$lg")
     wait "$lg" || log "  $tag: loadgen exited with $? (see $OUT/$tag.loadgen.log)"
     untrack "$lg"
-    python3 - "$OUT/$tag.loadgen.log" "$result" "$scenario" "$server" "$round" "$(cat /proc/loadavg)" <<'EOF' || true
+    loadgen_result "$OUT/$tag.loadgen.log" "$result" "$scenario" "$server" "$round" -
+}
+
+# Connections loadgen keeps unconfirmed at once while it ramps up.
+loadgen_pending() { if [ "$1" = e64_5000 ]; then echo 128; else echo 64; fi; }
+
+# loadgen_result LOG RESULT SCENARIO SERVER ROUND TARGET: loadgen's RESULT line (that of server TARGET when
+# several took turns, or `-`) as the JSON the report reads.
+loadgen_result() {
+    python3 - "$@" "$(cat /proc/loadavg)" <<'EOF' || true
 import json, sys
-log, path, scenario, server, round_, loadavg = sys.argv[1:7]
-line = next((l for l in open(log) if l.startswith("RESULT ")), None)
-if line is None:
+log, path, scenario, server, round_, target, loadavg = sys.argv[1:8]
+def fields(line):
+    return dict(kv.split("=", 1) for kv in line.split()[1:] if "=" in kv)
+lines = [fields(l) for l in open(log) if l.startswith("RESULT ")]
+f = next((f for f in lines if target == "-" or f.get("target") == target), None)
+if f is None:
     sys.exit(0)
-f = dict(kv.split("=", 1) for kv in line.split()[1:] if "=" in kv)
 secs = float(f["secs"])
 srv_cpu_s = float(f["srv_cpu"]) / 100 * secs if "srv_cpu" in f else None
 d = {"driver": "loadgen", "mode": f["mode"], "duration_s": secs, "loadgen": f,
@@ -316,6 +332,8 @@ else:
     d["requests_per_second"] = rate
     d["requests"] = round(rate * secs)
     d["server_us_per_request"] = float(f["srv_us_per_op"]) if "srv_us_per_op" in f else None
+if f.get("slice_us"):
+    d["slice_us"] = [float(x) for x in f["slice_us"].split(",")]
 d["compare"] = {"scenario": scenario, "server": server, "round": int(round_), "loadavg": loadavg}
 json.dump(d, open(path, "w"))
 cost = d.get("server_us_per_request")
@@ -327,6 +345,84 @@ print("  %s: %.0f %s, server %s, errors %d (loadgen)" % (
     path.rsplit("/", 1)[-1][:-5], d.get("mib_per_second") or d.get("requests_per_second") or 0,
     "MiB/s" if f["mode"] == "stream" else "/s", cost_text, d["errors"]["total"]), file=sys.stderr)
 EOF
+}
+
+# Connections (churn: parallel slots) per server that loadgen holds in a scenario it rotates.
+loadgen_connections() {
+    case "$1" in
+        e64_1) echo 1 ;;
+        e64_100|e16k) echo 100 ;;
+        e64_1000) echo 1000 ;;
+        e64_5000) echo 5000 ;;
+        connect) echo 16 ;;
+    esac
+}
+
+# With --driver loadgen, the servers of a ping-pong or churn scenario take turns under one loadgen, in slices
+# of --slice seconds (loadgen.c says how): they run side by side on core 0, each on its own port, and only
+# one is loaded at a time. A drift in the machine's speed then falls on all of them within the round, where
+# one window per server puts it on whichever ran at the time. The servers are split into rotations of as
+# many as loadgen's descriptor limit holds, each led by the C reference (5,000 connections: C, echo-server
+# and async-echo-server, then C and SwiftNIO; the second C figure is only logged).
+measure_rotation() { # scenario round
+    local scenario="$1" round="$2" per limit room server first=1
+    local -a group=()
+    per="$(loadgen_connections "$scenario")"
+    limit="$(ulimit -n)"
+    [ "$limit" = unlimited ] && limit=1000000
+    room=$(( (limit - 64) / per ))
+    [ "$room" -gt 8 ] && room=8
+    for server in $(servers_of "$scenario"); do
+        if [ "${#group[@]}" -ge "$room" ]; then
+            rotate_group "$scenario" "$round" "$first" "${group[@]}"
+            group=(c)
+            first=2
+        fi
+        group+=("$server")
+    done
+    rotate_group "$scenario" "$round" "$first" "${group[@]}"
+}
+
+# rotate_group SCENARIO ROUND FIRST SERVER...: one loadgen over the servers in turn; records the JSON of each
+# from the FIRST-th on (1-based: a later rotation's lead C server is logged only).
+rotate_group() {
+    local scenario="$1" round="$2" first="$3"
+    shift 3
+    local -a names=("$@") ports=() pids=() mains=()
+    local i port warmup tag lg ok=1
+    for i in "${!names[@]}"; do
+        port="$(free_port)"
+        start_server "${names[$i]}" "$port" "$OUT/$scenario.${names[$i]}.r$round.server.log" || { ok=0; break; }
+        ports+=("$port"); pids+=("$SERVER_PID"); mains+=("$SERVER_MAIN_PID")
+    done
+    if [ "$ok" = 1 ]; then
+        warmup="$WARMUP"
+        [ "$scenario" = e64_5000 ] && warmup=$((WARMUP > 2 ? WARMUP : 2))
+        tag="$scenario.rotation-$(IFS=-; echo "${names[*]}").r$round"
+        # shellcheck disable=SC2046
+        LOADGEN_SERVER_PID="$(IFS=,; echo "${pids[*]}")" LOADGEN_SLICE="$SLICE" LOADGEN_WARMUP="$warmup" \
+            LOADGEN_MAX_PENDING="$(loadgen_pending "$scenario")" \
+            taskset -c 1 timeout --kill-after=5 $(( (DURATION + warmup) * ${#names[@]} + 120 )) \
+            "$LOADGEN" $(loadgen_args "$scenario" "$(IFS=,; echo "${ports[*]}")" "$DURATION") \
+            >"$OUT/$tag.loadgen.log" 2>&1 &
+        lg=$!
+        STARTED_PIDS+=("$lg")
+        wait "$lg" || log "  $tag: loadgen exited with $? (see $OUT/$tag.loadgen.log)"
+        untrack "$lg"
+        for i in "${!names[@]}"; do
+            if [ "$i" -ge $((first - 1)) ]; then
+                loadgen_result "$OUT/$tag.loadgen.log" "$OUT/$scenario.${names[$i]}.r$round.json" "$scenario" \
+                    "${names[$i]}" "$round" "$i"
+            else
+                log "  $scenario.${names[$i]}.r$round, lead of a later rotation (not recorded):" \
+                    "$(grep "^RESULT .*target=$i " "$OUT/$tag.loadgen.log" | grep -o 'srv_us_per_op=[0-9.]*' || echo '?')"
+            fi
+        done
+    fi
+    for i in "${!mains[@]}"; do
+        SERVER_MAIN_PID="${mains[$i]}" SERVER_PID="${pids[$i]}"
+        stop_server
+    done
 }
 
 # Idle memory: server VmRSS before and after IDLE_CONNECTIONS idle connections.
@@ -396,6 +492,10 @@ log "results in $OUT; scenarios: $SCENARIOS; $ROUNDS round(s) of ${DURATION} s w
 for round in $(seq 1 "$ROUNDS"); do
     log "round $round of $ROUNDS"
     for scenario in $SCENARIOS; do
+        if [ "$DRIVER" = loadgen ] && [ "$ROTATE" = 1 ] && [ -n "$(loadgen_connections "$scenario")" ]; then
+            measure_rotation "$scenario" "$round"
+            continue
+        fi
         for server in $(servers_of "$scenario"); do
             measure "$scenario" "$server" "$round"
         done

@@ -30,6 +30,18 @@
  *
  * The last line is machine-readable: `RESULT mode=... secs=... rps=|cps=|mib_s=... ... errors=N ...`.
  * Exit status 0 without errors, 1 with errors, 2 on a usage or set-up error.
+ *
+ * Several servers in turn (pingpong and churn): PORT may be a comma-separated list (at most 8), with
+ * LOADGEN_SERVER_PID a list of the same length. Each server gets its own CONNS (churn: PARALLEL) connections,
+ * and the load goes to one server at a time for a slice of LOADGEN_SLICE (0.5) s, in rotation: when a slice
+ * ends, its connections finish the round trip (or connection) in flight and park, and only then does the
+ * next server's slice begin, so no two servers are ever loaded at once. A slow drift of the machine's speed
+ * (other tenants of the host) then falls on every server alike, where in one window per server it lands on
+ * whichever ran at the time. Whole rotations only are counted: those that begin LOADGEN_WARMUP s after the
+ * load starts, until SECONDS of counted rotation have passed. Each server's CPU is read at both ends of each
+ * of its slices (clock_getcpuclockid: nanoseconds, all threads) and its operations counted over the same
+ * span. One RESULT line per server (`target=K port=P`), with `slice_us=` its cost per operation in each
+ * counted slice, in order: the slices of one rotation are neighbours in time, so their ratios are paired.
  */
 #include "stats.h"
 #include <arpa/inet.h>
@@ -41,15 +53,17 @@
 #include <sys/epoll.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <time.h>
 
 #define PERIOD 65521u     /* the byte pattern's period: prime, so streams of different phases differ */
 #define CHUNK (64 * 1024) /* the most sent or received at once */
+#define MAX_TARGETS 8     /* servers taken in turn */
 
 enum mode { PINGPONG, STREAM, CHURN, IDLE };
 enum state { FREE, CONNECTING, CONFIRMING, READY, RUNNING };
 
 struct connection {
-    int fd;
+    int fd, server; /* server: which one (index into servers), fixed for the slot */
     enum state state;
     int writable_wanted;
     uint32_t phase;
@@ -66,7 +80,8 @@ static int connection_count, epoll_fd, pending, established, failed, closed_by_s
 static size_t message_size = 64;
 static uint64_t stream_inflight = 256 * 1024, serial, operations, window_bytes;
 static uint64_t window_start = UINT64_MAX, window_end = UINT64_MAX;
-static struct sockaddr_in server;
+static struct sockaddr_in servers[MAX_TARGETS];
+static int target_count = 1, server_pids[MAX_TARGETS];
 static unsigned char pattern[PERIOD + CHUNK], buffer[CHUNK];
 static struct histogram latency;
 static volatile sig_atomic_t interrupted;
@@ -87,7 +102,11 @@ static void count_errno(int error) {
     }
 }
 
-static int in_window(uint64_t now) { return now >= window_start && now < window_end; }
+static int rotation_counting = -1; /* several servers in turn: whether the current rotation is counted */
+
+static int in_window(uint64_t now) {
+    return rotation_counting >= 0 ? rotation_counting : now >= window_start && now < window_end;
+}
 
 static void set_interest(struct connection *c, int writable) {
     struct epoll_event interest = { .events = EPOLLIN | (writable ? EPOLLOUT : 0), .data.u32 = (uint32_t)(c - connections) };
@@ -113,9 +132,10 @@ static void fail_unconfirmed(struct connection *c) {
 
 static int start_connect(struct connection *c, uint64_t now) {
     *c = (struct connection){ .fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0), .state = CONNECTING,
-                              .phase = (uint32_t)((serial++ * 7919u) % PERIOD), .started_at = now };
+                              .server = c->server, .phase = (uint32_t)((serial++ * 7919u) % PERIOD), .started_at = now };
     if (c->fd < 0) { count_errno(errno); c->state = FREE; return -1; }
-    if (connect(c->fd, (struct sockaddr *)&server, sizeof server) < 0 && errno != EINPROGRESS) {
+    const struct sockaddr_in *server = &servers[c->server];
+    if (connect(c->fd, (const struct sockaddr *)server, sizeof *server) < 0 && errno != EINPROGRESS) {
         count_errno(errno);
         close_connection(c, 0);
         return -1;
@@ -150,14 +170,87 @@ static int begin_message(struct connection *c, size_t size, uint64_t now) {
     return send_more(c);
 }
 
+/* Several servers in turn (see the top of the file): what the rotation is doing, and each server's counts. */
+static struct {
+    int on, active, draining, counting, done;
+    uint64_t slice_ns, slice_start, slice_end, warmup_end, needed_ns;
+    double cpu_at_start;
+    uint64_t operations_at_start;
+} rotation;
+static struct target_figures {
+    uint64_t operations, active_ns;
+    double cpu_s;
+    struct histogram *latency;
+    double *slice_us;
+    int slices, slice_capacity;
+} figures[MAX_TARGETS];
+
+/* CPU seconds of a whole process (all threads) from its CPU-time clock, to the nanosecond; -1 if unreadable. */
+static double process_cpu_clock_s(int pid) {
+    clockid_t clock;
+    struct timespec t;
+    if (pid <= 0 || clock_getcpuclockid(pid, &clock) != 0 || clock_gettime(clock, &t) != 0) return -1;
+    return (double)t.tv_sec + (double)t.tv_nsec / NS_PER_S;
+}
+
+/* Whether a connection is in its server's load now (the ones outside it are parked, READY or FREE). */
+static int is_loaded(const struct connection *c) { return !rotation.on || (c->server == rotation.active && !rotation.draining); }
+
 static void start_load(uint64_t now) {
     load_started = 1;
     for (int i = 0; i < connection_count; i++) {
         struct connection *c = &connections[i];
-        if (c->state != READY) continue;
+        if (c->state != READY || !is_loaded(c)) continue;
         c->state = RUNNING;
         if ((mode == STREAM ? send_more(c) : begin_message(c, message_size, now)) < 0) close_connection(c, 0);
     }
+}
+
+/* Whether the draining server still has a round trip (churn: a connection) in flight. */
+static int active_in_flight(void) {
+    for (int i = 0; i < connection_count; i++) {
+        const struct connection *c = &connections[i];
+        if (c->server == rotation.active && (mode == CHURN ? c->state != FREE : c->state == RUNNING)) return 1;
+    }
+    return 0;
+}
+
+static void begin_slice(uint64_t now) {
+    rotation.draining = 0;
+    rotation.slice_start = now;
+    rotation.slice_end = now + rotation.slice_ns;
+    if (rotation.active == 0) rotation_counting = rotation.counting = now >= rotation.warmup_end; /* whole rotations */
+    rotation.cpu_at_start = process_cpu_clock_s(server_pids[rotation.active]);
+    rotation.operations_at_start = figures[rotation.active].operations;
+    if (mode == PINGPONG) start_load(now); /* churn: the main loop connects the active server's free slots */
+}
+
+static void end_slice(uint64_t now) {
+    struct target_figures *f = &figures[rotation.active];
+    if (rotation.counting) {
+        double cpu = process_cpu_clock_s(server_pids[rotation.active]) - rotation.cpu_at_start;
+        uint64_t operations = f->operations - rotation.operations_at_start;
+        f->cpu_s += cpu;
+        f->active_ns += now - rotation.slice_start;
+        if (f->slices == f->slice_capacity) {
+            f->slice_capacity = f->slice_capacity ? 2 * f->slice_capacity : 64;
+            f->slice_us = realloc(f->slice_us, (size_t)f->slice_capacity * sizeof *f->slice_us);
+        }
+        f->slice_us[f->slices++] = operations > 0 ? cpu * 1e6 / (double)operations : 0;
+    }
+    /* Every server has had as many counted slices as the last one: stop once they add up to SECONDS. */
+    if (rotation.active == target_count - 1 && (uint64_t)f->slices * rotation.slice_ns >= rotation.needed_ns)
+        rotation.done = 1;
+}
+
+/* Ends the active server's slice once its time is up and its connections are parked, then starts the next. */
+static void rotate(uint64_t now) {
+    if (!rotation.draining && now >= rotation.slice_end) rotation.draining = 1;
+    if (!rotation.draining || active_in_flight()) return;
+    end_slice(now);
+    if (rotation.done) return;
+    rotation.active = (rotation.active + 1) % target_count;
+    begin_slice(now);
 }
 
 /* The message that ended at c->target came back whole. */
@@ -171,11 +264,17 @@ static void message_echoed(struct connection *c, uint64_t now) {
     if (in_window(now)) {
         operations++;
         histogram_add(&latency, now - c->started_at);
+        if (rotation.on) {
+            figures[c->server].operations++;
+            histogram_add(figures[c->server].latency, now - c->started_at);
+        }
     }
     if (mode == CHURN) {
         /* The slot starts again at the top of the loop, after this batch of events: a later event of the
          * batch for the closed descriptor must not reach its successor. */
         close_connection(c, getenv("LOADGEN_LINGER0") == NULL || atoi(getenv("LOADGEN_LINGER0")) != 0);
+    } else if (!is_loaded(c)) {
+        c->state = READY; /* its server's slice is over: park until the next */
     } else if (begin_message(c, message_size, now) < 0) {
         close_connection(c, 0);
     }
@@ -236,10 +335,31 @@ static void readable(struct connection *c, uint64_t now) {
     }
 }
 
+/* One server's figures from a rotation: a summary line, then its RESULT line. */
+static void print_target(int t, int per_target, const char *errs) {
+    const struct target_figures *f = &figures[t];
+    double secs = (double)f->active_ns / NS_PER_S, rate = secs > 0 ? (double)f->operations / secs : 0;
+    double p50 = histogram_quantile(f->latency, 0.5), p99 = histogram_quantile(f->latency, 0.99),
+           p999 = histogram_quantile(f->latency, 0.999);
+    int port = ntohs(servers[t].sin_port);
+    printf("%s, server %d (port %d): %d slices, %.1f s loaded: %.0f %s/s, p50 %.0f us, p99 %.0f us\n",
+           mode == CHURN ? "churn" : "pingpong", t, port, f->slices, secs, rate,
+           mode == CHURN ? "connections" : "round trips", p50, p99);
+    printf("RESULT mode=%s target=%d port=%d %s=%d size=%zu secs=%.1f %s=%.0f p50_us=%.1f p99_us=%.1f p999_us=%.1f",
+           mode == CHURN ? "churn" : "pingpong", t, port, mode == CHURN ? "parallel" : "conns", per_target,
+           message_size, secs, mode == CHURN ? "cps" : "rps", rate, p50, p99, p999);
+    if (server_pids[t] > 0 && secs > 0 && f->operations > 0)
+        printf(" srv_cpu=%.0f srv_us_per_op=%.2f", 100 * f->cpu_s / secs, f->cpu_s * 1e6 / (double)f->operations);
+    printf(" slices=%d slice_us=", f->slices);
+    for (int i = 0; i < f->slices; i++) printf("%s%.3f", i ? "," : "", f->slice_us[i]);
+    printf(" %s\n", errs);
+}
+
 static void usage(void) {
-    fprintf(stderr, "usage:\n  loadgen pingpong HOST PORT CONNS MSGSIZE SECONDS\n  loadgen stream HOST PORT CONNS SECONDS\n"
-                    "  loadgen churn HOST PORT SECONDS [PARALLEL]\n  loadgen idle HOST PORT CONNS SECONDS\n"
-                    "HOST must be an IPv4 loopback address (127.x.x.x).\n");
+    fprintf(stderr, "usage:\n  loadgen pingpong HOST PORT[,PORT...] CONNS MSGSIZE SECONDS\n"
+                    "  loadgen stream HOST PORT CONNS SECONDS\n"
+                    "  loadgen churn HOST PORT[,PORT...] SECONDS [PARALLEL]\n  loadgen idle HOST PORT CONNS SECONDS\n"
+                    "HOST must be an IPv4 loopback address (127.x.x.x). Several ports take turns (see the source).\n");
     exit(2);
 }
 
@@ -263,13 +383,31 @@ int main(int argc, char **argv) {
     } else {
         usage();
     }
-    int port = atoi(argv[3]);
     if (!is_loopback(argv[2])) { fprintf(stderr, "loadgen: HOST must be 127.x.x.x, not %s\n", argv[2]); return 2; }
-    if (connection_count < 1 || port <= 0 || port > 65535 || seconds <= 0 || seconds > 3600 || message_size < 1 ||
-        message_size > (1u << 30))
+    if (connection_count < 1 || seconds <= 0 || seconds > 3600 || message_size < 1 || message_size > (1u << 30))
         usage();
-    server = (struct sockaddr_in){ .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
-    inet_pton(AF_INET, argv[2], &server.sin_addr);
+    target_count = 0;
+    for (char *ports = argv[3], *end; ; ports = end + 1) {
+        long port = strtol(ports, &end, 10);
+        if (end == ports || port <= 0 || port > 65535 || target_count == MAX_TARGETS || (*end != 0 && *end != ','))
+            usage();
+        servers[target_count] = (struct sockaddr_in){ .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+        inet_pton(AF_INET, argv[2], &servers[target_count++].sin_addr);
+        if (*end == 0) break;
+    }
+    const char *pids = getenv("LOADGEN_SERVER_PID");
+    for (int t = 0; t < target_count && pids != NULL && *pids != 0; t++) {
+        char *end;
+        server_pids[t] = (int)strtol(pids, &end, 10);
+        pids = *end == ',' ? end + 1 : end;
+    }
+    rotation.on = target_count > 1;
+    if (rotation.on && mode != PINGPONG && mode != CHURN) {
+        fprintf(stderr, "loadgen: several ports take turns in pingpong and churn only\n");
+        return 2;
+    }
+    int per_target = connection_count;
+    connection_count *= target_count;
     struct rlimit limit;
     getrlimit(RLIMIT_NOFILE, &limit);
     limit.rlim_cur = limit.rlim_max;
@@ -282,7 +420,7 @@ int main(int argc, char **argv) {
     signal(SIGPIPE, SIG_IGN);
     signal(SIGINT, on_signal);
     signal(SIGTERM, on_signal);
-    int server_pid = (int)env_or("LOADGEN_SERVER_PID", 0);
+    int server_pid = server_pids[0];
     int max_pending = (int)env_or("LOADGEN_MAX_PENDING", 64);
     double warmup = env_or("LOADGEN_WARMUP", 1), connect_timeout = env_or("LOADGEN_CONNECT_TIMEOUT", 30);
     stream_inflight = (uint64_t)env_or("LOADGEN_STREAM_INFLIGHT", 256 * 1024);
@@ -295,6 +433,14 @@ int main(int argc, char **argv) {
     connections = calloc((size_t)connection_count, sizeof *connections);
     epoll_fd = epoll_create1(EPOLL_CLOEXEC);
     if (connections == NULL || epoll_fd < 0) return 2;
+    for (int i = 0; i < connection_count; i++) connections[i].server = i / per_target;
+    if (rotation.on) {
+        rotation.slice_ns = (uint64_t)(env_or("LOADGEN_SLICE", 0.5) * NS_PER_S);
+        rotation.needed_ns = (uint64_t)(seconds * NS_PER_S);
+        if (rotation.slice_ns < 10000000u) { fprintf(stderr, "loadgen: LOADGEN_SLICE must be at least 0.01 s\n"); return 2; }
+        for (int t = 0; t < target_count; t++)
+            if ((figures[t].latency = calloc(1, sizeof *figures[t].latency)) == NULL) return 2;
+    }
 
     uint64_t start = now_ns(), ramp_ns = 0;
     uint64_t connect_deadline = start + (uint64_t)(connect_timeout * NS_PER_S);
@@ -302,9 +448,16 @@ int main(int argc, char **argv) {
     int started = 0, ramping = mode != CHURN, window_open = 0;
     double server_cpu = 0, own_cpu = 0;
     if (mode == CHURN) {
-        for (int i = 0; i < connection_count; i++) start_connect(&connections[i], start);
+        for (int i = 0; i < connection_count; i++)
+            if (is_loaded(&connections[i])) start_connect(&connections[i], start);
         window_start = start + (uint64_t)(warmup * NS_PER_S);
         window_end = window_start + (uint64_t)(seconds * NS_PER_S);
+        if (rotation.on) {
+            rotation.warmup_end = window_start;
+            window_start = start; /* the single-server window is not used: the rotation counts */
+            window_end = UINT64_MAX;
+            begin_slice(start);
+        }
     }
     static struct epoll_event events[1024];
     for (;;) {
@@ -331,16 +484,24 @@ int main(int argc, char **argv) {
                     printf("HOLDING established=%d failed=%d connect_s=%.2f\n", established, failed, ramp_ns / 1e9);
                     fflush(stdout);
                     window_start = now;
+                } else if (rotation.on) {
+                    rotation.warmup_end = now + (uint64_t)(warmup * NS_PER_S);
+                    window_start = now;
+                    begin_slice(now);
                 } else {
                     start_load(now);
                     window_start = now + (uint64_t)(warmup * NS_PER_S);
                 }
-                window_end = window_start + (uint64_t)(seconds * NS_PER_S);
+                window_end = rotation.on ? UINT64_MAX : window_start + (uint64_t)(seconds * NS_PER_S);
             }
+        }
+        if (rotation.on && rotation.slice_end != 0) {
+            rotate(now);
+            if (rotation.done) break;
         }
         if (mode == CHURN)
             for (int i = 0; i < connection_count; i++)
-                if (connections[i].state == FREE) start_connect(&connections[i], now);
+                if (connections[i].state == FREE && is_loaded(&connections[i])) start_connect(&connections[i], now);
         if (!window_open && now >= window_start) {
             window_open = 1;
             server_cpu = server_pid > 0 ? process_cpu_s(server_pid) : -1;
@@ -348,6 +509,7 @@ int main(int argc, char **argv) {
         }
         if (now >= window_end) break;
         uint64_t next = window_open ? window_end : window_start;
+        if (rotation.on && rotation.slice_end != 0 && !rotation.draining) next = rotation.slice_end;
         int timeout_ms = next == UINT64_MAX || next - now > 10000000u ? 10 : (int)((next - now) / 1000000u);
         int count = epoll_wait(epoll_fd, events, 1024, timeout_ms);
         now = now_ns();
@@ -376,6 +538,11 @@ int main(int argc, char **argv) {
     snprintf(errs, sizeof errs, "errors=%llu corrupt=%llu excess=%llu eof=%llu reset=%llu refused=%llu timedout=%llu "
              "connect_timeout=%llu other=%llu", error_total(), errors.corrupt, errors.excess, errors.eof, errors.reset,
              errors.refused, errors.timed_out, errors.connect_timeout, errors.other);
+    if (rotation.on) {
+        for (int t = 0; t < target_count; t++) print_target(t, per_target, errs);
+        fflush(stdout);
+        return error_total() == 0 && rotation.done ? 0 : 1;
+    }
     double rate = window_s > 0 ? (double)operations / window_s : 0;
     double p50 = histogram_quantile(&latency, 0.5), p99 = histogram_quantile(&latency, 0.99),
            p999 = histogram_quantile(&latency, 0.999);
