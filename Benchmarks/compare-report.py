@@ -294,8 +294,8 @@ def record(summary, meta, name):
         scenarios.setdefault(scenario, {})[server] = {
             "cost": entry["cost"], "unit": entry["unit"], "rate": entry["rate"], "rate_unit": entry["rate_unit"],
             "rounds": entry["costs"], "errors": entry["errors"]}
-    figures = {key: meta.get(key) for key in ("driver", "duration_s", "warmup_s", "rounds", "swift", "nginx",
-                                              "loadavg_start")}
+    figures = {key: meta.get(key) for key in ("driver", "duration_s", "warmup_s", "rounds", "slice_s", "swift",
+                                              "nginx", "loadavg_start")}
     figures["scenarios"] = scenarios
     return recorder.record(name, meta.get("command", "Benchmarks/compare.sh"), figures,
                            driver="the C loadgen" if meta.get("driver") == "loadgen" else "loadtest (1 loop)",

@@ -483,6 +483,7 @@ EOF
     echo "  \"nginx\": \"$( [ -n "$NGINX" ] && "$NGINX" -v 2>&1 | sed 's/.*: //' || echo none)\","
     echo "  \"driver\": \"$DRIVER\","
     echo "  \"duration_s\": $DURATION, \"warmup_s\": $WARMUP, \"rounds\": $ROUNDS,"
+    [ "$DRIVER" = loadgen ] && [ "$ROTATE" = 1 ] && echo "  \"slice_s\": $SLICE,"
     echo "  \"scenarios\": \"$SCENARIOS\","
     echo "  \"loadavg_start\": \"$(cat /proc/loadavg)\""
     echo "}"

@@ -283,6 +283,9 @@ def render_servers(results, name, command):
                                         [cost_text(e) for e in entries] + ratios) + " |")
     rounds = figures.get("rounds")
     extra = f"{rounds} round{'s' if rounds != 1 else ''} of {figures.get('duration_s')} s windows, servers alternating"
+    if figures.get("slice_s"):
+        extra = (f"{rounds} round{'s' if rounds != 1 else ''}, in each of which every server of a ping-pong or churn "
+                 f"scenario had {figures.get('duration_s')} s of load in turns of {figures['slice_s']} s")
     out = "\n".join(lines) + "\n\n" + run_line(result, extra)
     if "--no-nio" in result["command"].split():
         out += " The SwiftNIO peers were left out of this run (`--no-nio`)."
