@@ -444,7 +444,10 @@ int main(int argc, char **argv) {
 
     uint64_t start = now_ns(), ramp_ns = 0;
     uint64_t connect_deadline = start + (uint64_t)(connect_timeout * NS_PER_S);
-    uint64_t hard_deadline = start + (uint64_t)((connect_timeout + warmup + seconds + 30) * NS_PER_S);
+    /* Taking turns, each server has its SECONDS after the warm-up, plus up to one more rotation to begin on. */
+    double load_s = rotation.on ? (warmup + seconds) * target_count + (double)rotation.slice_ns / NS_PER_S * target_count
+                                : warmup + seconds;
+    uint64_t hard_deadline = start + (uint64_t)((connect_timeout + load_s + 30) * NS_PER_S);
     int started = 0, ramping = mode != CHURN, window_open = 0;
     double server_cpu = 0, own_cpu = 0;
     if (mode == CHURN) {
