@@ -60,6 +60,16 @@ package struct TimerWheel<Payload> {
     private var nextSequence: UInt32 = 0
     private var ready: [ReadyEntry] = []
     private var readyCursor = 0
+    /// ``nextExpiration()``'s last answer, kept while the wheel stays as it was: a loop asks twice per
+    /// iteration (for the poll's timeout, then in ``advance(to:)``), and most iterations file, remove and
+    /// expire nothing. Filing, unlinking or emptying a slot, and moving ``elapsed``, forget it.
+    private var nextCache = NextCache.unknown
+
+    enum NextCache {
+        case unknown
+        case empty
+        case at(location: Int, tick: UInt64)
+    }
 
     /// The clock reading (ns) that tick 0 stands for.
     package let origin: UInt64
@@ -145,7 +155,7 @@ package struct TimerWheel<Payload> {
     /// The earliest time (ns) at which ``advance(to:)`` may have work: a timer fires then, or a slot cascades.
     /// `nil` when no timer is pending. Never later than the earliest deadline rounded up to its tick (for a
     /// deadline already past: never later than the wheel's current tick).
-    package func nextWakeup() -> UInt64? {
+    package mutating func nextWakeup() -> UInt64? {
         if readyCursor < ready.count { return origin &+ elapsed &* Self.resolution }
         guard let (_, tick) = nextExpiration() else { return nil }
         let (offset, overflow) = tick.multipliedReportingOverflow(by: Self.resolution)
@@ -165,7 +175,10 @@ package struct TimerWheel<Payload> {
             if tick > elapsed { elapsed = tick }
             expire(location)
         }
-        if nowTick > elapsed { elapsed = nowTick }
+        if nowTick > elapsed {
+            elapsed = nowTick
+            nextCache = .unknown
+        }
         let newCount = ready.count - firstNew
         if newCount > 1 {
             ready[firstNew...].sort { a, b in
@@ -204,6 +217,7 @@ package struct TimerWheel<Payload> {
         }
         ready.removeAll(keepingCapacity: true)
         readyCursor = 0
+        nextCache = .unknown
     }
 
     // MARK: Slots
@@ -234,6 +248,7 @@ package struct TimerWheel<Payload> {
             let level = Self.level(elapsed: elapsed, when: when)
             location = level * Self.slotCount + Int((when >> (Self.slotBits * UInt64(level))) & 63)
         }
+        nextCache = .unknown
         let i = Int(index)
         nodes[i].location = UInt16(location)
         nodes[i].next = Self.none
@@ -249,6 +264,7 @@ package struct TimerWheel<Payload> {
     }
 
     private mutating func unlink(_ index: UInt32) {
+        nextCache = .unknown
         let i = Int(index)
         let location = Int(nodes[i].location)
         let prev = nodes[i].prev
@@ -269,9 +285,23 @@ package struct TimerWheel<Payload> {
         return payload
     }
 
-    /// The next occupied slot and the tick at which it expires. Lower levels always expire before higher
-    /// ones (a level's timers lie inside the current slot of the level above), so the first hit wins.
-    private func nextExpiration() -> (location: Int, tick: UInt64)? {
+    /// The next occupied slot and the tick at which it expires, from ``nextCache`` when the wheel has not
+    /// changed since it was last asked.
+    private mutating func nextExpiration() -> (location: Int, tick: UInt64)? {
+        switch nextCache {
+        case .at(let location, let tick): return (location, tick)
+        case .empty: return nil
+        case .unknown: break
+        }
+        let found = findNextExpiration()
+        nextCache = found.map { .at(location: $0.location, tick: $0.tick) } ?? .empty
+        return found
+    }
+
+    /// The next occupied slot and the tick at which it expires, searched for. Lower levels always expire
+    /// before higher ones (a level's timers lie inside the current slot of the level above), so the first
+    /// hit wins.
+    private func findNextExpiration() -> (location: Int, tick: UInt64)? {
         for level in 0..<Self.levelCount {
             let bits = occupied[level]
             if bits == 0 { continue }
@@ -298,6 +328,7 @@ package struct TimerWheel<Payload> {
 
     /// Empties the slot at `location` (the wheel has reached it): due timers become ready, the rest are re-filed lower.
     private mutating func expire(_ location: Int) {
+        nextCache = .unknown
         var index = heads[location]
         heads[location] = Self.none
         tails[location] = Self.none
