@@ -348,13 +348,26 @@ def render_udp_generators(results):
 def render_tcp_generators(results):
     result = results.get("loadtest-vs-loadgen")
     if result is None:
-        return missing("Benchmarks/loadtest-vs-loadgen.sh 4 100 1000", "loadtest-vs-loadgen")
-    lines = ["| connections | `loadgen` | `loadtest echo --loops 1` | loadtest ÷ loadgen (median of the rounds' ratios) |",
-             "| ---: | ---: | ---: | ---: |"]
-    for n, generators in sorted(result["figures"]["connections"].items(), key=lambda item: int(item[0])):
+        return missing("Benchmarks/loadtest-vs-loadgen.sh 15 100 1000", "loadtest-vs-loadgen")
+    figures = result["figures"]
+    if "slices" not in figures:  # recorded before the generators took turns: one window each per round
+        lines = ["| connections | `loadgen` | `loadtest echo --loops 1` | loadtest ÷ loadgen (median of the rounds' "
+                 "ratios) |", "| ---: | ---: | ---: | ---: |"]
+        for n, generators in sorted(figures["connections"].items(), key=lambda item: int(item[0])):
+            g, l = generators["loadgen"], generators["loadtest"]
+            lines.append(f"| {int(n):,} | {g['rate']:,.0f}/s | {l['rate']:,.0f}/s | {generators['ratio']:.2f} |")
+        extra = f"{figures['rounds']} rounds of {figures['seconds']:g} s, generators alternating"
+        return "\n".join(lines) + "\n\n" + run_line(result, extra) + "\n"
+    lines = ["| connections | `loadgen` | `loadtest echo --loops 1` | loadtest ÷ loadgen (median of the paired "
+             "slices' ratios, and their quartiles) | client CPU µs per round trip: `loadgen` | `loadtest` |",
+             "| ---: | ---: | ---: | ---: | ---: | ---: |"]
+    for n, generators in sorted(figures["connections"].items(), key=lambda item: int(item[0])):
         g, l = generators["loadgen"], generators["loadtest"]
-        lines.append(f"| {int(n):,} | {g['rate']:,.0f}/s | {l['rate']:,.0f}/s | {generators['ratio']:.2f} |")
-    extra = f"{result['figures']['rounds']} rounds of {result['figures']['seconds']:g} s, generators alternating"
+        q1, q3 = generators["ratio_quartiles"]
+        lines.append(f"| {int(n):,} | {g['rate']:,.0f}/s | {l['rate']:,.0f}/s | {generators['ratio']:.2f} "
+                     f"({q1:.2f} to {q3:.2f}) | {g['cpu_us_per_round_trip']:.2f} | {l['cpu_us_per_round_trip']:.2f} |")
+    extra = (f"{plural(figures['rounds'], 'round')} of {figures['slices']} turns of {figures['slice_s']:g} s "
+             f"for each generator")
     return "\n".join(lines) + "\n\n" + run_line(result, extra) + "\n"
 
 
