@@ -347,14 +347,14 @@ print("  %s: %.0f %s, server %s, errors %d (loadgen)" % (
 EOF
 }
 
-# Connections (churn: parallel slots) per server that loadgen holds in a scenario it rotates.
+# Connections (churn: parallel slots) per server that loadgen holds in a scenario it rotates, read off
+# loadgen_args; empty for the scenarios it does not rotate (stream, idle).
 loadgen_connections() {
-    case "$1" in
-        e64_1) echo 1 ;;
-        e64_100|e16k) echo 100 ;;
-        e64_1000) echo 1000 ;;
-        e64_5000) echo 5000 ;;
-        connect) echo 16 ;;
+    local -a args
+    read -ra args <<<"$(loadgen_args "$1" 0 1)"
+    case "${args[0]:-}" in
+        pingpong) echo "${args[3]}" ;;
+        churn) echo "${args[4]}" ;;
     esac
 }
 

@@ -350,14 +350,6 @@ def render_tcp_generators(results):
     if result is None:
         return missing("Benchmarks/loadtest-vs-loadgen.sh 15 100 1000", "loadtest-vs-loadgen")
     figures = result["figures"]
-    if "slices" not in figures:  # recorded before the generators took turns: one window each per round
-        lines = ["| connections | `loadgen` | `loadtest echo --loops 1` | loadtest ÷ loadgen (median of the rounds' "
-                 "ratios) |", "| ---: | ---: | ---: | ---: |"]
-        for n, generators in sorted(figures["connections"].items(), key=lambda item: int(item[0])):
-            g, l = generators["loadgen"], generators["loadtest"]
-            lines.append(f"| {int(n):,} | {g['rate']:,.0f}/s | {l['rate']:,.0f}/s | {generators['ratio']:.2f} |")
-        extra = f"{figures['rounds']} rounds of {figures['seconds']:g} s, generators alternating"
-        return "\n".join(lines) + "\n\n" + run_line(result, extra) + "\n"
     lines = ["| connections | `loadgen` | `loadtest echo --loops 1` | loadtest ÷ loadgen (median of the paired "
              "slices' ratios, and their quartiles) | client CPU µs per round trip: `loadgen` | `loadtest` |",
              "| ---: | ---: | ---: | ---: | ---: | ---: |"]

@@ -102,10 +102,17 @@ static void count_errno(int error) {
     }
 }
 
-static int rotation_counting = -1; /* several servers in turn: whether the current rotation is counted */
+/* Several servers in turn (see the top of the file): what the rotation is doing, and each server's counts. */
+static struct {
+    int on, active, draining, counting, done;
+    uint64_t slice_ns, slice_start, slice_end, warmup_end, needed_ns;
+    double cpu_at_start;
+    uint64_t operations_at_start;
+} rotation;
 
+/* Whether an operation completing now counts: in a counted rotation when servers take turns, else in the window. */
 static int in_window(uint64_t now) {
-    return rotation_counting >= 0 ? rotation_counting : now >= window_start && now < window_end;
+    return rotation.on ? rotation.counting : now >= window_start && now < window_end;
 }
 
 static void set_interest(struct connection *c, int writable) {
@@ -170,13 +177,7 @@ static int begin_message(struct connection *c, size_t size, uint64_t now) {
     return send_more(c);
 }
 
-/* Several servers in turn (see the top of the file): what the rotation is doing, and each server's counts. */
-static struct {
-    int on, active, draining, counting, done;
-    uint64_t slice_ns, slice_start, slice_end, warmup_end, needed_ns;
-    double cpu_at_start;
-    uint64_t operations_at_start;
-} rotation;
+/* Each server's counts when several take turns. */
 static struct target_figures {
     uint64_t operations, active_ns;
     double cpu_s;
@@ -219,7 +220,7 @@ static void begin_slice(uint64_t now) {
     rotation.draining = 0;
     rotation.slice_start = now;
     rotation.slice_end = now + rotation.slice_ns;
-    if (rotation.active == 0) rotation_counting = rotation.counting = now >= rotation.warmup_end; /* whole rotations */
+    if (rotation.active == 0) rotation.counting = now >= rotation.warmup_end; /* whole rotations only */
     rotation.cpu_at_start = process_cpu_clock_s(server_pids[rotation.active]);
     rotation.operations_at_start = figures[rotation.active].operations;
     if (mode == PINGPONG) start_load(now); /* churn: the main loop connects the active server's free slots */
@@ -235,6 +236,7 @@ static void end_slice(uint64_t now) {
         if (f->slices == f->slice_capacity) {
             f->slice_capacity = f->slice_capacity ? 2 * f->slice_capacity : 64;
             f->slice_us = realloc(f->slice_us, (size_t)f->slice_capacity * sizeof *f->slice_us);
+            if (f->slice_us == NULL) { fprintf(stderr, "loadgen: out of memory\n"); exit(2); }
         }
         f->slice_us[f->slices++] = operations > 0 ? cpu * 1e6 / (double)operations : 0;
     }

@@ -65,7 +65,7 @@ package struct TimerWheel<Payload> {
     /// expire nothing. Filing, unlinking or emptying a slot, and moving ``elapsed``, forget it.
     private var nextCache = NextCache.unknown
 
-    enum NextCache {
+    private enum NextCache {
         case unknown
         case empty
         case at(location: Int, tick: UInt64)
