@@ -167,7 +167,7 @@ extension GCDAsyncSocket {
         let memo: QueueChooserMemo
         switch recipient {
         case .listeningDelegate(let existing): memo = existing
-        case .delegate:
+        case .delegate, .delegateIgnoringWrites:
             memo = QueueChooserMemo()
             recipient = .listeningDelegate(memo)
         case .async: return nil
@@ -188,6 +188,17 @@ extension GCDAsyncSocket {
     func noteDefaultQueueChooserRan() {
         guard eventLoop.inEventLoop, case .listeningDelegate(let memo) = recipient else { return }
         memo.defaultAnswerRan = true
+    }
+
+    /// Called by the default `socket(_:didWriteDataWithTag:)`: the socket's delegate takes it, so later
+    /// completed writes skip the callback, and the delegate's weak load with it (the default does nothing, so
+    /// nothing observable changes; ``queueChosen(by:accepted:)`` says why a Swift protocol needs the default
+    /// to tell). Only on the loop, for the socket's own inline delegate: the default called on another
+    /// object, or on a delegate queue, changes nothing. A new delegate is asked again.
+    func noteDefaultDidWriteRan(by delegate: AnyObject) {
+        guard eventLoop.inEventLoop, case .delegate = recipient, loopDelegateQueue == nil,
+              loopDelegate === delegate else { return }
+        recipient = .delegateIgnoringWrites
     }
 
     /// `socketDidDisconnect(_:withError:)`: once per connection, without a closure for the inline case.

@@ -20,7 +20,9 @@ open class GCDAsyncSocket: ConnectionEngine, @unchecked Sendable {
 
     // Loop-confined, as the engine's fields are (see there for `@exclusivity(unchecked)`): the copies of the
     // delegate and its queue that callbacks use.
-    @exclusivity(unchecked) weak var loopDelegate: (any GCDAsyncSocketDelegate)?
+    @exclusivity(unchecked) weak var loopDelegate: (any GCDAsyncSocketDelegate)? {
+        didSet { if case .delegateIgnoringWrites = recipient { recipient = .delegate } }
+    }
     @exclusivity(unchecked) var loopDelegateQueue: DispatchQueue?
     /// Where callbacks go: the delegate above, or an ``AsyncSocket``'s handler, held strongly (it holds
     /// nothing that leads back to the socket, so no cycle, and a weak reference to it would cost each async
@@ -34,10 +36,15 @@ open class GCDAsyncSocket: ConnectionEngine, @unchecked Sendable {
 
     /// Where callbacks go: the delegate (inline or on its queue, ``DelegateTarget``), a listener's with its
     /// ``QueueChooserMemo`` once it has accepted; or an ``AsyncSocket``'s handler, held strongly and called
-    /// inline. Fixed once the socket is handed out. (Three cases rather than an optional memo: two class
-    /// payloads and an empty case fit one word.)
+    /// inline. Fixed once the socket is handed out, but for the delegate's note about write completions.
+    /// (Cases rather than an optional memo and a flag: two class payloads and two empty cases fit one word,
+    /// where a flag of its own took the socket object into malloc's next size.)
     enum Recipient {
         case delegate
+        /// The delegate, which takes the default, empty `socket(_:didWriteDataWithTag:)`: a completed write
+        /// tells nobody (``GCDAsyncSocket/noteDefaultDidWriteRan(by:)``). Back to ``delegate`` when the
+        /// delegate changes.
+        case delegateIgnoringWrites
         case listeningDelegate(QueueChooserMemo)
         case async(AsyncSocketHandler)
     }
@@ -102,6 +109,9 @@ open class GCDAsyncSocket: ConnectionEngine, @unchecked Sendable {
 
     @inline(__always)
     override func sinkDidWrite(tag: Int) {
+        // A delegate's weak load and its release are about 120 instructions, a tenth of what a write costs the
+        // loop; most servers never look at write completions (callgrind, echo-server).
+        if case .delegateIgnoringWrites = recipient { return }
         switch delegateTarget {
         case .none: return
         case .inline(let delegate): delegate.socket(self, didWriteDataWithTag: tag)

@@ -94,7 +94,9 @@ extension GCDAsyncSocketDelegate {
     /// Does nothing.
     public func socket(_ sock: GCDAsyncSocket, didReadPartialDataOfLength partialLength: UInt, tag: Int) {}
     /// Does nothing.
-    public func socket(_ sock: GCDAsyncSocket, didWriteDataWithTag tag: Int) {}
+    public func socket(_ sock: GCDAsyncSocket, didWriteDataWithTag tag: Int) {
+        sock.noteDefaultDidWriteRan(by: self)
+    }
     /// Does nothing.
     public func socket(_ sock: GCDAsyncSocket, didWritePartialDataOfLength partialLength: UInt, tag: Int) {}
     /// Returns 0: the operation times out.

@@ -236,4 +236,44 @@ final class WritingTests: SocketTestCase {
         guard case .failedWrite(3, let error)? = delegate.events.last else { return XCTFail("\(delegate.events)") }
         XCTAssertEqual(error.socketError?.code, .badConfigError)
     }
+    /// Whether `socket` skips write completions (its delegate took the default), read on its loop.
+    private func ignoresWrites(_ socket: GCDAsyncSocket) throws -> Bool {
+        try onLoop(socket.eventLoop) {
+            if case .delegateIgnoringWrites = socket.recipient { return true }
+            return false
+        }
+    }
+
+    /// A delegate that takes the default `didWriteDataWithTag` is not called for completed writes (the
+    /// socket notes that the default ran), but a delegate set later that implements it hears of every write,
+    /// and the default run on some other object, or off the loop, changes nothing for the socket.
+    func testWriteCompletionsReachADelegateSetAfterOneThatTakesTheDefault() throws {
+        let recording = makeDelegate("client")
+        let (client, peer) = try connectToRawPeer(recording)
+        defer { peer.close() }
+        let plain = PlainDelegate()
+        client.delegate = plain
+        XCTAssertTrue(try onLoop(client.eventLoop) { client.loopDelegate === plain })
+        client.write(Data("one".utf8), withTimeout: -1, tag: 1)
+        XCTAssertEqual(try peer.receive(exactly: 3), Data("one".utf8))
+        settle(client.eventLoop)
+        XCTAssertTrue(try ignoresWrites(client), "the default ran on the socket's own delegate and was noted")
+
+        client.delegate = recording
+        XCTAssertTrue(try onLoop(client.eventLoop) { client.loopDelegate === recording })
+        client.write(Data("two".utf8), withTimeout: -1, tag: 2)
+        recording.waitFor("write 2") { if case .wrote(2) = $0 { return true } else { return false } }
+
+        // The default, called on an object that is not the socket's delegate (on the loop and off it).
+        PlainDelegate().socket(client, didWriteDataWithTag: 0)
+        _ = try onLoop(client.eventLoop) { PlainDelegate().socket(client, didWriteDataWithTag: 0) }
+        XCTAssertFalse(try ignoresWrites(client))
+        client.write(Data("three".utf8), withTimeout: -1, tag: 3)
+        recording.waitFor("write 3") { if case .wrote(3) = $0 { return true } else { return false } }
+        XCTAssertEqual(try peer.receive(exactly: 8), Data("twothree".utf8))
+        XCTAssertEqual(writeOutcomes(recording), [2: ["wrote"], 3: ["wrote"]])
+    }
 }
+
+/// A delegate that implements no callback: every one is the protocol's default.
+private final class PlainDelegate: GCDAsyncSocketDelegate, @unchecked Sendable {}

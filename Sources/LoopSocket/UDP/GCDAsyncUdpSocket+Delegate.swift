@@ -32,6 +32,14 @@ extension GCDAsyncUdpSocket {
         }
     }
 
+    /// Called by the default `udpSocket(_:didSendDataWithTag:)`: the socket's delegate takes it, so later
+    /// sends skip the callback and the delegate's weak load (as ``GCDAsyncSocket``'s completed writes do).
+    /// Only on the loop, for the socket's own inline delegate; a new delegate is asked again.
+    func noteDefaultDidSendRan(by delegate: AnyObject) {
+        guard eventLoop.inEventLoop, loopDelegateQueue == nil, loopDelegate === delegate else { return }
+        sendCallbackIsDefault = true
+    }
+
     /// Counts a queued delivery done; the one that brings the count down to half the bound wakes reading
     /// (which stopped at the bound; the count passes that value on its way down, so the wake-up is not missed).
     private func deliveredOnQueue() {
@@ -42,6 +50,8 @@ extension GCDAsyncUdpSocket {
     /// `udpSocket(_:didSendDataWithTag:)`.
     @inline(__always)
     func notifyDidSend(tag: Int) {
+        // A delegate's weak load and its release, per datagram sent, for a callback most never implement.
+        if sendCallbackIsDefault { return }
         switch delegateTarget {
         case .none: return
         case .inline(let delegate): delegate.udpSocket(self, didSendDataWithTag: tag)

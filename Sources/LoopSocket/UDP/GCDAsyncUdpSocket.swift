@@ -35,8 +35,13 @@ open class GCDAsyncUdpSocket: DatagramEngine, @unchecked Sendable {
     // data, which any thread may read or set; the loop's copies of the delegate and queue are loop-confined.
 
     let faceShared: Locked<FaceState>
-    @exclusivity(unchecked) weak var loopDelegate: (any GCDAsyncUdpSocketDelegate)?
+    @exclusivity(unchecked) weak var loopDelegate: (any GCDAsyncUdpSocketDelegate)? {
+        didSet { sendCallbackIsDefault = false }
+    }
     @exclusivity(unchecked) var loopDelegateQueue: DispatchQueue?
+    /// The delegate takes the default, empty `udpSocket(_:didSendDataWithTag:)`, so a sent datagram tells
+    /// nobody (``noteDefaultDidSendRan(by:)``). Cleared when the delegate changes. Loop only.
+    @exclusivity(unchecked) var sendCallbackIsDefault = false
 
     /// A socket on `loop`, or on the next loop of `group`, or of ``GCDAsyncSocket/defaultGroup``.
     ///

@@ -45,7 +45,9 @@ extension GCDAsyncUdpSocketDelegate {
     /// Does nothing.
     public func udpSocket(_ sock: GCDAsyncUdpSocket, didNotConnect error: Error?) {}
     /// Does nothing.
-    public func udpSocket(_ sock: GCDAsyncUdpSocket, didSendDataWithTag tag: Int) {}
+    public func udpSocket(_ sock: GCDAsyncUdpSocket, didSendDataWithTag tag: Int) {
+        sock.noteDefaultDidSendRan(by: self)
+    }
     /// Does nothing.
     public func udpSocket(_ sock: GCDAsyncUdpSocket, didNotSendDataWithTag tag: Int, dueToError error: Error?) {}
     /// Does nothing.

@@ -94,6 +94,30 @@ final class UDPSendingTests: SocketTestCase {
         XCTAssertEqual(sender.socket4FD(), -1)
     }
 
+    /// A delegate that takes the default `didSendDataWithTag` is not called for each datagram (the socket
+    /// notes that the default ran), but a delegate set later that implements it hears of every send, and the
+    /// default run on some other object, or off the loop, changes nothing for the socket.
+    func testSendCompletionsReachADelegateSetAfterOneThatTakesTheDefault() throws {
+        let receiverDelegate = UDPRecorder()
+        let receiver = try makeReceiver(receiverDelegate)
+        let plain = PlainUDPDelegate()
+        let sender = makeUDP(nil)
+        sender.synchronouslySetDelegate(plain)
+        sender.send(Data("one".utf8), toHost: "127.0.0.1", port: receiver.localPort(), withTimeout: -1, tag: 1)
+        receiverDelegate.waitForReceived(1)
+        settle(sender.eventLoop)
+        XCTAssertTrue(try onLoop(sender.eventLoop) { sender.sendCallbackIsDefault }, "the default ran and was noted")
+
+        let recording = UDPRecorder()
+        sender.synchronouslySetDelegate(recording)
+        PlainUDPDelegate().udpSocket(sender, didSendDataWithTag: 0)
+        _ = try onLoop(sender.eventLoop) { PlainUDPDelegate().udpSocket(sender, didSendDataWithTag: 0) }
+        sender.send(Data("two".utf8), toHost: "127.0.0.1", port: receiver.localPort(), withTimeout: -1, tag: 2)
+        recording.waitForOutcomes(1)
+        XCTAssertEqual(recording.sentTags, [2])
+        receiverDelegate.waitForReceived(2)
+    }
+
     func testSocketCanBeBoundAgainAfterClose() throws {
         let delegate = UDPRecorder()
         let socket = makeUDP(delegate)
@@ -270,3 +294,6 @@ import SharedTestSupport
 enum SharedTestSupportCount {
     static func open() -> Int { openDescriptors().count }
 }
+
+/// A UDP delegate that implements no callback: every one is the protocol's default.
+private final class PlainUDPDelegate: GCDAsyncUdpSocketDelegate, @unchecked Sendable {}
