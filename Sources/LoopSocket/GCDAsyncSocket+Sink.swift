@@ -1,6 +1,7 @@
 import Dispatch
 import EpollLoop
 import FoundationEssentials
+import Synchronization
 
 /// The face's sink: the engine's events (a read, a write, and ``ConnectionReport`` for the rest) become
 /// delegate callbacks, inline on the loop when there is no delegate queue, else `async` onto the queue; or
@@ -194,11 +195,27 @@ extension GCDAsyncSocket {
     /// completed writes skip the callback, and the delegate's weak load with it (the default does nothing, so
     /// nothing observable changes; ``queueChosen(by:accepted:)`` says why a Swift protocol needs the default
     /// to tell). Only on the loop, for the socket's own inline delegate: the default called on another
-    /// object, or on a delegate queue, changes nothing. A new delegate is asked again.
+    /// object, or on a delegate queue, changes nothing. A new delegate is asked again. The delegate's type
+    /// is remembered too, so that the sockets made for it later (a listener's accepted sockets) start
+    /// without the callback instead of each learning it at its first write.
     func noteDefaultDidWriteRan(by delegate: AnyObject) {
         guard eventLoop.inEventLoop, case .delegate = recipient, loopDelegateQueue == nil,
               loopDelegate === delegate else { return }
         recipient = .delegateIgnoringWrites
+        Self.typeIgnoringWrites.store(UInt(bitPattern: ObjectIdentifier(type(of: delegate))), ordering: .relaxed)
+    }
+
+    /// The type of the last delegate seen to take the default `socket(_:didWriteDataWithTag:)`, as an
+    /// `ObjectIdentifier`'s bits (0: none yet). One slot for the process, as a server has one delegate type
+    /// for its connections: a type's witness never changes and its metadata lives as long as the process.
+    private static let typeIgnoringWrites = Atomic<UInt>(0)
+
+    /// Where a new socket's callbacks go: nowhere for writes if `delegate`'s type is known to take the
+    /// default (``typeIgnoringWrites``).
+    static func recipient(for delegate: (any GCDAsyncSocketDelegate)?) -> Recipient {
+        guard let delegate else { return .delegate }
+        let type = UInt(bitPattern: ObjectIdentifier(Swift.type(of: delegate)))
+        return type == typeIgnoringWrites.load(ordering: .relaxed) ? .delegateIgnoringWrites : .delegate
     }
 
     /// `socketDidDisconnect(_:withError:)`: once per connection, without a closure for the inline case.

@@ -64,6 +64,7 @@ open class GCDAsyncSocket: ConnectionEngine, @unchecked Sendable {
         self.loopDelegateQueue = delegateQueue
         self.reportedDelegate = delegate
         self.reportedDelegateQueue = delegateQueue
+        self.recipient = Self.recipient(for: delegate)
         super.init(loop: loop, group: group, configuration: Configuration())
     }
 
@@ -76,6 +77,7 @@ open class GCDAsyncSocket: ConnectionEngine, @unchecked Sendable {
         self.loopDelegateQueue = delegateQueue
         self.reportedDelegate = delegate
         self.reportedDelegateQueue = delegateQueue
+        self.recipient = Self.recipient(for: delegate)
         super.init(loop: loop, group: nil, configuration: configuration)
     }
 

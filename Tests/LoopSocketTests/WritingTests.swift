@@ -245,7 +245,7 @@ final class WritingTests: SocketTestCase {
     }
 
     /// A delegate that takes the default `didWriteDataWithTag` is not called for completed writes (the
-    /// socket notes that the default ran), but a delegate set later that implements it hears of every write,
+    /// socket notes that the default ran, and new sockets for that delegate type start so), but a delegate set later that implements it hears of every write,
     /// and the default run on some other object, or off the loop, changes nothing for the socket.
     func testWriteCompletionsReachADelegateSetAfterOneThatTakesTheDefault() throws {
         let recording = makeDelegate("client")
@@ -258,6 +258,8 @@ final class WritingTests: SocketTestCase {
         XCTAssertEqual(try peer.receive(exactly: 3), Data("one".utf8))
         settle(client.eventLoop)
         XCTAssertTrue(try ignoresWrites(client), "the default ran on the socket's own delegate and was noted")
+        XCTAssertTrue(try ignoresWrites(makeSocket(PlainDelegate())), "a new socket for that type starts without it")
+        XCTAssertFalse(try ignoresWrites(makeSocket(recording)))
 
         client.delegate = recording
         XCTAssertTrue(try onLoop(client.eventLoop) { client.loopDelegate === recording })
