@@ -40,10 +40,10 @@ _Static_assert(sizeof(eventfd_t) == 8, "eventfd counts are 64 bits");
 #define CEPOLL_THROUGH_GLIBC 1
 #endif
 
-// The system call instruction itself, inline, for the calls that skip glibc's wrappers (on x86_64): glibc's `syscall()` is a
-// function of its own that shuffles seven arguments into place before the instruction, about 10 of the 25
-// instructions each recv or send took in user space (callgrind, loadtest echo and echo-server). As `syscall()`
-// does, a result in [-4095, -1] is a negated errno: stored in `errno`, and -1 returned.
+// On x86_64 the calls that skip glibc's wrappers issue the `syscall` instruction inline. glibc's `syscall()` is a
+// function of its own that shuffles seven arguments into place first: about 10 of the 25 user-space
+// instructions each recv or send took (callgrind, loadtest echo and echo-server). As `syscall()` does, a
+// result in [-4095, -1] is a negated errno: stored in `errno`, and -1 returned.
 #if !defined(CEPOLL_THROUGH_GLIBC) && defined(__x86_64__)
 static inline long cepoll_syscall6(long number, long a1, long a2, long a3, long a4, long a5, long a6) {
     register long r10 __asm__("r10") = a4;

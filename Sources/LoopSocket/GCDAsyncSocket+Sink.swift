@@ -211,7 +211,8 @@ extension GCDAsyncSocket {
     private static let typeIgnoringWrites = Atomic<UInt>(0)
 
     /// Where a new socket's callbacks go: nowhere for writes if `delegate`'s type is known to take the
-    /// default (``typeIgnoringWrites``).
+    /// default (``typeIgnoringWrites``), whatever the socket's delegate queue (the default does nothing
+    /// wherever it would run).
     static func recipient(for delegate: (any GCDAsyncSocketDelegate)?) -> Recipient {
         guard let delegate else { return .delegate }
         let type = UInt(bitPattern: ObjectIdentifier(Swift.type(of: delegate)))

@@ -236,6 +236,7 @@ final class WritingTests: SocketTestCase {
         guard case .failedWrite(3, let error)? = delegate.events.last else { return XCTFail("\(delegate.events)") }
         XCTAssertEqual(error.socketError?.code, .badConfigError)
     }
+
     /// Whether `socket` skips write completions (its delegate took the default), read on its loop.
     private func ignoresWrites(_ socket: GCDAsyncSocket) throws -> Bool {
         try onLoop(socket.eventLoop) {
@@ -245,8 +246,9 @@ final class WritingTests: SocketTestCase {
     }
 
     /// A delegate that takes the default `didWriteDataWithTag` is not called for completed writes (the
-    /// socket notes that the default ran, and new sockets for that delegate type start so), but a delegate set later that implements it hears of every write,
-    /// and the default run on some other object, or off the loop, changes nothing for the socket.
+    /// socket notes that the default ran, and new sockets for that delegate type start so), but a delegate
+    /// set later that implements it hears of every write, and the default run on some other object, or off
+    /// the loop, changes nothing for the socket.
     func testWriteCompletionsReachADelegateSetAfterOneThatTakesTheDefault() throws {
         let recording = makeDelegate("client")
         let (client, peer) = try connectToRawPeer(recording)
