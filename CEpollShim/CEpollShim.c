@@ -41,8 +41,8 @@ _Static_assert(sizeof(eventfd_t) == 8, "eventfd counts are 64 bits");
 #endif
 
 // On x86_64 the calls that skip glibc's wrappers issue the `syscall` instruction inline. glibc's `syscall()` is a
-// function of its own that shuffles seven arguments into place first: about 10 of the 25 user-space
-// instructions each recv or send took (callgrind, loadtest echo and echo-server). As `syscall()` does, a
+// function of its own that shuffles seven arguments into place first: 11 of the 27 instructions the shim's
+// recv or send took, the rest being `cepoll_recv`'s own (callgrind, loadtest echo). As `syscall()` does, a
 // result in [-4095, -1] is a negated errno: stored in `errno`, and -1 returned.
 #if !defined(CEPOLL_THROUGH_GLIBC) && defined(__x86_64__)
 static inline long cepoll_syscall6(long number, long a1, long a2, long a3, long a4, long a5, long a6) {
