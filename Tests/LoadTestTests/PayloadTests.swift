@@ -18,6 +18,45 @@ final class PayloadTests: XCTestCase {
         }
     }
 
+    /// The cursor the echo connection keeps instead of dividing by the period: after any number of messages
+    /// it points where ``Pattern/at(_:phase:)`` does, across the period's wrap, for sizes below and above it.
+    func testCursorKeepsUpWithTheMessagesItSteps() {
+        let pattern = Pattern.shared
+        for size in [1, 64, 16_384, Pattern.period - 1, Pattern.period, Pattern.period + 3, 200_000] {
+            for phase: UInt32 in [0, 7_919, UInt32(Pattern.period - 1)] {
+                var cursor = Pattern.Cursor(size: size, phase: phase)
+                for sequence: UInt64 in 0..<3_000 {
+                    let expected = pattern.at(sequence &* UInt64(size), phase: phase)
+                    guard cursor.start(in: pattern) == expected else {
+                        return XCTFail("size \(size), phase \(phase): message \(sequence) starts elsewhere")
+                    }
+                    cursor.advance()
+                }
+            }
+        }
+    }
+
+    /// A message filled and checked from the cursor's position is the one ``Pattern/fillMessage(_:sequence:phase:)``
+    /// makes.
+    func testMessagesFromTheCursorMatchTheDividedOnes() {
+        let pattern = Pattern.shared
+        let size = 100
+        var cursor = Pattern.Cursor(size: size, phase: 11)
+        for sequence: UInt64 in 0..<700 {  // 700 · 100 bytes: past the period
+            var fromCursor = [UInt8](repeating: 0, count: size)
+            var divided = [UInt8](repeating: 1, count: size)
+            let source = cursor.start(in: pattern)
+            fromCursor.withUnsafeMutableBytes { pattern.fillMessage($0, sequence: sequence, from: source) }
+            divided.withUnsafeMutableBytes { pattern.fillMessage($0, sequence: sequence, phase: 11) }
+            XCTAssertEqual(fromCursor, divided, "message \(sequence)")
+            fromCursor.withUnsafeBytes { bytes in
+                XCTAssertTrue(pattern.checkMessagePart(bytes, at: 0, size: size, sequence: sequence, from: source))
+                XCTAssertFalse(pattern.checkMessagePart(bytes, at: 0, size: size, sequence: sequence &+ 1, from: source))
+            }
+            cursor.advance()
+        }
+    }
+
     func testStreamCheck() {
         let chunk = Pattern.shared.streamChunk(offset: 100_000, phase: 9, count: 65_536)
         chunk.withUnsafeBytes { bytes in

@@ -150,11 +150,18 @@ final class LoopWorker: @unchecked Sendable {
     @exclusivity(unchecked) var receivedBytes: UInt64 = 0
     @exclusivity(unchecked) var windowCompleted: UInt64 = 0
     @exclusivity(unchecked) var windowBytes: UInt64 = 0
-    @exclusivity(unchecked) var histogram = Histogram()
-    /// Open loop: latency from the actual send (service time), beside ``histogram``'s from the intended time.
-    @exclusivity(unchecked) var serviceHistogram = Histogram()
+    /// Latency of the replies in the window (open loop: from the intended send time).
+    @exclusivity(unchecked) private var latencies = HistogramRecorder()
+    /// Open loop: latency from the actual send (service time), beside ``latencies``' from the intended time.
+    @exclusivity(unchecked) private var serviceTimes = HistogramRecorder()
     /// TLS handshakes completed in the window: connect start to socketDidSecure.
-    @exclusivity(unchecked) var handshakeHistogram = Histogram()
+    @exclusivity(unchecked) private var handshakeTimes = HistogramRecorder()
+    /// The latencies recorded so far (a copy).
+    var histogram: Histogram { latencies.histogram }
+    /// The service times recorded so far (a copy).
+    var serviceHistogram: Histogram { serviceTimes.histogram }
+    /// The handshake times recorded so far (a copy).
+    var handshakeHistogram: Histogram { handshakeTimes.histogram }
     @exclusivity(unchecked) var errors = ErrorCounts()
     var firstError: String?
     @exclusivity(unchecked) var open = 0
@@ -238,7 +245,7 @@ final class LoopWorker: @unchecked Sendable {
         if now >= windowStart && now < windowEnd {
             windowCompleted &+= 1
             windowBytes &+= UInt64(bytes)
-            histogram.record(latency)
+            latencies.record(latency)
         }
     }
 
@@ -246,7 +253,7 @@ final class LoopWorker: @unchecked Sendable {
     @inline(__always)
     func recordPacedReply(latency: UInt64, service: UInt64, bytes: Int, now: UInt64) {
         recordReply(latency: latency, bytes: bytes, now: now)
-        if now >= windowStart && now < windowEnd { serviceHistogram.record(service) }
+        if now >= windowStart && now < windowEnd { serviceTimes.record(service) }
     }
 
     /// Bytes arrived (stream mode: throughput without per-request latency).
@@ -367,7 +374,7 @@ final class LoopWorker: @unchecked Sendable {
         signals.handshakeEnded(ok: true)
         guard let start = socket.userData as? HandshakeStart else { return }
         let now = Deadline.now().uptimeNanoseconds
-        if now >= windowStart && now < windowEnd { handshakeHistogram.record(now &- start.nanoseconds) }
+        if now >= windowStart && now < windowEnd { handshakeTimes.record(now &- start.nanoseconds) }
     }
 
     /// A connection is up (`ok`) or could not be opened.

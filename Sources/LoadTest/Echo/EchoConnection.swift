@@ -28,7 +28,6 @@ final class EchoConnection: LoopTCPSocketOwner, PacedConnection, SweptConnection
     private let workerRef: Unmanaged<LoopWorker>
     /// ``Pattern/shared``, copied here so the hot path does not go through its lazy initialiser every time.
     private let pattern = Pattern.shared
-    private let phase: UInt32
     private let size: Int
     private let openLoop: Bool
     /// The socket, holding the messages the kernel has not taken yet (at most `pipeline` of them).
@@ -39,13 +38,15 @@ final class EchoConnection: LoopTCPSocketOwner, PacedConnection, SweptConnection
     @exclusivity(unchecked) private var sentTimes: SendTimes
     /// The sequence number of the next message to queue.
     @exclusivity(unchecked) private var nextSend: UInt64 = 0
+    /// Where that message starts in the pattern.
+    @exclusivity(unchecked) private var sendCursor: Pattern.Cursor
     /// Bytes received back: a reply can never outrun the request (the socket counts the bytes sent).
     @exclusivity(unchecked) private var receivedBytes: UInt64 = 0
 
     init(worker: LoopWorker, number: Int) {
         self.worker = worker
         workerRef = Unmanaged.passUnretained(worker)
-        phase = Pattern.phase(of: number)
+        let phase = Pattern.phase(of: number)
         size = worker.config.size
         openLoop = worker.config.isOpenLoop
         // Closed loop: at most `pipeline` messages are unanswered, so at most that many can be unsent. Open
@@ -54,6 +55,7 @@ final class EchoConnection: LoopTCPSocketOwner, PacedConnection, SweptConnection
         socket = LoopTCPSocket(
             worker: worker, output: EchoSendBuffer(capacity: size * (openLoop ? 1 : worker.config.pipeline)))
         reader = EchoReplyReader(size: size, phase: phase)
+        sendCursor = Pattern.Cursor(size: size, phase: phase)
         times = SendTimes(capacity: openLoop ? 1024 : worker.config.pipeline)
         sentTimes = SendTimes(capacity: openLoop ? 1024 : 1)
     }
@@ -161,10 +163,10 @@ final class EchoConnection: LoopTCPSocketOwner, PacedConnection, SweptConnection
     private func queueMessage(at time: UInt64) {
         times[nextSend] = time
         let sequence = nextSend
-        let phase = self.phase
-        let pattern = self.pattern
-        socket.output.append(size) { pattern.fillMessage($0, sequence: sequence, phase: phase) }
+        let source = sendCursor.start(in: pattern)
+        socket.output.append(size) { pattern.fillMessage($0, sequence: sequence, from: source) }
         nextSend &+= 1
+        sendCursor.advance()
     }
 
     // MARK: Closing

@@ -23,11 +23,14 @@ struct EchoReplyReader {
     private(set) var sequence: UInt64 = 0
     /// How many bytes of that reply have arrived and matched.
     private(set) var offset = 0
+    /// Where that reply starts in the pattern.
+    private var cursor: Pattern.Cursor
 
     init(size: Int, phase: UInt32) {
         precondition(size > 0, "echo messages have at least one byte")
         self.size = size
         self.phase = phase
+        cursor = Pattern.Cursor(size: size, phase: phase)
     }
 
     /// Checks `bytes`, the next bytes of the connection's stream, and moves past every reply they complete.
@@ -40,7 +43,8 @@ struct EchoReplyReader {
         while left > 0 {
             let take = min(left, size - offset)
             let part = UnsafeRawBufferPointer(start: next, count: take)
-            guard pattern.checkMessagePart(part, at: offset, size: size, sequence: sequence, phase: phase) else {
+            guard pattern.checkMessagePart(
+                part, at: offset, size: size, sequence: sequence, from: cursor.start(in: pattern)) else {
                 return false
             }
             next += take
@@ -49,6 +53,7 @@ struct EchoReplyReader {
             if offset == size {
                 offset = 0
                 sequence &+= 1
+                cursor.advance()
             }
         }
         return true

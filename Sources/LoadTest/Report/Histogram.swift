@@ -32,6 +32,16 @@ package struct Histogram: Sendable, Equatable {
     /// An empty histogram.
     package init() {}
 
+    /// A histogram of `count` values with these buckets (``bucketCount`` of them) and totals.
+    init(counts: [UInt64], count: UInt64, min: UInt64, max: UInt64, sum: UInt64) {
+        precondition(counts.count == Self.bucketCount, "a histogram has \(Self.bucketCount) buckets")
+        self.counts = counts
+        self.count = count
+        self.min = min
+        self.max = max
+        self.sum = sum
+    }
+
     /// The bucket a value falls in.
     @inline(__always)
     package static func bucketIndex(of value: UInt64) -> Int {
