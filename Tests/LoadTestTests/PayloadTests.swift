@@ -36,8 +36,8 @@ final class PayloadTests: XCTestCase {
         }
     }
 
-    /// A message filled and checked from the cursor's position is the one ``Pattern/fillMessage(_:sequence:phase:)``
-    /// makes.
+    /// A message filled and checked from the cursor's position is the one
+    /// ``Pattern/fillMessage(_:sequence:phase:)`` makes.
     func testMessagesFromTheCursorMatchTheDividedOnes() {
         let pattern = Pattern.shared
         let size = 100
@@ -51,7 +51,8 @@ final class PayloadTests: XCTestCase {
             XCTAssertEqual(fromCursor, divided, "message \(sequence)")
             fromCursor.withUnsafeBytes { bytes in
                 XCTAssertTrue(pattern.checkMessagePart(bytes, at: 0, size: size, sequence: sequence, from: source))
-                XCTAssertFalse(pattern.checkMessagePart(bytes, at: 0, size: size, sequence: sequence &+ 1, from: source))
+                XCTAssertFalse(pattern.checkMessagePart(
+                    bytes, at: 0, size: size, sequence: sequence &+ 1, from: source))
             }
             cursor.advance()
         }

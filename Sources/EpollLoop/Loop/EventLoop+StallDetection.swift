@@ -64,9 +64,13 @@ extension EventLoop {
         LoopDiagnostics.report(LoopDiagnostic(category: .stall, loop: name, message: report.summary, stall: report))
     }
 
-    /// The type of the handler the user registered (not the box it is called through).
-    static func typeName(of handler: any LoopIOHandler) -> String {
-        if let box = handler as? IOEventHandlerBox { return String(reflecting: type(of: box.handler)) }
-        return String(reflecting: type(of: handler))
+    /// The type of the handler the user registered (not the box it is called through). `object` must be
+    /// alive (the loop's dispatch keeps it so until the stall is checked).
+    static func typeName(of handler: (type: any LoopIOHandler.Type, object: UnsafeMutableRawPointer)) -> String {
+        if handler.type == IOEventHandlerBox.self {
+            let box = Unmanaged<IOEventHandlerBox>.fromOpaque(handler.object).takeUnretainedValue()
+            return String(reflecting: type(of: box.handler))
+        }
+        return String(reflecting: handler.type)
     }
 }

@@ -42,6 +42,9 @@ public final class EventLoop: @unchecked Sendable {
     @exclusivity(unchecked) var remoteBatch: [LoopWork] = []
     @exclusivity(unchecked) var timers: TimerWheel<TimerTask>
     @exclusivity(unchecked) var registrations = RegistrationTable()
+    /// The handlers ``releaseRetiredHandlers()`` is releasing: swapped with the table's list, so a deinit that
+    /// drops another handler appends to an array nobody is mutating.
+    @exclusivity(unchecked) var releasing: [any LoopIOHandler] = []
     let events: UnsafeMutablePointer<epoll_event>
     let eventCapacity: Int32
     /// The monotonic time (ns) read at the start of the current iteration's timer phase.

@@ -6,6 +6,12 @@ import Glibc
 /// travels with the fd in `epoll_event.data.u64`, so an event for a descriptor that was closed (and perhaps
 /// reused) earlier in the same `epoll_wait` batch no longer matches and is dropped.
 ///
+/// The loop calls a handler without retaining it (``dispatchTarget(fd:generation:)``), so a handler the table
+/// drops while the loop is dispatching (a socket closing itself from its own `handleIO`, a connect attempt
+/// handing its descriptor on) is not released at once: it waits in ``retired`` until the call returns
+/// (``EventLoop/releaseRetiredHandlers()``), the moment the retain the loop no longer makes would have been
+/// released.
+///
 /// Raw storage, grown by doubling, whose slots are initialised only up to the highest descriptor seen
 /// (`count` below): a grown table's new half is address space, not memory, until descriptors reach it. A
 /// Swift array had to initialise every slot it grew by, and a server holding 10,000 connections paid for
@@ -27,6 +33,12 @@ struct RegistrationTable: ~Copyable {
     private(set) var slotCount = 0
     /// Registered descriptors.
     private(set) var count = 0
+    /// Whether the loop is dispatching a batch: handlers dropped meanwhile go to ``retired``.
+    var isDispatching = false
+    /// The handler dropped while dispatching, released once the handler being called has returned. One
+    /// handler call rarely drops more than its own registration; any further ones wait in ``moreRetired``.
+    var retired: (any LoopIOHandler)?
+    var moreRetired: [any LoopIOHandler] = []
 
     init() {
         capacity = 64
@@ -49,6 +61,16 @@ struct RegistrationTable: ~Copyable {
         let i = Int(fd)
         guard i >= 0, i < slotCount, slots[i].generation == generation else { return nil }
         return slots[i].handler
+    }
+
+    /// ``handler(fd:generation:)`` as its type and its address, for a call through
+    /// ``LoopIOHandler/handleIO(unretained:_:)`` that retains nothing. Only while ``isDispatching``: the table
+    /// then keeps what it drops alive until the loop releases it.
+    @inline(__always)
+    func dispatchTarget(fd: Int32, generation: UInt32)
+        -> (type: any LoopIOHandler.Type, object: UnsafeMutableRawPointer)? {
+        guard let handler = handler(fd: fd, generation: generation) else { return nil }
+        return (type(of: handler), Unmanaged<AnyObject>.passUnretained(handler).toOpaque())
     }
 
     func isRegistered(_ fd: Int32) -> Bool {
@@ -91,22 +113,34 @@ struct RegistrationTable: ~Copyable {
     }
 
     mutating func setHandler(_ fd: Int32, _ handler: any LoopIOHandler) {
+        let old = slots[Int(fd)].handler.take()
         slots[Int(fd)].handler = handler
+        if isDispatching, let old { retire(old) }
     }
 
     func generation(of fd: Int32) -> UInt32 { slots[Int(fd)].generation }
 
-    /// Frees the slot; events already fetched for it become stale. Returns the handler it held.
-    @discardableResult
-    mutating func remove(_ fd: Int32) -> (any LoopIOHandler)? {
+    /// Frees the slot; events already fetched for it become stale.
+    mutating func remove(_ fd: Int32) {
         let slot = slots + Int(fd)
-        let handler = slot.pointee.handler
-        slot.pointee.handler = nil
+        let handler = slot.pointee.handler.take()
         slot.pointee.interest = []
         slot.pointee.generation &+= 1
         count -= 1
-        return handler
+        if isDispatching, let handler { retire(handler) }
     }
+
+    private mutating func retire(_ handler: consuming any LoopIOHandler) {
+        if retired == nil {
+            retired = handler
+        } else {
+            moreRetired.append(handler)
+        }
+    }
+
+    /// Whether a handler dropped while dispatching is waiting to be released (``moreRetired`` holds some only
+    /// when ``retired`` does).
+    var hasRetired: Bool { retired != nil }
 
     /// Every registered descriptor, lowest first.
     var registeredDescriptors: [Int32] {

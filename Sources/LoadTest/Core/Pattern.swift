@@ -100,7 +100,8 @@ struct Pattern: @unchecked Sendable {
     /// (its ``Cursor/start``).
     @inline(__always)
     func checkMessagePart(
-        _ part: UnsafeRawBufferPointer, at offset: Int, size: Int, sequence: UInt64, from source: UnsafeMutableRawPointer
+        _ part: UnsafeRawBufferPointer, at offset: Int, size: Int, sequence: UInt64,
+        from source: UnsafeMutableRawPointer
     ) -> Bool {
         guard let base = part.baseAddress else { return true }
         let header = min(8, size)

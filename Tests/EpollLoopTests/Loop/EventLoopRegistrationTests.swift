@@ -402,6 +402,47 @@ final class EventLoopRegistrationTests: LoopTestCase {
         XCTAssertEqual(openDescriptorCount(), before, "descriptors leaked by the loop")
     }
 
+    /// The loop dispatches without retaining the handler: one that closes its own descriptor, held by nothing
+    /// but the loop, is still alive when `close` returns inside its `handleIO`, and is released after.
+    func testAHandlerThatClosesItselfLivesUntilItsCallReturns() throws {
+        let loop = self.loop
+        let pipe = try makePipe()
+        defer { close(pipe.write) }
+        let probe = LifetimeProbe()
+        try onLoop(loop) {
+            try loop.register(fd: pipe.read, interest: .readable,
+                              handler: SelfClosingHandler(loop: loop, fd: pipe.read, probe: probe))
+        }
+        XCTAssertEqual(writeBytes(pipe.write, count: 1, value: 1), 1)
+        try probe.called.waitOrThrow("the readable event")
+        try probe.released.waitOrThrow("the handler's release after its call")
+        XCTAssertEqual(probe.aliveAfterClose.value, true, "released inside its own call")
+        XCTAssertTrue(isClosed(pipe.read))
+    }
+
+    /// A released handler's deinit may close another registered descriptor, whose handler the loop then drops
+    /// while releasing: both are released, and the loop goes on.
+    func testADeinitThatClosesAnotherDescriptorReleasesBoth() throws {
+        let loop = self.loop
+        let first = try makePipe()
+        let second = try makePipe()
+        defer { close(first.write); close(second.write) }
+        let probe = LifetimeProbe()
+        let other = LifetimeProbe()
+        try onLoop(loop) {
+            try loop.register(fd: second.read, interest: [], handler: SelfClosingHandler(
+                loop: loop, fd: second.read, probe: other))
+            try loop.register(fd: first.read, interest: .readable, handler: SelfClosingHandler(
+                loop: loop, fd: first.read, probe: probe, closingOnDeinit: second.read))
+        }
+        XCTAssertEqual(writeBytes(first.write, count: 1, value: 1), 1)
+        try probe.released.waitOrThrow("the first handler's release")
+        try other.released.waitOrThrow("the second handler's release, dropped by the first one's deinit")
+        XCTAssertTrue(isClosed(first.read))
+        XCTAssertTrue(isClosed(second.read))
+        XCTAssertEqual(try onLoop(loop) { loop.registeredDescriptorCount }, 0)
+    }
+
     func testManyLoopLifetimesLeakNoDescriptors() throws {
         try runner.stop()
         runner = nil
@@ -428,5 +469,40 @@ final class EventLoopRegistrationTests: LoopTestCase {
             _ = try EventLoop(name: "dropped")
         }
         XCTAssertEqual(openDescriptorCount(), before)
+    }
+}
+
+/// What a ``SelfClosingHandler`` reports: its call, whether it was alive after closing itself, its deinit.
+private final class LifetimeProbe: Sendable {
+    let called = DispatchSemaphore(value: 0)
+    let released = DispatchSemaphore(value: 0)
+    let deinitRan = Locked(false)
+    let aliveAfterClose = Locked<Bool?>(nil)
+}
+
+/// Closes its own descriptor on its first event; its deinit may close another registered one.
+private final class SelfClosingHandler: LoopIOHandler {
+    let loop: EventLoop
+    let fd: Int32
+    let probe: LifetimeProbe
+    let closingOnDeinit: Int32?
+
+    init(loop: EventLoop, fd: Int32, probe: LifetimeProbe, closingOnDeinit: Int32? = nil) {
+        self.loop = loop
+        self.fd = fd
+        self.probe = probe
+        self.closingOnDeinit = closingOnDeinit
+    }
+
+    func handleIO(_ events: IOEvents) {
+        try? loop.close(fd: fd)
+        probe.aliveAfterClose.value = !probe.deinitRan.value
+        probe.called.signal()
+    }
+
+    deinit {
+        probe.deinitRan.value = true
+        if let closingOnDeinit { try? loop.close(fd: closingOnDeinit) }
+        probe.released.signal()
     }
 }

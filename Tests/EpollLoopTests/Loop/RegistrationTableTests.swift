@@ -32,12 +32,52 @@ final class RegistrationTableTests: XCTestCase {
         let first = Handler()
         let second = Handler()
         let old = table.add(7, interest: .readable, handler: first)
-        XCTAssertTrue(table.remove(7) === first)
+        table.remove(7)
+        XCTAssertFalse(table.isRegistered(7))
         XCTAssertNil(table.handler(fd: 7, generation: old), "removed")
         let new = table.add(7, interest: .readable, handler: second)
         XCTAssertNotEqual(old, new)
         XCTAssertNil(table.handler(fd: 7, generation: old), "the old registration's event")
         XCTAssertTrue(table.handler(fd: 7, generation: new) === second)
         XCTAssertEqual(table.count, 1)
+    }
+
+    /// The loop calls handlers without retaining them, so while it dispatches, a handler the table drops
+    /// (removed, or replaced by `reassign`) is kept (`retired`) until the loop releases it; outside a
+    /// dispatch it is released at once, as before.
+    func testHandlersDroppedWhileDispatchingAreKeptUntilReleased() {
+        var table = RegistrationTable()
+        weak var removed: Handler?
+        weak var replaced: Handler?
+        do {
+            let a = Handler()
+            let b = Handler()
+            _ = table.add(3, interest: .readable, handler: a)
+            _ = table.add(4, interest: .readable, handler: b)
+            removed = a
+            replaced = b
+        }
+        table.isDispatching = true
+        table.remove(3)
+        table.setHandler(4, Handler())
+        XCTAssertNotNil(removed, "released while the loop may still be inside its call")
+        XCTAssertNotNil(replaced, "released while the loop may still be inside its call")
+        XCTAssertTrue(table.hasRetired)
+        XCTAssertEqual(table.moreRetired.count, 1, "the second one dropped in the same call")
+        table.isDispatching = false
+        table.retired = nil
+        table.moreRetired.removeAll()
+        XCTAssertNil(removed)
+        XCTAssertNil(replaced)
+
+        weak var dropped: Handler?
+        do {
+            let c = Handler()
+            _ = table.add(5, interest: .readable, handler: c)
+            dropped = c
+        }
+        table.remove(5)
+        XCTAssertNil(dropped, "outside a dispatch nothing is kept")
+        XCTAssertFalse(table.hasRetired)
     }
 }
