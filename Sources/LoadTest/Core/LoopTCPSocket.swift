@@ -40,6 +40,14 @@ protocol LoopTCPSocketOwner: LoopIOHandler {
     func socketClosed(_ end: LoopTCPSocketEnd, wasOpen: Bool)
 }
 
+extension LoopTCPSocketOwner {
+    /// ``LoopIOHandler/handleIO(_:)`` as the loop calls it, for each owner in this module: the protocol's own
+    /// default lives in EpollLoop, and a conformance here reaches it only unspecialized.
+    static func handleIO(unretained object: UnsafeMutableRawPointer, _ events: IOEvents) {
+        Unmanaged<Self>.fromOpaque(object)._withUnsafeGuaranteedRef { $0.handleIO(events) }
+    }
+}
+
 /// Why a ``LoopTCPSocket`` closed.
 enum LoopTCPSocketEnd {
     /// A failure: the connect, the server closing, a socket error, a timeout, or what the owner found wrong.

@@ -29,6 +29,13 @@ extension ConnectionEngine: LoopIOHandler, PumpScheduled, DescriptorOwner {
         pump()
     }
 
+    /// ``handleIO(_:)`` as the loop calls it, written out here rather than taken from the protocol's default,
+    /// which a conformance in another module reaches only unspecialized (a generic call and a witness lookup
+    /// per event).
+    package static func handleIO(unretained object: UnsafeMutableRawPointer, _ events: IOEvents) {
+        Unmanaged<ConnectionEngine>.fromOpaque(object)._withUnsafeGuaranteedRef { $0.handleIO(events) }
+    }
+
     /// The loop is shutting down: the connection ends with an error saying so.
     package func loopWillShutDown() {
         closeWithError(ConnectionError(.loopShutDown))
