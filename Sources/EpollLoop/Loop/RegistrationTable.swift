@@ -8,9 +8,10 @@ import Glibc
 ///
 /// The loop calls a handler without retaining it (``dispatchTarget(fd:generation:)``), so a handler the table
 /// drops while the loop is dispatching (a socket closing itself from its own `handleIO`, a connect attempt
-/// handing its descriptor on) is not released at once: it waits in ``retired`` until the call returns
-/// (``EventLoop/releaseRetiredHandlers()``), the moment the retain the loop no longer makes would have been
-/// released.
+/// handing its descriptor on) is not released at once: it waits in ``retired`` until the handler call under
+/// way returns (``EventLoop/releaseRetiredHandlers()``), the moment the retain the loop no longer makes would
+/// have been released. One dropped by a task the batch runs between two events waits for the next call, or
+/// for the end of the batch.
 ///
 /// Raw storage, grown by doubling, whose slots are initialised only up to the highest descriptor seen
 /// (`count` below): a grown table's new half is address space, not memory, until descriptors reach it. A
