@@ -5,6 +5,7 @@ import SharedTestSupport
 /// alloc-counter.c (beside this file) built as a shared library, for `LD_PRELOAD` into the programs measured.
 /// It is compiled when the tests run, with the C compiler on `PATH`, and linked into nothing: the sanitizer
 /// builds of the suite (`.ci/run`) intercept malloc themselves, and a second interposer there would fight them.
+/// There it counts through the sanitizer's own malloc and free hooks instead (alloc-counter.c says how).
 enum AllocationHook {
     /// The C source.
     static let source = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
@@ -12,16 +13,6 @@ enum AllocationHook {
 
     /// The compilers tried, in this order, on `PATH`.
     static let compilers = ["cc", "gcc", "clang"]
-
-    /// The sanitizers whose runtime can be in this process: the initialiser `dlsym` finds when linked in, and
-    /// the tool's name.
-    private static let sanitizers = [("__asan_init", "AddressSanitizer"), ("__tsan_init", "ThreadSanitizer")]
-
-    /// The sanitizer this test process (and so the package's executables, built alongside it) runs under, if
-    /// any: its runtime replaces malloc, and would refuse or shadow a preloaded counter.
-    static var activeSanitizer: String? {
-        sanitizers.first { dlsym(UnsafeMutableRawPointer(bitPattern: 0), $0.0) != nil }?.1
-    }
 
     /// The library, built once per test process into a directory of its own (removed by ``remove()``).
     static let library: Result<String, MeasurementFailure> = build()

@@ -2,6 +2,11 @@
 // The test compiles it at run time (cc -shared -fPIC -O2) rather than linking it anywhere: the sanitizer
 // builds of the suite intercept malloc themselves.
 //
+// In those builds (AddressSanitizer, ThreadSanitizer) the sanitizer's runtime is linked into the executable
+// and its malloc comes first, so the functions below are never called: the constructor installs the
+// runtime's own hooks instead (__sanitizer_install_malloc_and_free_hooks, weak here, so a plain build finds
+// it null), which count the same allocations and frees into the same page.
+//
 // Every allocating call (malloc, calloc, realloc, posix_memalign, aligned_alloc, memalign, valloc, pvalloc)
 // adds one to counts[0], every free of a non-null pointer one to counts[1]: relaxed atomics, as only the totals
 // matter. The counts live in a page of the file named by ALLOC_COUNTER_FILE, mapped shared, so the test reads
@@ -66,7 +71,14 @@ static void resolve(void) {
     resolving = 0;
 }
 
-static void count_allocation(void) { __atomic_fetch_add(&__atomic_load_n(&counts, __ATOMIC_RELAXED)[0], 1, __ATOMIC_RELAXED); }
+static void count(int which) { __atomic_fetch_add(&__atomic_load_n(&counts, __ATOMIC_RELAXED)[which], 1, __ATOMIC_RELAXED); }
+static void count_allocation(void) { count(0); }
+static void count_free(void) { count(1); }
+
+extern int __sanitizer_install_malloc_and_free_hooks(void (*)(const volatile void *, size_t),
+                                                     void (*)(const volatile void *)) __attribute__((weak));
+static void sanitizer_allocated(const volatile void *p, size_t size) { (void)p; (void)size; count_allocation(); }
+static void sanitizer_freed(const volatile void *p) { if (p) count_free(); }
 
 __attribute__((constructor)) static void map_counts(void) {
     resolve();
@@ -77,6 +89,8 @@ __attribute__((constructor)) static void map_counts(void) {
     void *page = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     close(fd);
     if (page != MAP_FAILED) __atomic_store_n(&counts, (uint64_t *)page, __ATOMIC_RELEASE);
+    if (__sanitizer_install_malloc_and_free_hooks)
+        __sanitizer_install_malloc_and_free_hooks(sanitizer_allocated, sanitizer_freed);
 }
 
 void *malloc(size_t size) {
@@ -149,6 +163,6 @@ void *pvalloc(size_t size) {
 void free(void *p) {
     if (!p || from_bootstrap(p)) return;
     if (!real_free) resolve();
-    __atomic_fetch_add(&counts[1], 1, __ATOMIC_RELAXED);
+    count_free();
     real_free(p);
 }
