@@ -14,6 +14,8 @@ import XCTest
 final class TLSIdleBuffersTests: TLSTestCase {
     /// Connection pairs held idle in the heap checks.
     static let pairs = 8
+    /// Rounds of the heap check before a reading over its bound fails the test.
+    static let rounds = 3
 
     /// The mode is on every context, server's and client's, by default, and off when the setting is.
     func testContextsReleaseBuffersUnlessTold() throws {
@@ -31,15 +33,25 @@ final class TLSIdleBuffersTests: TLSTestCase {
     /// After the handshake and one round trip (so a TLS 1.3 client has read the server's ticket), neither
     /// end's SSL object holds a buffer: `SSL_free_buffers` on every one of them frees nothing. A connection
     /// whose buffers are allocated on purpose (`SSL_alloc_buffers`) shows that the check sees them.
+    ///
+    /// glibc's counts are the whole process's, so another thread's free or allocation inside the measured
+    /// window reads as a held buffer or a missed one (seen once in CI, a suite that had just run processes:
+    /// 82,560 bytes). A round whose reading is off is repeated with new connections; a connection that keeps
+    /// its buffers fails every round.
     func testIdleConnectionsHoldNoRecordBuffers() throws {
-        let idle = try holdIdlePairs(releasing: true)
-        XCTAssertEqual(idle.modes.count, 2 * Self.pairs, "every socket runs TLS")
-        XCTAssertTrue(idle.modes.allSatisfy { $0 & Int(SSL_MODE_RELEASE_BUFFERS) != 0 }, "modes \(idle.modes)")
-        guard !Self.sanitized else { return }  // a sanitizer's allocator does not keep glibc's counts
-        // Other threads may allocate meanwhile (a few KB at most), so the bounds leave room either way.
-        XCTAssertGreaterThanOrEqual(idle.control ?? 0, 2 * Self.pairs * 16 * 1024, "SSL_alloc_buffers then SSL_free_buffers")
-        let held = try XCTUnwrap(idle.held, "no record pending on an idle connection")
-        XCTAssertLessThan(held, 16 * 1024, "bytes \(2 * Self.pairs) idle SSL objects held in record buffers")
+        let bound = 16 * 1024
+        var readings: [String] = []
+        for _ in 0..<Self.rounds {
+            let idle = try holdIdlePairs(releasing: true)
+            XCTAssertEqual(idle.modes.count, 2 * Self.pairs, "every socket runs TLS")
+            XCTAssertTrue(idle.modes.allSatisfy { $0 & Int(SSL_MODE_RELEASE_BUFFERS) != 0 }, "modes \(idle.modes)")
+            guard !Self.sanitized else { return }  // a sanitizer's allocator does not keep glibc's counts
+            let held = try XCTUnwrap(idle.held, "no record pending on an idle connection")
+            let control = idle.control ?? 0
+            if held.reduce(0, +) < bound, control >= 2 * Self.pairs * bound { return }
+            readings.append("held \(held), SSL_alloc_buffers then SSL_free_buffers \(control)")
+        }
+        XCTFail("bytes \(2 * Self.pairs) idle SSL objects held in record buffers, each round: \(readings)")
     }
 
     /// With the setting off, every idle connection keeps its buffers: at least one of 16 KiB per SSL object.
@@ -48,7 +60,7 @@ final class TLSIdleBuffersTests: TLSTestCase {
         XCTAssertEqual(idle.modes.count, 2 * Self.pairs, "every socket runs TLS")
         XCTAssertTrue(idle.modes.allSatisfy { $0 & Int(SSL_MODE_RELEASE_BUFFERS) == 0 }, "modes \(idle.modes)")
         guard !Self.sanitized else { return }
-        XCTAssertGreaterThanOrEqual(idle.held ?? 0, 2 * Self.pairs * 16 * 1024, "bytes the idle SSL objects held")
+        XCTAssertGreaterThanOrEqual(idle.held?.reduce(0, +) ?? 0, 2 * Self.pairs * 16 * 1024, "bytes the idle SSL objects held")
     }
 
     // MARK: Helpers
@@ -56,8 +68,8 @@ final class TLSIdleBuffersTests: TLSTestCase {
     private struct Idle {
         /// Each connection's mode (clients, then the server's ends).
         var modes: [Int]
-        /// The heap bytes `SSL_free_buffers` freed on them all; nil if one had a record pending.
-        var held: Int?
+        /// The heap bytes `SSL_free_buffers` freed on each; nil if one had a record pending.
+        var held: [Int]?
         /// What it freed on them all after `SSL_alloc_buffers` (nil if that failed).
         var control: Int?
     }
@@ -88,7 +100,7 @@ final class TLSIdleBuffersTests: TLSTestCase {
             let held = Self.freedBytes(ssls)
             // The control: buffers allocated on purpose are seen, and freed, by the same measurement.
             let allocated = ssls.allSatisfy { SSL_alloc_buffers($0) == 1 }
-            let control = allocated ? Self.freedBytes(ssls) : nil
+            let control = allocated ? Self.freedBytes(ssls)?.reduce(0, +) : nil
             return Idle(modes: modes, held: held, control: control)
         }
     }
@@ -103,14 +115,19 @@ final class TLSIdleBuffersTests: TLSTestCase {
         SSL_ctrl(ssl, SSL_CTRL_MODE, 0, nil)
     }
 
-    /// The heap bytes glibc counts as no longer in use after `SSL_free_buffers` on each of `ssls` (run on
-    /// their loop, which none of their events can run on meanwhile); nil if one of them had a record pending
-    /// (it frees nothing then). Buffers are allocated again on demand afterwards.
-    private static func freedBytes(_ ssls: [OpaquePointer]) -> Int? {
-        let before = mallinfo2().uordblks
-        var pending = false
-        for ssl in ssls where SSL_free_buffers(ssl) != 1 { pending = true }
-        return pending ? nil : Int(before) - Int(mallinfo2().uordblks)
+    /// The heap bytes glibc counts as no longer in use after `SSL_free_buffers` on each of `ssls`, one window
+    /// per object so another thread has little time to move the counts (run on their loop, which none of
+    /// their events can run on meanwhile); nil if one of them had a record pending (it frees nothing then).
+    /// Buffers are allocated again on demand afterwards.
+    private static func freedBytes(_ ssls: [OpaquePointer]) -> [Int]? {
+        var freed: [Int] = []
+        freed.reserveCapacity(ssls.count)
+        for ssl in ssls {
+            let before = mallinfo2().uordblks
+            guard SSL_free_buffers(ssl) == 1 else { return nil }
+            freed.append(Int(before) - Int(mallinfo2().uordblks))
+        }
+        return freed
     }
 
     private static let sanitized = dlsym(nil, "__tsan_init") != nil || dlsym(nil, "__asan_init") != nil
