@@ -35,9 +35,8 @@ final class TLSIdleBuffersTests: TLSTestCase {
     /// whose buffers are allocated on purpose (`SSL_alloc_buffers`) shows that the check sees them.
     ///
     /// glibc's counts are the whole process's, so another thread's free or allocation inside the measured
-    /// window reads as a held buffer or a missed one (seen once in CI, a suite that had just run processes:
-    /// 82,560 bytes). A round whose reading is off is repeated with new connections; a connection that keeps
-    /// its buffers fails every round.
+    /// window reads as a held buffer or a missed one. A round whose reading is off is repeated with new
+    /// connections; a connection that keeps its buffers fails every round.
     func testIdleConnectionsHoldNoRecordBuffers() throws {
         let bound = 16 * 1024
         var readings: [String] = []
