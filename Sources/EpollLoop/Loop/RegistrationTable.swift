@@ -39,6 +39,7 @@ struct RegistrationTable: ~Copyable {
     /// The handler dropped while dispatching, released once the handler being called has returned. One
     /// handler call rarely drops more than its own registration; any further ones wait in ``moreRetired``.
     var retired: (any LoopIOHandler)?
+    /// Handlers dropped during the same call after ``retired``, released with it.
     var moreRetired: [any LoopIOHandler] = []
 
     init() {

@@ -85,19 +85,9 @@ struct Pattern: @unchecked Sendable {
         return memcmp(base + header, source + header, size - header) == 0
     }
 
-    /// Whether `part` is bytes `offset ..< offset + part.count` of echo message `sequence` (`size` bytes) of a
-    /// stream with `phase`: the check for replies that arrive split at any byte. `part` must not run past the
-    /// message's end.
-    @inline(__always)
-    func checkMessagePart(
-        _ part: UnsafeRawBufferPointer, at offset: Int, size: Int, sequence: UInt64, phase: UInt32
-    ) -> Bool {
-        checkMessagePart(part, at: offset, size: size, sequence: sequence,
-                         from: at(sequence &* UInt64(size), phase: phase))
-    }
-
-    /// ``checkMessagePart(_:at:size:sequence:phase:)`` with the message's bytes in the pattern at `source`
-    /// (its ``Cursor/start``).
+    /// Whether `part` is bytes `offset ..< offset + part.count` of echo message `sequence` (`size` bytes), whose
+    /// bytes start in the pattern at `source` (the message's ``Cursor/start``): the check for replies that
+    /// arrive split at any byte. `part` must not run past the message's end.
     @inline(__always)
     func checkMessagePart(
         _ part: UnsafeRawBufferPointer, at offset: Int, size: Int, sequence: UInt64,

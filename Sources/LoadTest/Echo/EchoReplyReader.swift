@@ -15,8 +15,6 @@
 struct EchoReplyReader {
     /// Bytes per message.
     let size: Int
-    /// The connection's pattern phase.
-    let phase: UInt32
     /// ``Pattern/shared``, copied here so the hot path does not go through its lazy initialiser every time.
     private let pattern = Pattern.shared
     /// The sequence number of the next reply to complete.
@@ -29,7 +27,6 @@ struct EchoReplyReader {
     init(size: Int, phase: UInt32) {
         precondition(size > 0, "echo messages have at least one byte")
         self.size = size
-        self.phase = phase
         cursor = Pattern.Cursor(size: size, phase: phase)
     }
 
